@@ -1,0 +1,47 @@
+"""Library exceptions -> one-line message, a hint, an exit code. ``HARNESSEVOLVE_DEBUG=1`` re-raises."""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from harnessevolve.core.errors import HarnessEvolveError
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def debug() -> bool:
+    return os.environ.get("HARNESSEVOLVE_DEBUG", "") not in ("", "0")
+
+
+def fail(message: str, hint: str = "", code: int = EXIT_BAD_INPUT) -> typer.Exit:
+    err_console.print(f"[bold red]Error:[/] {message}", markup=True, highlight=False)
+    if hint:
+        err_console.print(f"[dim]Hint:[/] {hint}")
+    return typer.Exit(code)
+
+
+def handle_errors(command: F) -> F:
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except HarnessEvolveError as exc:
+            if debug():
+                raise
+            raise fail(exc.one_line().replace("[", r"\["), exc.hint, exc.exit_code) from None
+        except KeyboardInterrupt:
+            if debug():
+                raise
+            err_console.print("Interrupted; the run's ledger records where it stopped.")
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+
+    return wrapper  # type: ignore[return-value]

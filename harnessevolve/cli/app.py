@@ -1,0 +1,35 @@
+"""The ``harnessevolve`` command."""
+
+from __future__ import annotations
+
+import typer
+
+from harnessevolve import __version__
+from harnessevolve.cli import gate_cmd, harness_cmds, refs_cmd, run_cmd
+
+app = typer.Typer(
+    name="harnessevolve", no_args_is_help=True, add_completion=False, rich_markup_mode="rich",
+    help="Evolve an LLM agent's harness (prompts, skills, tools, loop settings) against benchmark tasks, "
+         "guarded by quality, performance and held-out gates, over a git-versioned harness directory.",
+)
+app.command()(harness_cmds.init)
+app.command()(harness_cmds.validate)
+app.command()(run_cmd.run)
+app.command()(gate_cmd.gate)
+app.add_typer(refs_cmd.app, name="refs")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"harnessevolve {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Show the version and exit.")) -> None:
+    pass
+
+
+def main() -> None:
+    app()

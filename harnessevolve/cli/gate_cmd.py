@@ -1,0 +1,57 @@
+"""``gate``: pass or fail a candidate revision of a harness against a baseline, for CI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from harnessevolve.cli._errors import EXIT_FAILED, handle_errors
+from harnessevolve.cli.options import BatchSize, Benchmark, Concurrency, GatesFile, HarnessDir, JsonOut, Model, Seed
+from harnessevolve.cli.ui import console, mark, progress_hooks
+from harnessevolve.core.files import atomic_write_text
+from harnessevolve.pipeline.ci_gate import GateOptions, junit_xml, markdown_summary, run_gate
+
+
+@handle_errors
+def gate(
+    harness: HarnessDir,
+    benchmark: Benchmark,
+    baseline: Annotated[str, typer.Option(help="Baseline git revision (e.g. origin/main).")] = "HEAD~1",
+    candidate: Annotated[str, typer.Option(help="Candidate git revision.")] = "HEAD",
+    split: Annotated[str, typer.Option(help="Held-out split: validation, or test (sealed; use sparingly).")]
+    = "validation",
+    model: Model = None,
+    batch_size: BatchSize = 40,
+    concurrency: Concurrency = 4,
+    seed: Seed = 0,
+    gates: GatesFile = None,
+    junit: Annotated[Path | None, typer.Option(help="Write a JUnit XML report here.")] = None,
+    markdown: Annotated[Path | None, typer.Option(help="Write a Markdown summary here.")] = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Evaluate two revisions of a harness; exit 0 when the candidate passes every gate, 1 when not."""
+    if split not in ("validation", "test"):
+        raise typer.BadParameter("must be validation or test", param_hint="--split")
+    options = GateOptions(harness_dir=harness, baseline=baseline, candidate=candidate, benchmark=benchmark,
+                          split=split, model=model, batch_size=batch_size, concurrency=concurrency, seed=seed,
+                          gates_file=gates)
+    with progress_hooks(enabled=not as_json) as hooks:
+        report = run_gate(options, hooks)
+    if junit:
+        atomic_write_text(junit, junit_xml(report))
+    if markdown:
+        atomic_write_text(markdown, markdown_summary(report))
+    if as_json:
+        console.print_json(json.dumps(report.to_dict()))
+    else:
+        table = Table("gate", "verdict", "reason", title=f"{report.baseline[:8]} -> {report.candidate[:8]}")
+        for v in report.verdicts:
+            table.add_row(v.gate, mark(v.passed), v.reason)
+        console.print(table)
+        console.print("[green]candidate passes[/]" if report.passed else "[red]candidate fails[/]")
+    if not report.passed:
+        raise typer.Exit(EXIT_FAILED)

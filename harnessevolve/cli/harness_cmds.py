@@ -1,0 +1,72 @@
+"""``init`` and ``validate``: create a harness from a template, check one."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from harnessevolve.cli._errors import EXIT_BAD_INPUT, handle_errors
+from harnessevolve.cli.options import JsonOut
+from harnessevolve.cli.ui import console
+from harnessevolve.core import paths
+from harnessevolve.core.errors import HarnessError
+from harnessevolve.harness.git import HarnessRepo
+from harnessevolve.harness.load import IGNORED_PARTS, load_harness, validate_harness
+
+
+def templates() -> list[str]:
+    root = paths.builtin_dir("harnesses")
+    return sorted(p.name for p in root.iterdir() if (p / "harness.yaml").is_file()) if root.is_dir() else []
+
+
+@handle_errors
+def init(
+    directory: Annotated[Path, typer.Argument(help="Where to create the harness (new or empty folder).")],
+    template: Annotated[str, typer.Option("--template", "-t", help="A template from harnesses/.")] = "shell-agent",
+) -> None:
+    """Create a harness from a template and commit it (a new repo, or a folder of the enclosing one)."""
+    source = paths.builtin_dir("harnesses") / template
+    if not (source / "harness.yaml").is_file():
+        raise HarnessError(f"unknown template {template!r}", field="--template",
+                           hint=f"templates: {', '.join(templates()) or 'none'}")
+    if directory.exists() and any(directory.iterdir()):
+        raise HarnessError("folder exists and is not empty", file=str(directory),
+                           hint="pick a new folder; init never overwrites files")
+    shutil.copytree(source, directory, dirs_exist_ok=True,
+                    ignore=lambda _d, names: [n for n in names if n in IGNORED_PARTS])
+    try:
+        load_harness(directory)
+        repo = HarnessRepo.init_or_open(directory)
+        sha = repo.commit_all(f"harnessevolve: new harness from template {template}\n")
+    except BaseException:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+    where = "its own new repository" if repo.rel == "." else f"folder {repo.rel} of {repo.top}"
+    console.print(f"Created harness [bold]{directory}[/] from template {template} in {where} (commit {sha[:8]}).")
+
+
+@handle_errors
+def validate(
+    directory: Annotated[Path, typer.Argument(help="The harness directory.")],
+    as_json: JsonOut = False,
+) -> None:
+    """Check every harness file against its schema and that the harness loads."""
+    problems = validate_harness(directory)
+    if as_json:
+        console.print_json(json.dumps({"valid": not problems, "problems": [p.__dict__ for p in problems]}))
+    elif problems:
+        table = Table("file", "field", "problem", title=f"{directory}: {len(problems)} problem(s)")
+        for p in problems:
+            table.add_row(p.file, p.field, p.message)
+        console.print(table)
+    else:
+        harness = load_harness(directory)
+        console.print(f"[green]valid[/]: {harness.name} ({len(harness.tools)} tools, {len(harness.skills)} skills, "
+                      f"{len(harness.files)} files, prompt {len(harness.assembled_prompt())} chars)")
+    if problems:
+        raise typer.Exit(EXIT_BAD_INPUT)

@@ -1,0 +1,46 @@
+"""``refs``: reference trajectories for a benchmark."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from harnessevolve.cli._errors import handle_errors
+from harnessevolve.cli.options import Benchmark
+from harnessevolve.cli.ui import console
+from harnessevolve.core import paths
+from harnessevolve.core.tasks import load_benchmark
+from harnessevolve.harness.load import load_harness
+from harnessevolve.pipeline.references import replay_gold, save_reference
+
+app = typer.Typer(help="Reference trajectories: genuine successful runs the evaluator aligns failures against.",
+                  no_args_is_help=True)
+
+
+@app.command("import")
+@handle_errors
+def import_gold(
+    benchmark: Benchmark,
+    harness: Annotated[Path | None, typer.Option("--harness", "-H", help="Harness whose tools replay the gold "
+                                                 "calls (default: the shell-agent template).")] = None,
+    split: Annotated[str, typer.Option(help="Which split's tasks: train (default), validation, test or all.")]
+    = "train",
+    out: Annotated[Path | None, typer.Option(help="Folder to write <task-id>.json into (default: the "
+                                             "benchmark's reference folder).")] = None,
+) -> None:
+    """Build references by replaying each task's gold tool calls, so every observation is real."""
+    bench = load_benchmark(benchmark)
+    agent = load_harness(harness or paths.builtin_dir("harnesses") / "shell-agent")
+    tasks = bench.tasks if split == "all" else bench.split(split)  # type: ignore[arg-type]
+    folder = out or bench.references_dir
+
+    async def build() -> list[tuple[str, object]]:
+        return [(t.id, await replay_gold(agent, t)) for t in tasks if t.gold]
+
+    built = asyncio.run(build())
+    for task_id, trajectory in built:
+        save_reference(trajectory, folder, task_id)  # type: ignore[arg-type]
+    console.print(f"wrote {len(built)} reference trajectories to {folder}")

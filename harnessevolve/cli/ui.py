@@ -1,0 +1,36 @@
+"""Rich progress bars and tables for long commands."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from harnessevolve.pipeline.run import RunHooks
+
+console = Console(highlight=False)
+
+
+@contextmanager
+def progress_hooks(enabled: bool = True) -> Iterator[RunHooks]:
+    if not enabled:
+        yield RunHooks()
+        return
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=False) as progress:
+
+        def on_progress(label: str, total: int) -> Callable[[], None]:
+            task = progress.add_task(label, total=total)
+            return lambda: progress.advance(task)
+
+        yield RunHooks(on_progress=on_progress, log=lambda m: progress.console.print(m))
+
+
+def mark(value: bool | None) -> str:
+    return {True: "[green]pass[/]", False: "[red]fail[/]", None: "[dim]-[/]"}[value]
+
+
+def score(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"

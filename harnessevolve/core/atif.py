@@ -1,0 +1,144 @@
+"""Trajectories in ATIF (Agent Trajectory Interchange Format, v1.4): in-memory values and JSON.
+
+Our own additions live in the format's ``extra`` objects: on a step, ``extra.error`` (a tool or
+parse error) and ``extra.parse_error``; at the root, ``extra.task_id``, ``extra.stop_reason``,
+``extra.answer`` and ``extra.harness_rev``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from harnessevolve.core.errors import TrajectoryError
+from harnessevolve.core.files import atomic_write_json, read_json
+from harnessevolve.core.schema import check
+
+ATIF_VERSION = "ATIF-v1.4"
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    tool_call_id: str
+    function_name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ObservationResult:
+    source_call_id: str | None
+    content: str
+
+
+@dataclass(frozen=True)
+class Step:
+    step_id: int
+    source: str  # "system" | "user" | "agent"
+    message: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    observations: tuple[ObservationResult, ...] = ()
+    metrics: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+    timestamp: str | None = None
+    model_name: str | None = None
+
+    @property
+    def is_action(self) -> bool:
+        return self.source == "agent"
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    session_id: str
+    agent_name: str
+    agent_version: str
+    model_name: str
+    steps: tuple[Step, ...]
+    extra: dict[str, Any] = field(default_factory=dict)
+    final_metrics: dict[str, Any] = field(default_factory=dict)
+    notes: str = ""
+
+    @property
+    def agent_steps(self) -> tuple[Step, ...]:
+        return tuple(s for s in self.steps if s.source == "agent")
+
+    @property
+    def task_id(self) -> str | None:
+        return self.extra.get("task_id")
+
+    def with_extra(self, **values: Any) -> Trajectory:
+        return replace(self, extra={**self.extra, **values})
+
+    def to_dict(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "schema_version": ATIF_VERSION,
+            "session_id": self.session_id,
+            "agent": {"name": self.agent_name, "version": self.agent_version, "model_name": self.model_name},
+            "steps": [_step_to_dict(s) for s in self.steps],
+        }
+        if self.notes:
+            doc["notes"] = self.notes
+        if self.final_metrics:
+            doc["final_metrics"] = dict(self.final_metrics)
+        if self.extra:
+            doc["extra"] = dict(self.extra)
+        return doc
+
+
+def _step_to_dict(step: Step) -> dict[str, Any]:
+    doc: dict[str, Any] = {"step_id": step.step_id, "source": step.source, "message": step.message}
+    if step.timestamp:
+        doc["timestamp"] = step.timestamp
+    if step.model_name:
+        doc["model_name"] = step.model_name
+    if step.tool_calls:
+        doc["tool_calls"] = [
+            {"tool_call_id": c.tool_call_id, "function_name": c.function_name, "arguments": c.arguments}
+            for c in step.tool_calls
+        ]
+    if step.observations:
+        doc["observation"] = {"results": [{"source_call_id": o.source_call_id, "content": o.content}
+                                          for o in step.observations]}
+    if step.metrics:
+        doc["metrics"] = dict(step.metrics)
+    if step.extra:
+        doc["extra"] = dict(step.extra)
+    return doc
+
+
+def from_dict(doc: Any, *, file: str = "<trajectory>") -> Trajectory:
+    """Build a trajectory from parsed JSON; anything not valid ATIF raises ``TrajectoryError``."""
+    check(doc, "trajectory", file=file, error=TrajectoryError)
+    version = doc["schema_version"]
+    if int(version.split(".")[1]) > int(ATIF_VERSION.split(".")[1]):
+        raise TrajectoryError(f"{version} is newer than the supported {ATIF_VERSION}", file=file,
+                              field="schema_version", hint="upgrade harnessevolve")
+    steps = []
+    for i, s in enumerate(doc["steps"]):
+        if s["step_id"] != i + 1:
+            raise TrajectoryError(f"step_id {s['step_id']} out of order (expected {i + 1})", file=file,
+                                  field=f"steps[{i}].step_id")
+        steps.append(Step(
+            step_id=s["step_id"], source=s["source"], message=s["message"],
+            tool_calls=tuple(ToolCall(c["tool_call_id"], c["function_name"], c["arguments"])
+                             for c in s.get("tool_calls", [])),
+            observations=tuple(ObservationResult(o.get("source_call_id"), o.get("content") or "")
+                               for o in s.get("observation", {}).get("results", [])),
+            metrics=s.get("metrics", {}), extra=s.get("extra", {}),
+            timestamp=s.get("timestamp"), model_name=s.get("model_name"),
+        ))
+    agent = doc["agent"]
+    return Trajectory(
+        session_id=doc["session_id"], agent_name=agent["name"], agent_version=agent["version"],
+        model_name=agent.get("model_name", ""), steps=tuple(steps), extra=doc.get("extra", {}),
+        final_metrics=doc.get("final_metrics", {}), notes=doc.get("notes", ""),
+    )
+
+
+def load(path: Path) -> Trajectory:
+    return from_dict(read_json(path, error=TrajectoryError), file=str(path))
+
+
+def save(trajectory: Trajectory, path: Path) -> None:
+    atomic_write_json(path, trajectory.to_dict())

@@ -1,0 +1,68 @@
+"""Exceptions raised by library code. Only ``cli/`` turns them into messages and exit codes."""
+
+from __future__ import annotations
+
+
+class HarnessEvolveError(Exception):
+    """Base class: a problem the user can fix, with where it is and what to do about it.
+
+    ``file`` and ``field`` (a JSON path like ``loop.max_steps``) locate the problem;
+    ``hint`` says what to do. ``exit_code`` is 2 (bad input) unless a subclass says otherwise.
+    """
+
+    exit_code = 2
+    default_hint = ""
+
+    def __init__(self, message: str, *, file: str | None = None, field: str | None = None,
+                 hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.file = file
+        self.field = field
+        self.hint = hint if hint is not None else self.default_hint
+
+    def one_line(self) -> str:
+        where = ": ".join(part for part in (self.file, self.field) if part)
+        return f"{where}: {self.message}" if where else self.message
+
+
+class SchemaError(HarnessEvolveError):
+    """A file on disk does not match its JSON Schema (or cannot be parsed at all)."""
+
+    default_hint = "fix the field named above; the schemas live in harnessevolve/schemas/"
+
+
+class HarnessError(HarnessEvolveError):
+    """The harness directory is malformed or cannot be loaded."""
+
+    default_hint = "run `harnessevolve validate DIR` to see every problem"
+
+
+class HarnessGitError(HarnessEvolveError):
+    """The harness's git state forbids the operation (dirty tree, unknown revision, no repo)."""
+
+
+class BenchmarkError(HarnessEvolveError):
+    """Unknown benchmark or task, or a malformed task file."""
+
+    default_hint = "built-in benchmarks are listed by `harnessevolve run --help`; or pass a directory"
+
+
+class TrajectoryError(HarnessEvolveError):
+    """A trajectory file is not valid ATIF."""
+
+
+class GateConfigError(HarnessEvolveError):
+    """A gate configuration YAML is malformed."""
+
+    default_hint = "see gates/default.yaml for every key and its meaning"
+
+
+class ModelError(HarnessEvolveError):
+    """A model name cannot be resolved or a scripted model is misconfigured."""
+
+
+class RunLockedError(HarnessEvolveError):
+    """Another run holds the harness's lock."""
+
+    default_hint = "wait for it to finish, or remove the lock file if its process is gone"

@@ -1,0 +1,1 @@
+"""Evaluate stage: checkers, alignment against reference trajectories, error signals, clusters."""

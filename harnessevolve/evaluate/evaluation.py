@@ -1,0 +1,46 @@
+"""Score one rollout with its task's checker and, when it failed, explain why.
+
+Contract: ``evaluate_rollout(task, trajectory, workspace, reference)`` returns an ``Evaluation``
+with a score in [0, 1] and, for a failed run, one ``ErrorSignal`` (aligned against the reference
+when there is one). It never raises for anything the agent did.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harnessevolve.core.atif import Trajectory
+from harnessevolve.core.signals import ErrorSignal
+from harnessevolve.core.tasks import Task
+from harnessevolve.evaluate.alignment import first_divergence, signal_without_reference
+from harnessevolve.evaluate.checkers import run_checks
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    task_id: str
+    score: float
+    passed: bool
+    checks: tuple[str, ...]
+    signal: ErrorSignal | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"task_id": self.task_id, "score": self.score, "passed": self.passed,
+                "checks": list(self.checks), "signal": self.signal.to_dict() if self.signal else None}
+
+
+def evaluate_rollout(task: Task, trajectory: Trajectory, workspace: Path | None,
+                     reference: Trajectory | None) -> Evaluation:
+    if workspace is None:
+        score, passed, details = 0.0, False, ("workspace setup failed",)
+    else:
+        result = run_checks(task, workspace, trajectory.extra.get("answer"))
+        score, passed = result.score, result.passed
+        details = tuple(f"{'ok' if d.ok else 'FAIL'} {d.type}: {d.message}" for d in result.details)
+    signal = None
+    if not passed:
+        signal = (first_divergence(trajectory, reference, score=score) if reference is not None
+                  else signal_without_reference(trajectory, score=score))
+    return Evaluation(task_id=task.id, score=score, passed=passed, checks=details, signal=signal)

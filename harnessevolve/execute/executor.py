@@ -1,0 +1,83 @@
+"""Executors run a batch of tasks with one harness. Chosen by name (``--executor``).
+
+Contract (``Executor``): ``run(harness, tasks, model=, seed=, on_done=)`` returns one ``Rollout`` per
+task, in the order given, each with its full trajectory and its workspace left in place for the
+checker; the caller removes workspaces (``remove_workspace``). A failing task is a rollout with
+``stop_reason`` set, never an exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from harnessevolve.core.atif import Step, Trajectory
+from harnessevolve.core.tasks import Task
+from harnessevolve.execute.agent import run_agent
+from harnessevolve.execute.workspace import WorkspaceError, create_workspace
+from harnessevolve.harness.model import Harness
+
+
+@dataclass(frozen=True)
+class Rollout:
+    task_id: str
+    trajectory: Trajectory
+    workspace: Path | None
+
+    @property
+    def answer(self) -> str | None:
+        return self.trajectory.extra.get("answer")
+
+    @property
+    def stop_reason(self) -> str:
+        return self.trajectory.extra.get("stop_reason", "")
+
+
+def rollout_seed(seed: int, task_id: str) -> int:
+    """A per-task seed derived from the run's seed, stable across processes."""
+    return int.from_bytes(hashlib.sha256(f"{seed}:{task_id}".encode()).digest()[:4], "big")
+
+
+class Executor(Protocol):
+    async def run(self, harness: Harness, tasks: Sequence[Task], *, model: str, seed: int,
+                  on_done: Callable[[Rollout], None] | None = None) -> list[Rollout]: ...
+
+
+class LocalExecutor:
+    """Runs rollouts as asyncio tasks in this process, at most ``concurrency`` at once."""
+
+    def __init__(self, concurrency: int = 4) -> None:
+        self.concurrency = max(1, concurrency)
+
+    async def run(self, harness: Harness, tasks: Sequence[Task], *, model: str, seed: int,
+                  on_done: Callable[[Rollout], None] | None = None) -> list[Rollout]:
+        gate = asyncio.Semaphore(self.concurrency)
+
+        async def one(task: Task) -> Rollout:
+            async with gate:
+                rollout = await run_one(harness, task, model=model, seed=rollout_seed(seed, task.id))
+            if on_done:
+                on_done(rollout)
+            return rollout
+
+        return list(await asyncio.gather(*(one(t) for t in tasks)))
+
+
+async def run_one(harness: Harness, task: Task, *, model: str, seed: int) -> Rollout:
+    try:
+        workspace = await create_workspace(task)
+    except (WorkspaceError, OSError, TimeoutError) as exc:
+        trajectory = Trajectory(
+            session_id=f"setup-{task.id}", agent_name="harnessevolve", agent_version="", model_name=model,
+            steps=(Step(1, "system", "", extra={"error": f"setup_error: {exc}"}),),
+            extra={"task_id": task.id, "stop_reason": "setup_error", "answer": None,
+                   "harness_hash": harness.content_hash(), "seed": seed})
+        return Rollout(task.id, trajectory, None)
+    return Rollout(task.id, await run_agent(harness, task, workspace, model=model, seed=seed), workspace)
+
+
+EXECUTORS: dict[str, Callable[[int], Executor]] = {"local": LocalExecutor}

@@ -1,0 +1,1 @@
+"""Gate stage: quality, performance and held-out gates deciding whether a candidate stays."""

@@ -1,0 +1,1 @@
+"""The harness directory: schemas, loading, validation and git versioning."""

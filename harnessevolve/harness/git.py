@@ -1,0 +1,112 @@
+"""Git versioning of a harness directory: its own repository or a folder of a larger one."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from harnessevolve.core.errors import HarnessGitError
+
+FALLBACK_AUTHOR = ("harnessevolve", "harnessevolve@localhost")
+RUN_STATE_IGNORE = ".harnessevolve/\n"
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    summary: str
+    message: str
+
+
+class HarnessRepo:
+    """The git repository that holds a harness, with every operation scoped to the harness folder."""
+
+    def __init__(self, harness_dir: Path) -> None:
+        import git
+
+        self.dir = Path(harness_dir).resolve()
+        try:
+            self.repo = git.Repo(self.dir, search_parent_directories=True)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            raise HarnessGitError("the harness is not in a git repository", file=str(harness_dir),
+                                  hint="create it with `harnessevolve init DIR`, or run `git init` there") \
+                from None
+        self.top = Path(self.repo.working_tree_dir).resolve()
+        self.rel = self.dir.relative_to(self.top).as_posix() if self.dir != self.top else "."
+
+    # -- creating --------------------------------------------------------------------------
+    @staticmethod
+    def init_or_open(harness_dir: Path) -> HarnessRepo:
+        """Open the repository around ``harness_dir``, or make ``harness_dir`` a new repository."""
+        import git
+
+        try:
+            git.Repo(harness_dir, search_parent_directories=True)
+        except git.InvalidGitRepositoryError:
+            git.Repo.init(harness_dir, initial_branch="main")
+        return HarnessRepo(harness_dir)
+
+    # -- reading ---------------------------------------------------------------------------
+    def head(self) -> str:
+        try:
+            return self.repo.head.commit.hexsha
+        except ValueError:
+            raise HarnessGitError("the repository has no commits yet", file=str(self.dir),
+                                  hint="commit the harness first") from None
+
+    def resolve(self, rev: str) -> str:
+        import git
+
+        try:
+            return self.repo.commit(rev).hexsha
+        except (git.BadName, ValueError, git.GitCommandError):
+            raise HarnessGitError(f"unknown revision {rev!r}", file=str(self.dir),
+                                  hint="use a commit sha, branch or tag of the harness repository") from None
+
+    def dirty_paths(self) -> list[str]:
+        """Uncommitted changes (staged, unstaged, untracked) inside the harness folder."""
+        out = self.repo.git.status("--porcelain", "--untracked-files=all", "--", self.rel)
+        return [line[3:] for line in out.splitlines() if line.strip()]
+
+    def log(self, max_count: int = 20) -> list[Commit]:
+        return [Commit(c.hexsha, c.summary, c.message)
+                for c in self.repo.iter_commits(paths=self.rel, max_count=max_count)]
+
+    def export(self, rev: str, dest: Path) -> Path:
+        """Write the harness folder as of ``rev`` into ``dest``; returns the harness's path there."""
+        sha = self.resolve(rev)
+        data = self.repo.git.archive(sha, "--", self.rel, stdout_as_string=False)
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            tar.extractall(dest, filter="data")
+        out = dest / self.rel if self.rel != "." else dest
+        if not (out / "harness.yaml").is_file():
+            raise HarnessGitError(f"revision {rev!r} has no harness.yaml in {self.rel}", file=str(self.dir),
+                                  hint="pick a revision made after the harness was created")
+        return out
+
+    # -- writing ---------------------------------------------------------------------------
+    def _git_commit(self, message: str) -> str:
+        reader = self.repo.config_reader()
+        has_identity = reader.get_value("user", "name", default=None) and \
+            reader.get_value("user", "email", default=None)
+        identity = [] if has_identity else ["-c", f"user.name={FALLBACK_AUTHOR[0]}",
+                                            "-c", f"user.email={FALLBACK_AUTHOR[1]}"]
+        self.repo.git.execute(["git", *identity, "commit", "--quiet", "--no-verify", "-m", message, "--", self.rel])
+        return self.repo.head.commit.hexsha
+
+    def commit_all(self, message: str) -> str:
+        """Stage everything inside the harness folder and commit it; returns the new sha."""
+        self.repo.git.add("--all", "--", self.rel)
+        return self._git_commit(message)
+
+    def revert(self, sha: str, message: str) -> str:
+        """Undo ``sha`` with a new commit carrying ``message``; history keeps both."""
+        self.repo.git.revert("--no-commit", sha)
+        return self._git_commit(message)
+
+    def discard_changes(self) -> None:
+        """Throw away uncommitted changes inside the harness folder (after a failed apply)."""
+        self.repo.git.checkout("HEAD", "--", self.rel)
+        self.repo.git.clean("-fd", "--", self.rel)

@@ -1,0 +1,85 @@
+"""A loaded harness as plain frozen data; what the agent loop and the optimizer read."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HARNESS_VERSION = 1
+DEFAULT_MODEL = "local/smollm2-135m"
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    builtin: str | None = None
+    command: str | None = None
+
+    def openai_schema(self) -> dict[str, Any]:
+        """The tool in OpenAI function-calling format."""
+        return {"type": "function",
+                "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
+
+
+@dataclass(frozen=True)
+class Skill:
+    name: str
+    description: str
+    body: str
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """The agent loop's knobs (``harness.yaml: loop``)."""
+
+    max_steps: int = 8
+    """Agent turns before the run is stopped with ``step_limit``."""
+    temperature: float = 0.0
+    max_tokens: int = 256
+    """Completion tokens per turn."""
+    tool_output_limit: int = 2000
+    """Characters of one tool output shown to the model (the rest is cut and marked)."""
+    command_timeout_s: float = 20.0
+    """Wall-clock limit of one tool command."""
+    json_grammar: bool = False
+    """Ask the local provider for grammar-constrained JSON tool calls."""
+
+
+@dataclass(frozen=True)
+class Harness:
+    root: Path
+    name: str
+    model: str
+    system_prompt: str
+    examples: str
+    tools: tuple[ToolSpec, ...]
+    skills: tuple[Skill, ...]
+    loop: LoopSettings
+    editable: tuple[str, ...]
+    files: dict[str, str] = field(default_factory=dict)
+    """Every tracked text file of the harness, relative path -> content."""
+    description: str = ""
+
+    def content_hash(self) -> str:
+        """Stable hash of the harness files: the identity of what an agent run used."""
+        digest = hashlib.sha256()
+        for path in sorted(self.files):
+            digest.update(path.encode() + b"\0" + self.files[path].encode() + b"\0")
+        return digest.hexdigest()[:16]
+
+    def assembled_prompt(self) -> str:
+        """System prompt + skills + demonstrations, as the model sees it."""
+        parts = [self.system_prompt.strip()]
+        if self.skills:
+            parts.append("# Skills\n\n" + "\n\n".join(f"## {s.name}\n{s.description}\n\n{s.body.strip()}"
+                                                      for s in self.skills))
+        if self.examples.strip():
+            parts.append("# Examples\n\n" + self.examples.strip())
+        return "\n\n".join(parts) + "\n"
+
+    def tool(self, name: str) -> ToolSpec | None:
+        return next((t for t in self.tools if t.name == name), None)

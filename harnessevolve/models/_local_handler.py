@@ -1,0 +1,188 @@
+"""litellm ``CustomLLM`` for the embedded local model.
+
+Imports litellm at the top, so import this module only lazily (through
+:func:`harnessevolve.models.local.make_local_handler`). See ``local.py`` for the options.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from litellm import CustomLLM, ModelResponse  # noqa: E402
+from litellm.llms.custom_llm import CustomLLMError  # noqa: E402
+
+from harnessevolve.models.local import (  # noqa: E402
+    Generation,
+    LocalModelConfig,
+    LocalModelError,
+    LocalModelNotFoundError,
+    LocalModelUnavailableError,
+    PromptTooLongError,
+    generate,
+)
+from harnessevolve.models.tool_text import (  # noqa: E402
+    ParsedReply,
+    call_prefill,
+    parse_tool_reply,
+    to_plain_messages,
+    tool_call_schema,
+    tool_function,
+)
+
+def _option(optional_params: Mapping[str, Any], name: str, default: Any = None) -> Any:
+    """An extra option given as a keyword argument or inside ``extra_body``."""
+    if name in optional_params:
+        return optional_params[name]
+    extra = optional_params.get("extra_body")
+    return extra.get(name, default) if isinstance(extra, Mapping) else default
+
+
+def _select_tools(optional_params: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
+    """The tools on offer after ``tool_choice``, and the forced tool name if there is one."""
+    tools = list(optional_params.get("tools") or ())
+    choice = optional_params.get("tool_choice")
+    if choice == "none":
+        return [], None
+    if isinstance(choice, Mapping):
+        name = (choice.get("function") or {}).get("name") or choice.get("name")
+        chosen = [t for t in tools if tool_function(t).get("name") == name]
+        if chosen:
+            return chosen, str(name)
+    return tools, None
+
+
+def _grammar(tools: list[dict[str, Any]], optional_params: Mapping[str, Any]) -> str | None:
+    """The GBNF grammar the options ask for, or None."""
+    from llama_cpp.llama_grammar import JSON_GBNF, json_schema_to_gbnf
+
+    response_format = optional_params.get("response_format")
+    kind = response_format.get("type") if isinstance(response_format, Mapping) else None
+    if tools and (_option(optional_params, "grammar_tools") or kind == "json_object"):
+        return json_schema_to_gbnf(json.dumps(tool_call_schema(tools)))
+    if tools:
+        return None
+    if kind == "json_object":
+        return JSON_GBNF
+    if kind == "json_schema":
+        schema = (response_format.get("json_schema") or {}).get("schema")
+        return json_schema_to_gbnf(json.dumps(schema)) if isinstance(schema, Mapping) else JSON_GBNF
+    return None
+
+
+def _prefill(tools: list[dict[str, Any]], forced: str | None, grammar: str | None, params: Mapping[str, Any]) -> str:
+    """The start of the reply put in the model's mouth ("" for none)."""
+    if not tools or grammar is not None:
+        return ""
+    if forced is not None:
+        return call_prefill(tools[0])
+    wanted = params.get("tool_choice") == "required" or _option(params, "tool_prefill", True)
+    return call_prefill() if wanted else ""
+
+
+def _response(model: str, generation: Generation, reply: ParsedReply) -> ModelResponse:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": f"call_{uuid.uuid4().hex[:24]}",
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments_json()},
+            }
+            for call in reply.tool_calls
+        ]
+    if reply.parse_error is not None:
+        message["provider_specific_fields"] = {"parse_error": reply.parse_error}
+    if reply.tool_calls:
+        finish_reason = "tool_calls"
+    else:
+        finish_reason = "length" if generation.finish_reason == "length" else "stop"
+    response = ModelResponse(
+        choices=[{"index": 0, "message": message, "finish_reason": finish_reason}],
+        usage={
+            "prompt_tokens": generation.prompt_tokens,
+            "completion_tokens": generation.completion_tokens,
+            "total_tokens": generation.prompt_tokens + generation.completion_tokens,
+        },
+        model=model,
+    )
+    response._hidden_params["dropped_turns"] = generation.dropped_turns
+    if reply.parse_error is not None:
+        response._hidden_params["parse_error"] = reply.parse_error
+    return response
+
+
+class LocalLLM(CustomLLM):
+    """Serves ``local/<alias or path.gguf>`` with llama.cpp, in-process."""
+
+    def __init__(self, config: LocalModelConfig | None = None) -> None:
+        super().__init__()
+        self.config = config or LocalModelConfig()
+
+    def complete(self, model: str, messages: list[dict[str, Any]], optional_params: Mapping[str, Any]) -> ModelResponse:
+        """Blocking completion; the body of both ``completion`` and ``acompletion``."""
+        tools, forced = _select_tools(optional_params)
+        grammar = _grammar(tools, optional_params)
+        prefill = _prefill(tools, forced, grammar, optional_params)
+        stop = optional_params.get("stop") or ()
+        max_tokens = optional_params.get("max_tokens") or optional_params.get("max_completion_tokens")
+        try:
+            generation = generate(
+                model,
+                to_plain_messages(messages, tools),
+                max_tokens=max_tokens,
+                temperature=optional_params.get("temperature"),
+                seed=optional_params.get("seed"),
+                top_p=optional_params.get("top_p"),
+                stop=[stop] if isinstance(stop, str) else list(stop),
+                grammar_gbnf=grammar,
+                prefill=prefill,
+                stop_after_object=bool(prefill),
+                config=self.config,
+            )
+        except LocalModelNotFoundError as exc:
+            raise CustomLLMError(status_code=404, message=str(exc)) from exc
+        except (PromptTooLongError, LocalModelUnavailableError) as exc:
+            raise CustomLLMError(status_code=400, message=str(exc)) from exc
+        except LocalModelError as exc:
+            raise CustomLLMError(status_code=500, message=str(exc)) from exc
+        reply = parse_tool_reply(generation.text, tools) if tools else ParsedReply(content=generation.text)
+        return _response(model, generation, reply)
+
+    def completion(  # noqa: PLR0913 - litellm's CustomLLM signature
+        self,
+        model: str,
+        messages: list,
+        api_base: str | None = None,
+        custom_prompt_dict: dict | None = None,
+        model_response: ModelResponse | None = None,
+        print_verbose: Any = None,
+        encoding: Any = None,
+        api_key: str | None = None,
+        logging_obj: Any = None,
+        optional_params: dict | None = None,
+        **kwargs: Any,
+    ) -> ModelResponse:
+        return self.complete(model, messages, optional_params or {})
+
+    async def acompletion(  # noqa: PLR0913 - litellm's CustomLLM signature
+        self,
+        model: str,
+        messages: list,
+        api_base: str | None = None,
+        custom_prompt_dict: dict | None = None,
+        model_response: ModelResponse | None = None,
+        print_verbose: Any = None,
+        encoding: Any = None,
+        api_key: str | None = None,
+        logging_obj: Any = None,
+        optional_params: dict | None = None,
+        **kwargs: Any,
+    ) -> ModelResponse:
+        return await asyncio.to_thread(self.complete, model, messages, optional_params or {})

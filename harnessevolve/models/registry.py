@@ -1,0 +1,48 @@
+"""Registering the package's own providers with litellm, once per process, on first use."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+_lock = threading.Lock()
+_registered = False
+
+
+def litellm_module() -> Any:
+    """Import litellm (lazily: it costs seconds) with the offline cost map, providers registered."""
+    global _registered
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    with _lock:
+        if not _registered:
+            litellm.suppress_debug_info = True
+            litellm.telemetry = False
+            ours = [{"provider": "scripted", "custom_handler": _scripted_handler()}]
+            local = _local_handler()
+            if local is not None:
+                ours.append({"provider": "local", "custom_handler": local})
+            names = {p["provider"] for p in ours}
+            existing = [p for p in (litellm.custom_provider_map or []) if p.get("provider") not in names]
+            litellm.custom_provider_map = existing + ours
+            from litellm.utils import custom_llm_setup
+
+            custom_llm_setup()
+            _registered = True
+    return litellm
+
+
+def _scripted_handler() -> Any:
+    from harnessevolve.models.scripted import make_scripted_handler
+
+    return make_scripted_handler()
+
+
+def _local_handler() -> Any:
+    try:
+        from harnessevolve.models.local import make_local_handler
+    except ModuleNotFoundError:  # TEMP until models/local.py lands
+        return None
+    return make_local_handler()

@@ -1,0 +1,131 @@
+"""The scripted provider: replies that are queued or computed, for tests and dry runs.
+
+A model named ``scripted/<spec>`` answers from a script:
+
+* a name registered from Python with :func:`register_script` (a list of replies, consumed in
+  order, or a callable ``(messages, tools) -> reply``);
+* ``module:function`` — an importable callable, as above;
+* a path to a ``.jsonl`` file — one reply per line, consumed in order.
+
+A reply is a string (plain content), or a dict with ``content`` and/or ``tool_calls``
+(``[{"name": ..., "arguments": {...} or "raw json text"}]``); a string ``arguments`` is passed on
+unparsed, which is how tests send malformed tool calls. ``usage`` may give token counts.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from harnessevolve.core.errors import ModelError
+
+Reply = str | dict[str, Any]
+Policy = Callable[[list[dict[str, Any]], list[dict[str, Any]]], Reply]
+
+
+class Script:
+    """Replies for one scripted model: a queue, or a policy computing each reply."""
+
+    def __init__(self, replies: Iterable[Reply] | Policy) -> None:
+        self._lock = threading.Lock()
+        self.policy: Policy | None = replies if callable(replies) else None
+        self.queue: deque[Reply] = deque() if callable(replies) else deque(replies)
+        self.calls = 0
+
+    def next_reply(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
+        with self._lock:
+            self.calls += 1
+            if self.policy is None:
+                if not self.queue:
+                    raise ModelError("scripted model ran out of queued replies", field="model",
+                                     hint="queue more replies or use a policy callable")
+                return self.queue.popleft()
+        return self.policy(messages, tools)
+
+
+_scripts: dict[str, Script] = {}
+_scripts_lock = threading.Lock()
+
+
+def register_script(name: str, replies: Iterable[Reply] | Policy) -> Script:
+    """Make ``scripted/<name>`` answer from ``replies``; replaces any script of that name."""
+    script = Script(replies)
+    with _scripts_lock:
+        _scripts[name] = script
+    return script
+
+
+def unregister_script(name: str) -> None:
+    with _scripts_lock:
+        _scripts.pop(name, None)
+
+
+def resolve_script(spec: str) -> Script:
+    with _scripts_lock:
+        if spec in _scripts:
+            return _scripts[spec]
+    if spec.endswith(".jsonl"):
+        path = Path(spec)
+        if not path.is_file():
+            raise ModelError(f"scripted reply file {spec} does not exist", field="--model")
+        replies = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        return register_script(spec, replies)
+    if ":" in spec:
+        module_name, _, attr = spec.partition(":")
+        try:
+            policy = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ModelError(f"cannot load scripted policy {spec!r}: {exc}", field="--model",
+                             hint="use scripted/<module>:<function> with an importable module") from None
+        return register_script(spec, policy)
+    raise ModelError(f"unknown scripted model {spec!r}", field="--model",
+                     hint="register it with register_script(), or use scripted/<module>:<fn> or a .jsonl file")
+
+
+def reply_to_message(reply: Reply, call_prefix: str) -> dict[str, Any]:
+    """A reply in OpenAI assistant-message form."""
+    if isinstance(reply, str):
+        return {"role": "assistant", "content": reply}
+    calls = []
+    for i, call in enumerate(reply.get("tool_calls", [])):
+        args = call.get("arguments", {})
+        calls.append({"id": call.get("id", f"{call_prefix}-{i}"), "type": "function",
+                      "function": {"name": call["name"],
+                                   "arguments": args if isinstance(args, str) else json.dumps(args)}})
+    message: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
+    if calls:
+        message["tool_calls"] = calls
+    return message
+
+
+def make_scripted_handler() -> Any:
+    """The litellm ``CustomLLM`` for ``scripted/``; litellm is imported here, not at module import."""
+    import litellm
+
+    class ScriptedLLM(litellm.CustomLLM):
+        def _respond(self, model: str, messages: list, optional_params: dict) -> Any:
+            script = resolve_script(model)
+            tools = optional_params.get("tools") or []
+            reply = script.next_reply(messages, tools)
+            message = reply_to_message(reply, f"call-{script.calls}")
+            usage = reply.get("usage") if isinstance(reply, dict) else None
+            text = json.dumps(message)
+            prompt_tokens = sum(len(str(m.get("content") or "")) for m in messages) // 4
+            usage = usage or {"prompt_tokens": prompt_tokens, "completion_tokens": max(1, len(text) // 4)}
+            usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+            finish = "tool_calls" if message.get("tool_calls") else "stop"
+            return litellm.ModelResponse(choices=[{"message": message, "finish_reason": finish}],
+                                         usage=usage, model=f"scripted/{model}")
+
+        def completion(self, model, messages, *args, **kwargs):  # noqa: ANN001
+            return self._respond(model, messages, kwargs.get("optional_params") or {})
+
+        async def acompletion(self, model, messages, *args, **kwargs):  # noqa: ANN001
+            return self._respond(model, messages, kwargs.get("optional_params") or {})
+
+    return ScriptedLLM()

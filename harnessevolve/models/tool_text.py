@@ -1,0 +1,455 @@
+"""Plain-text tool-call protocol for models without native tool calling.
+
+Small local models (SmolLM2-135M) know only ``system``/``user``/``assistant`` turns and
+have no tool-calling head. This module turns OpenAI-format tool specs into a short
+instruction block, turns tool-call history into plain turns, and parses the model's
+reply back into tool calls. It is pure Python: no model, no litellm, no I/O.
+
+The protocol: the model answers with exactly one JSON object::
+
+    {"tool": "read_file", "arguments": {"path": "notes.txt"}}
+
+Parsing is lenient (first balanced JSON object, prose and code fences around it,
+``{"name": ..}``/``{"function": ..}`` variants, arguments at the top level, a missing
+closing brace) and never raises: a reply that is not a valid call comes back as plain
+content with :attr:`ParsedReply.parse_error` saying why.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+TOOL_KEYS = ("tool", "name", "function", "tool_name", "action")
+ARGUMENT_KEYS = ("arguments", "args", "parameters", "params", "input", "action_input")
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+    "null": (type(None),),
+}
+
+
+@dataclass(frozen=True)
+class ParsedToolCall:
+    """One tool call read from a model reply."""
+
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+    def arguments_json(self) -> str:
+        """The arguments as the JSON string OpenAI-style tool calls carry."""
+        return json.dumps(self.arguments, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class ParsedReply:
+    """A model reply read under the tool protocol.
+
+    Exactly one of two shapes: ``tool_calls`` non-empty (``content`` is any prose around
+    the JSON, or None), or ``tool_calls`` empty and ``content`` the raw reply. When tools
+    were offered and the reply is not a valid call, ``parse_error`` says why.
+    """
+
+    content: str | None
+    tool_calls: tuple[ParsedToolCall, ...] = ()
+    parse_error: str | None = None
+
+
+def tool_function(tool: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The ``function`` part of an OpenAI tool spec (bare function specs pass through)."""
+    function = tool.get("function")
+    return function if isinstance(function, Mapping) else tool
+
+
+def tool_names(tools: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The names of the offered tools, in order."""
+    return [str(tool_function(t).get("name", "")) for t in tools if tool_function(t).get("name")]
+
+
+def _parameters(tool: Mapping[str, Any]) -> Mapping[str, Any]:
+    params = tool_function(tool).get("parameters")
+    return params if isinstance(params, Mapping) else {}
+
+
+def _example_value(schema: Mapping[str, Any]) -> Any:
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "string")
+    if "enum" in schema and schema["enum"]:
+        return schema["enum"][0]
+    return {"integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}.get(str(kind), "...")
+
+
+def _signature(tool: Mapping[str, Any]) -> str:
+    function = tool_function(tool)
+    params = _parameters(tool)
+    props = params.get("properties") or {}
+    required = set(params.get("required") or ())
+    args = []
+    for name, schema in props.items():
+        kind = schema.get("type", "any") if isinstance(schema, Mapping) else "any"
+        kind = "|".join(kind) if isinstance(kind, list) else kind
+        args.append(f"{name}: {kind}" + ("" if name in required else " (optional)"))
+    description = " ".join(str(function.get("description") or "").split())
+    line = f"- {function.get('name')}({', '.join(args)})"
+    return f"{line}: {description}" if description else line
+
+
+def example_call(tool: Mapping[str, Any]) -> str:
+    """A one-line example call of ``tool`` with placeholder values for required arguments."""
+    params = _parameters(tool)
+    props = params.get("properties") or {}
+    required = list(params.get("required") or props)
+    arguments = {name: _example_value(props.get(name) or {}) for name in required if name in props}
+    return json.dumps({"tool": tool_function(tool).get("name"), "arguments": arguments})
+
+
+def render_tools_prompt(tools: Sequence[Mapping[str, Any]]) -> str:
+    """Instructions describing ``tools`` and the reply format, to append to the system message."""
+    if not tools:
+        return ""
+    lines = ["You can use these tools:"]
+    lines += [_signature(t) for t in tools]
+    lines += [
+        "",
+        "To use a tool, reply with only one JSON object and nothing else, like this:",
+        example_call(tools[0]),
+    ]
+    return "\n".join(lines)
+
+
+# --- history -------------------------------------------------------------------------
+
+
+def message_text(content: Any) -> str:
+    """The text of an OpenAI message ``content`` (a string, None or a list of parts)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):
+        parts = []
+        for part in content:
+            if isinstance(part, Mapping):
+                parts.append(str(part.get("text", "")))
+            else:
+                parts.append(str(part))
+        return "".join(parts)
+    return str(content)
+
+
+def _render_assistant(message: Mapping[str, Any]) -> str:
+    text = message_text(message.get("content")).strip()
+    calls = []
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") or {}
+        raw = function.get("arguments") or "{}"
+        try:
+            arguments = json.loads(raw) if isinstance(raw, str) else raw
+        except json.JSONDecodeError:
+            arguments = raw
+        calls.append(json.dumps({"tool": function.get("name"), "arguments": arguments}, ensure_ascii=False))
+    return "\n".join([text, *calls] if text else calls)
+
+
+def to_plain_messages(
+    messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] = ()
+) -> list[dict[str, str]]:
+    """Rewrite OpenAI chat messages into system/user/assistant turns with string content.
+
+    Assistant tool calls become the JSON the protocol asks for; ``tool`` (and legacy
+    ``function``) results become user turns ``Result of <name>:``; the tools prompt is
+    appended to the system message (one is created when absent). Consecutive turns of
+    the same role are merged, since the chat template expects them to alternate.
+    """
+    names_by_id: dict[str, str] = {}
+    turns: list[dict[str, str]] = []
+    for message in messages:
+        role = str(message.get("role", "user"))
+        if role == "assistant":
+            for call in message.get("tool_calls") or ():
+                names_by_id[str(call.get("id"))] = str((call.get("function") or {}).get("name"))
+            text = _render_assistant(message)
+        elif role in ("tool", "function"):
+            name = message.get("name") or names_by_id.get(str(message.get("tool_call_id")), "tool")
+            text = f"Result of {name}:\n{message_text(message.get('content'))}"
+            role = "user"
+        else:
+            role = "system" if role in ("system", "developer") else "user"
+            text = message_text(message.get("content"))
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"] += "\n\n" + text
+        else:
+            turns.append({"role": role, "content": text})
+    tools_prompt = render_tools_prompt(tools)
+    if tools_prompt:
+        if turns and turns[0]["role"] == "system":
+            turns[0]["content"] = f"{turns[0]['content'].rstrip()}\n\n{tools_prompt}"
+        else:
+            turns.insert(0, {"role": "system", "content": tools_prompt})
+    return turns
+
+
+# --- parsing -------------------------------------------------------------------------
+
+
+def _balanced_objects(text: str) -> Iterator[tuple[int, int, bool]]:
+    """Yield ``(start, end, closed)`` for each top-level ``{...}`` span in ``text``.
+
+    String literals (double or single quoted) are skipped so braces inside them do not
+    count. An object still open at the end of the text is yielded with ``closed=False``.
+    """
+    depth, start, quote, escaped = 0, -1, "", False
+    for i, char in enumerate(text):
+        if quote:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = ""
+            continue
+        if depth and char in "\"'":
+            # an apostrophe inside an object is a quote only where a Python literal would have one
+            if char == '"' or text[i - 1] in "{[:, \n":
+                quote = char
+        elif char == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif char == "}" and depth:
+            depth -= 1
+            if depth == 0:
+                yield start, i + 1, True
+    if depth:
+        yield start, len(text), False
+
+
+def _loads(snippet: str) -> Any:
+    """Parse a JSON object leniently: JSON, then trailing commas removed, then a Python literal."""
+    try:
+        return json.loads(snippet, strict=False)  # strict=False: raw newlines inside strings
+    except json.JSONDecodeError:
+        pass
+    cleaned = re.sub(r",\s*([}\]])", r"\1", snippet)
+    try:
+        return json.loads(cleaned, strict=False)
+    except json.JSONDecodeError:
+        pass
+    try:
+        return ast.literal_eval(cleaned)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+
+
+def _close(snippet: str) -> str:
+    """Append the closing braces a truncated object is missing (when not inside a string)."""
+    depth, quote, escaped = 0, "", False
+    for char in snippet:
+        if quote:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = ""
+        elif char == '"':
+            quote = char
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+    return snippet if quote else snippet + "}" * max(depth, 0)
+
+
+def _find_objects(text: str) -> tuple[list[tuple[int, int, dict[str, Any]]], str | None]:
+    """Every top-level JSON object in ``text`` with its span, and why the first one failed."""
+    found: list[tuple[int, int, dict[str, Any]]] = []
+    problem = None
+    for start, end, closed in _balanced_objects(text):
+        snippet = text[start:end] if closed else _close(text[start:end])
+        value = _loads(snippet)
+        if isinstance(value, dict):
+            found.append((start, end, value))
+        elif problem is None:
+            problem = "invalid JSON object" if closed else "unterminated JSON object (reply cut off?)"
+    return found, problem
+
+
+def _as_arguments(value: Any) -> dict[str, Any] | None:
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        value = _loads(value) if value.strip() else {}
+    return value if isinstance(value, dict) else None
+
+
+def _normalise(obj: dict[str, Any], names: Sequence[str]) -> tuple[str, Any] | None:
+    """Read ``(tool name, raw arguments)`` from the call shapes models commonly produce."""
+    for wrapper in ("tool_call", "tool_calls", "function_call", "call"):
+        inner = obj.get(wrapper)
+        if isinstance(inner, list) and inner and isinstance(inner[0], dict):
+            inner = inner[0]
+        if isinstance(inner, dict) and len(obj) <= 2:
+            return _normalise(inner, names)
+    for key in TOOL_KEYS:
+        value = obj.get(key)
+        if isinstance(value, dict) and isinstance(value.get("name"), str):
+            return _normalise(value, names)  # {"function": {"name": .., "arguments": ..}}
+        if not isinstance(value, str):
+            continue
+        for arg_key in ARGUMENT_KEYS:
+            if arg_key in obj:
+                return value, obj[arg_key]
+        rest = {k: v for k, v in obj.items() if k not in (key, "type", "id")}
+        return value, rest  # arguments given at the top level
+    if len(obj) == 1:
+        (only, value), = obj.items()
+        if only in names and (value is None or isinstance(value, dict)):
+            return only, value  # {"read_file": {"path": ..}}
+    return None
+
+
+def _type_ok(value: Any, kind: Any) -> bool:
+    kinds = kind if isinstance(kind, list) else [kind]
+    for name in kinds:
+        expected = _JSON_TYPES.get(str(name))
+        if expected is None:
+            return True
+        if isinstance(value, bool) and name in ("integer", "number"):
+            continue
+        if isinstance(value, expected):
+            return True
+        if name == "integer" and isinstance(value, float) and value.is_integer():
+            return True
+    return False
+
+
+def validate_arguments(arguments: Mapping[str, Any], tool: Mapping[str, Any]) -> str | None:
+    """Why ``arguments`` do not fit the tool's JSON schema (first level only), or None."""
+    params = _parameters(tool)
+    props = params.get("properties") or {}
+    missing = [name for name in params.get("required") or () if name not in arguments]
+    if missing:
+        return f"missing required argument(s) {', '.join(missing)} for tool '{tool_function(tool).get('name')}'"
+    for name, value in arguments.items():
+        schema = props.get(name)
+        if not isinstance(schema, Mapping):
+            if params.get("additionalProperties") is False:
+                return f"unexpected argument '{name}' for tool '{tool_function(tool).get('name')}'"
+            continue
+        if "type" in schema and not _type_ok(value, schema["type"]):
+            return f"argument '{name}' should be {schema['type']}, got {type(value).__name__}"
+        if "enum" in schema and value not in schema["enum"]:
+            return f"argument '{name}' must be one of {schema['enum']}, got {value!r}"
+    return None
+
+
+def _match_tool(name: str, tools: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    by_name = {str(tool_function(t).get("name")): t for t in tools}
+    if name in by_name:
+        return by_name[name]
+    folded = name.strip().lower().replace("-", "_")
+    return next((t for n, t in by_name.items() if n.lower().replace("-", "_") == folded), None)
+
+
+def _failure(text: str, error: str) -> ParsedReply:
+    return ParsedReply(content=text, tool_calls=(), parse_error=error)
+
+
+def parse_tool_reply(text: str, tools: Sequence[Mapping[str, Any]]) -> ParsedReply:
+    """Read a model reply under the tool protocol; never raises.
+
+    Without ``tools`` the reply is plain content. With tools, the first JSON object that
+    names a tool is the call (later objects are ignored: the protocol asks for one);
+    prose around it becomes ``content``. Anything else is returned as plain content with
+    ``parse_error`` set: empty reply, no JSON, invalid JSON, no tool name, an unknown
+    tool, arguments that are not an object, missing required or mistyped arguments.
+    """
+    text = text if isinstance(text, str) else str(text or "")
+    if not tools:
+        return ParsedReply(content=text)
+    if not text.strip():
+        return _failure(text, "empty reply; expected a JSON tool call")
+    names = tool_names(tools)
+    objects, problem = _find_objects(text)
+    if not objects:
+        return _failure(text, problem or f"no JSON object in reply; expected a tool call like {example_call(tools[0])}")
+    for start, end, obj in objects:
+        found = _normalise(obj, names)
+        if found is None:
+            continue
+        name, raw_arguments = found
+        tool = _match_tool(name, tools)
+        if tool is None:
+            return _failure(text, f"unknown tool '{name}'; available: {', '.join(names)}")
+        arguments = _as_arguments(raw_arguments)
+        if arguments is None:
+            return _failure(text, f"arguments of '{name}' are not a JSON object")
+        error = validate_arguments(arguments, tool)
+        if error:
+            return _failure(text, error)
+        prose = (text[:start] + text[end:]).strip()
+        prose = re.sub(r"```(?:json)?\s*```", "", prose).strip()
+        call = ParsedToolCall(name=str(tool_function(tool).get("name")), arguments=arguments)
+        return ParsedReply(content=prose or None, tool_calls=(call,))
+    return _failure(text, 'JSON object has no tool name; expected {"tool": ..., "arguments": {...}}')
+
+
+def first_object_closed(text: str) -> bool:
+    """Whether ``text`` starts with a JSON object that is complete (its braces balance)."""
+    stripped = text.lstrip()
+    if not stripped.startswith("{"):
+        return False
+    span = next(_balanced_objects(stripped), None)
+    return span is not None and span[2]
+
+
+def call_prefill(tool: Mapping[str, Any] | None = None) -> str:
+    """The start of a protocol reply, to put in the model's mouth.
+
+    Without a tool, just ``{"tool": "`` (the model picks the tool); with a forced tool,
+    everything up to the value of its first required argument.
+    """
+    if tool is None:
+        return '{"tool": "'
+    prefix = f'{{"tool": {json.dumps(tool_function(tool).get("name"))}, "arguments": {{'
+    params = _parameters(tool)
+    required = [name for name in params.get("required") or () if name in (params.get("properties") or {})]
+    if not required:
+        return prefix
+    kind = (params["properties"][required[0]] or {}).get("type")
+    return prefix + json.dumps(required[0]) + (': "' if kind == "string" else ": ")
+
+
+# --- grammar -------------------------------------------------------------------------
+
+
+def tool_call_schema(tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A JSON schema accepting exactly ``{"tool": <one tool>, "arguments": <its parameters>}``.
+
+    Meant for grammar-constrained decoding; each tool is one ``anyOf`` branch so the
+    arguments are checked against that tool's own parameter schema.
+    """
+    branches = []
+    for tool in tools:
+        params = dict(_parameters(tool)) or {"type": "object"}
+        params.setdefault("type", "object")
+        branches.append(
+            {
+                "type": "object",
+                "properties": {"tool": {"const": tool_function(tool).get("name")}, "arguments": params},
+                "required": ["tool", "arguments"],
+                "additionalProperties": False,
+            }
+        )
+    return branches[0] if len(branches) == 1 else {"anyOf": branches}

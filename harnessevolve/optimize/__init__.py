@@ -1,0 +1,1 @@
+"""Optimize stage: proposers that turn error clusters into candidate edits of harness files."""

@@ -1,0 +1,97 @@
+"""Deterministic proposers that derive edits from reference-trajectory diffs (no model needed).
+
+* ``demo``: add the reference steps of a failed task from the largest cluster as an in-context
+  demonstration;
+* ``rules``: add the rule that answers the largest cluster's cause to the system prompt.
+"""
+
+from __future__ import annotations
+
+import json
+
+from harnessevolve.core.signals import Cause, Cluster
+from harnessevolve.optimize.proposal import Candidate, ProposalContext, ReferenceAction
+
+OBSERVATION_CHARS = 160
+RULES_HEADING = "## Rules"
+
+RULES: dict[Cause, str] = {
+    Cause.FORMAT_ERROR: "Every reply must be exactly one tool call; never answer in plain text.",
+    Cause.UNKNOWN_TOOL: "Only call the tools listed for you, spelled exactly as listed.",
+    Cause.MISSING_ARGUMENT: "Always pass every required argument of a tool.",
+    Cause.WRONG_ARGUMENT: "Copy file names and values exactly from the task and from tool results.",
+    Cause.WRONG_TOOL: "Use bash to run commands, read_file to read a file, write_file to create one.",
+    Cause.SKIPPED_STEP: "Do every step the task needs, in order; do not skip inspecting the files.",
+    Cause.EXTRA_STEP: "Go straight to the action the task needs; avoid unneeded commands.",
+    Cause.PREMATURE_FINISH: "Before you submit, look at the files with a tool; never guess the answer.",
+    Cause.STEP_LIMIT: "Never repeat the same call; once you know the answer, call submit.",
+    Cause.TOOL_ERROR_IGNORED: "When a command fails, read the error and fix the command before going on.",
+}
+
+
+def render_demonstration(instruction: str, steps: tuple[ReferenceAction, ...]) -> str:
+    lines = ["## Example", f"Task: {instruction.strip()}"]
+    for i, step in enumerate(steps, 1):
+        lines.append(f"Step {i}: call {step.tool} {json.dumps(step.arguments, ensure_ascii=False)}")
+        if step.tool != "submit":
+            observation = " ".join(step.observation.split())
+            if len(observation) > OBSERVATION_CHARS:
+                observation = observation[:OBSERVATION_CHARS] + " ..."
+            lines.append(f"Result: {observation}")
+    return "\n".join(lines) + "\n"
+
+
+def _ranked_tasks(cluster: Cluster, context: ProposalContext) -> list[str]:
+    return [s.task_id for s in cluster.signals if s.task_id in context.references]
+
+
+class DemoProposer:
+    """Adds one failed task's reference steps as a demonstration, from the largest cluster first."""
+
+    name = "demo"
+
+    def propose(self, context: ProposalContext) -> Candidate | None:
+        path = context.examples_path
+        if path is None or not context.may_edit(path):
+            return None
+        current = context.files.get(path, "")
+        for cluster in context.clusters:
+            for task_id in _ranked_tasks(cluster, context):
+                demo = render_demonstration(context.instructions.get(task_id, ""), context.references[task_id])
+                summary = f"add a demonstration of {task_id} for {cluster.cause.value}"
+                if demo in current or summary in context.rejected:
+                    continue
+                new = (current.rstrip() + "\n\n" if current.strip() else "") + demo
+                rationale = (f"{cluster.size} failed run(s) share cause {cluster.cause.value} "
+                             f"(severity {cluster.severity:.2f}); {cluster.fix_direction}. "
+                             f"First divergence of {task_id}: {cluster.signals[0].hint}")
+                return Candidate(changes={path: new}, summary=summary, rationale=rationale,
+                                 targets=(cluster.cause.value,), target_tasks=cluster.task_ids,
+                                 proposer=self.name)
+        return None
+
+
+class RuleProposer:
+    """Adds the rule for the largest cluster's cause under '## Rules' in the system prompt."""
+
+    name = "rules"
+
+    def propose(self, context: ProposalContext) -> Candidate | None:
+        path = context.system_prompt_path
+        if not context.may_edit(path):
+            return None
+        current = context.files.get(path, "")
+        for cluster in context.clusters:
+            rule = RULES.get(cluster.cause)
+            summary = f"add a rule for {cluster.cause.value}"
+            if rule is None or rule in current or summary in context.rejected:
+                continue
+            if RULES_HEADING in current:
+                new = current.replace(RULES_HEADING, f"{RULES_HEADING}\n- {rule}", 1)
+            else:
+                new = current.rstrip() + f"\n\n{RULES_HEADING}\n- {rule}\n"
+            rationale = (f"{cluster.size} failed run(s) share cause {cluster.cause.value} "
+                         f"(severity {cluster.severity:.2f}); {cluster.fix_direction}.")
+            return Candidate(changes={path: new}, summary=summary, rationale=rationale,
+                             targets=(cluster.cause.value,), target_tasks=cluster.task_ids, proposer=self.name)
+        return None

@@ -1,0 +1,260 @@
+"""The generation loop: execute -> evaluate -> optimize -> gate, every event in the ledger.
+
+Each generation samples a train minibatch, scores the current harness on it, clusters the
+failures, asks the proposer for one edit, commits it, and lets the quality, performance and
+held-out gates keep or revert that commit. The test split is never touched here.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harnessevolve.core.atif import Trajectory
+from harnessevolve.core.errors import HarnessGitError
+from harnessevolve.core.files import atomic_write_json, atomic_write_text
+from harnessevolve.core.tasks import Benchmark, Task
+from harnessevolve.evaluate.clustering import cluster_signals
+from harnessevolve.gate.config import GateConfig
+from harnessevolve.gate.performance import heldout_gate, mean, performance_gate
+from harnessevolve.gate.quality import quality_gate
+from harnessevolve.gate.verdict import GateVerdict
+from harnessevolve.harness.git import HarnessRepo
+from harnessevolve.harness.load import load_harness
+from harnessevolve.harness.model import Harness
+from harnessevolve.optimize.proposal import Candidate, ProposalContext, Proposer, ReferenceAction
+from harnessevolve.pipeline.ledger import Ledger
+from harnessevolve.pipeline.scoring import Scorer, TaskResult
+
+
+@dataclass
+class GenerationRow:
+    generation: int
+    candidate: str = "-"
+    summary: str = ""
+    verdicts: dict[str, bool | None] = field(default_factory=dict)
+    train_current: float | None = None
+    train_candidate: float | None = None
+    validation: float | None = None
+    outcome: str = ""
+
+
+@dataclass
+class RunState:
+    run_id: str
+    rows: list[GenerationRow] = field(default_factory=list)
+    accepted: list[str] = field(default_factory=list)
+    reverted: list[str] = field(default_factory=list)
+    stage: str = "starting"
+    generation: int = 0
+    pending_sha: str | None = None
+
+
+def sample_batch(train: tuple[Task, ...], size: int, seed: int, generation: int) -> list[Task]:
+    rng = random.Random(f"{seed}:{generation}")
+    return rng.sample(list(train), min(size, len(train)))
+
+
+def reference_actions(reference: Trajectory) -> tuple[ReferenceAction, ...]:
+    out = []
+    for step in reference.agent_steps:
+        observations = {o.source_call_id: o.content for o in step.observations}
+        out += [ReferenceAction(c.function_name, dict(c.arguments), observations.get(c.tool_call_id, ""))
+                for c in step.tool_calls]
+    return tuple(out)
+
+
+def write_candidate(harness_dir: Path, candidate: Candidate) -> None:
+    for rel, content in candidate.changes.items():
+        path = harness_dir / rel
+        if content is None:
+            path.unlink(missing_ok=True)
+        else:
+            atomic_write_text(path, content)
+
+
+class GenerationLoop:
+    def __init__(self, *, harness_dir: Path, repo: HarnessRepo, benchmark: Benchmark, scorer: Scorer,
+                 proposer: Proposer, gates: GateConfig, ledger: Ledger, run_dir: Path, state: RunState,
+                 batch_size: int, seed: int, log: Callable[[str], None] = lambda _m: None) -> None:
+        self.harness_dir = harness_dir
+        self.repo = repo
+        self.benchmark = benchmark
+        self.scorer = scorer
+        self.proposer = proposer
+        self.gates = gates
+        self.ledger = ledger
+        self.run_dir = run_dir
+        self.state = state
+        self.batch_size = batch_size
+        self.seed = seed
+        self.log = log
+        self.batches: list[list[Task]] = []
+        self.rejected: list[str] = []
+
+    async def run(self, generations: int) -> RunState:
+        current = load_harness(self.harness_dir)
+        validation = self.benchmark.split("validation")
+        self.state.stage = "baseline"
+        val_current = await self.scorer.score(current, validation, "validation: seed harness")
+        self.ledger.append("baseline", split="validation", rev=self.repo.head(),
+                           harness_hash=current.content_hash(), score=round(mean([r.score for r in val_current]), 4),
+                           tasks=len(validation))
+        for generation in range(1, generations + 1):
+            self.state.generation = generation
+            current, val_current = await self.generation(generation, current, val_current)
+        self.state.stage = "finished"
+        return self.state
+
+    async def generation(self, generation: int, current: Harness,
+                         val_current: list[TaskResult]) -> tuple[Harness, list[TaskResult]]:
+        row = GenerationRow(generation, validation=mean([r.score for r in val_current]))
+        self.state.rows.append(row)
+        self.ledger.append("generation_started", generation=generation, rev=self.repo.head())
+        batch = sample_batch(self.benchmark.split("train"), self.batch_size, self.seed, generation)
+        self.state.stage = "execute"
+        results = await self.scorer.score(current, batch, f"gen {generation}: run current harness")
+        row.train_current = mean([r.score for r in results])
+        failed = [r for r in results if not r.passed and r.signal is not None]
+        self.state.stage = "evaluate"
+        clusters = cluster_signals(r.signal for r in failed)
+        self.ledger.append("batch_evaluated", generation=generation, harness_hash=current.content_hash(),
+                           tasks=[t.id for t in batch], score=round(row.train_current, 4), failed=len(failed),
+                           clusters=[c.to_dict() for c in clusters])
+        previous = self.batches[-self.gates.performance.recent_batches:][::-1] \
+            if self.gates.performance.recent_batches else []
+        self.batches.append(batch)
+        if not clusters:
+            row.outcome = "no failures to learn from"
+            self.ledger.append("generation_finished", generation=generation, outcome=row.outcome)
+            return current, val_current
+        self.state.stage = "optimize"
+        context = self.context(current, clusters, batch)
+        candidate = self.proposer.propose(context)
+        if candidate is None:
+            row.outcome = "proposer had nothing new"
+            self.ledger.append("no_proposal", generation=generation, proposer=self.proposer.name)
+            self.ledger.append("generation_finished", generation=generation, outcome=row.outcome)
+            return current, val_current
+        sha = self.commit(candidate, generation)
+        row.candidate, row.summary = sha[:8], candidate.summary
+        verdicts, cand_harness, val_candidate = await self.judge(current, batch, previous, row, sha)
+        self.write_gate_report(generation, sha, verdicts)
+        if all(v.passed for v in verdicts):
+            self.state.accepted.append(sha)
+            self.state.pending_sha = None
+            row.outcome = "accepted"
+            self.ledger.append("candidate_accepted", generation=generation, sha=sha,
+                               verdicts=[v.to_dict() for v in verdicts])
+            self.log(f"gen {generation}: accepted {sha[:8]} {candidate.summary}")
+            current, val_current = cand_harness, val_candidate
+        else:
+            failed_gate = next(v for v in verdicts if not v.passed)
+            self.revert(sha, generation, failed_gate, candidate)
+            row.outcome = f"reverted by {failed_gate.gate}"
+            self.log(f"gen {generation}: reverted {sha[:8]} ({failed_gate.gate}: {failed_gate.reason})")
+        row.validation = mean([r.score for r in val_current])
+        self.ledger.append("generation_finished", generation=generation, outcome=row.outcome,
+                           rev=self.repo.head(), validation=round(row.validation, 4))
+        return current, val_current
+
+    def context(self, current: Harness, clusters: list, batch: list[Task]) -> ProposalContext:
+        failed_ids = {s.task_id for c in clusters for s in c.signals}
+        tasks = {t.id: t for t in batch}
+        refs = {tid: reference_actions(self.scorer.references[tid]) for tid in failed_ids
+                if tid in self.scorer.references}
+        doc_examples = "prompts/examples.md" if "prompts/examples.md" in current.files else None
+        return ProposalContext(
+            files=dict(current.files), editable=current.editable,
+            system_prompt_path=self._system_prompt_path(current), examples_path=self._examples_path(current)
+            or doc_examples, clusters=tuple(clusters),
+            instructions={tid: tasks[tid].instruction for tid in failed_ids}, references=refs,
+            rejected=tuple(self.rejected))
+
+    def _system_prompt_path(self, harness: Harness) -> str:
+        import yaml
+
+        return yaml.safe_load(harness.files["harness.yaml"])["system_prompt"]
+
+    def _examples_path(self, harness: Harness) -> str | None:
+        import yaml
+
+        return yaml.safe_load(harness.files["harness.yaml"]).get("examples")
+
+    def commit(self, candidate: Candidate, generation: int) -> str:
+        self.state.stage = "commit"
+        try:
+            write_candidate(self.harness_dir, candidate)
+            sha = self.repo.commit_all(candidate.commit_message(run_id=self.state.run_id, generation=generation))
+        except BaseException:
+            self.repo.discard_changes()
+            raise
+        self.state.pending_sha = sha
+        self.ledger.append("candidate_committed", generation=generation, sha=sha, summary=candidate.summary,
+                           proposer=candidate.proposer, model=candidate.model, targets=list(candidate.targets),
+                           target_tasks=list(candidate.target_tasks), paths=sorted(candidate.changes))
+        return sha
+
+    async def judge(self, current: Harness, batch: list[Task], previous: list[list[Task]], row: GenerationRow,
+                    sha: str) -> tuple[list[GateVerdict], Harness | None, list[TaskResult]]:
+        self.state.stage = "gate"
+        quality = quality_gate(self.harness_dir, current.files, current.editable, self.gates.quality)
+        verdicts = [quality]
+        row.verdicts = {"quality": quality.passed, "performance": None, "heldout": None}
+        if not quality.passed:
+            return verdicts, None, []
+        candidate = load_harness(self.harness_dir)
+        label = f"gen {row.generation}: run candidate {sha[:8]}"
+        cand = await self.scorer.score(candidate, batch, label)
+        row.train_candidate = mean([r.score for r in cand])
+        recent = []
+        for tasks in previous:
+            cur_prev = await self.scorer.score(current, tasks, f"{label} (recent batch, current)")
+            cand_prev = await self.scorer.score(candidate, tasks, f"{label} (recent batch)")
+            recent.append(([r.score for r in cur_prev], [r.score for r in cand_prev]))
+        perf = performance_gate([r.score for r in await self.scorer.score(current, batch, label)],
+                                [r.score for r in cand], recent, self.gates.performance)
+        verdicts.append(perf)
+        row.verdicts["performance"] = perf.passed
+        if not perf.passed:
+            return verdicts, None, []
+        validation = self.benchmark.split("validation")
+        val_current = await self.scorer.score(current, validation, f"{label} (validation, current)")
+        val_candidate = await self.scorer.score(candidate, validation, f"{label} (validation)")
+        held = heldout_gate([r.score for r in val_current], [r.score for r in val_candidate], self.gates.heldout)
+        verdicts.append(held)
+        row.verdicts["heldout"] = held.passed
+        return verdicts, candidate, val_candidate
+
+    def revert(self, sha: str, generation: int, verdict: GateVerdict, candidate: Candidate | None) -> str:
+        numbers = ", ".join(f"{k}={v}" for k, v in verdict.numbers.items() if not isinstance(v, list | dict))
+        message = (f"harnessevolve: revert {sha[:8]}: rejected by the {verdict.gate} gate\n\n{verdict.reason}\n"
+                   f"({numbers})\n\nReverts: {sha}\nGate: {verdict.gate}\nRun: {self.state.run_id}\n"
+                   f"Generation: {generation}\n")
+        revert_sha = self.repo.revert(sha, message)
+        self.state.reverted.append(sha)
+        self.state.pending_sha = None
+        if candidate is not None:
+            self.rejected.append(candidate.summary)
+        self.ledger.append("candidate_reverted", generation=generation, sha=sha, revert_sha=revert_sha,
+                           gate=verdict.gate, reason=verdict.reason, numbers=verdict.numbers)
+        return revert_sha
+
+    def abandon_pending(self, why: str) -> None:
+        """Revert a committed candidate that never got its verdict (interrupt, crash in a gate)."""
+        if self.state.pending_sha is None:
+            return
+        try:
+            self.revert(self.state.pending_sha, self.state.generation,
+                        GateVerdict("interrupted", False, why), None)
+        except HarnessGitError:
+            pass
+
+    def write_gate_report(self, generation: int, sha: str, verdicts: list[GateVerdict]) -> None:
+        report: dict[str, Any] = {"generation": generation, "sha": sha, "verdicts": [v.to_dict() for v in verdicts]}
+        atomic_write_json(self.run_dir / "gates" / f"gen-{generation:03d}.json", report)
+        self.ledger.append("gate_verdicts", generation=generation, sha=sha,
+                           verdicts=[v.to_dict() for v in verdicts])

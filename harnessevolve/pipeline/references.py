@@ -1,0 +1,67 @@
+"""Reference trajectories: loading them for a benchmark, and building them by replaying gold
+tool calls through the real agent loop (so every observation is real)."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+from harnessevolve.core import atif
+from harnessevolve.core.atif import Trajectory
+from harnessevolve.core.errors import BenchmarkError, TrajectoryError
+from harnessevolve.core.tasks import Benchmark, Task
+from harnessevolve.evaluate.checkers import run_checks
+from harnessevolve.execute.agent import run_agent
+from harnessevolve.execute.workspace import create_workspace, remove_workspace
+from harnessevolve.harness.model import Harness
+from harnessevolve.models.scripted import register_script, unregister_script
+
+_counter = itertools.count()
+
+
+def load_references(benchmark: Benchmark) -> dict[str, Trajectory]:
+    """Every ``<task-id>.json`` of the benchmark's references; a file for an unknown task is an error."""
+    folder = benchmark.references_dir
+    if not folder.is_dir():
+        return {}
+    known = {t.id for t in benchmark.tasks}
+    out: dict[str, Trajectory] = {}
+    for path in sorted(folder.glob("*.json")):
+        if path.stem not in known:
+            raise BenchmarkError(f"reference for unknown task {path.stem!r}", file=str(path),
+                                 hint=f"rename it to an id of {benchmark.name}, or remove it")
+        trajectory = atif.load(path)
+        if trajectory.task_id not in (None, path.stem):
+            raise TrajectoryError(f"extra.task_id {trajectory.task_id!r} differs from the file name",
+                                  file=str(path), field="extra.task_id")
+        out[path.stem] = trajectory
+    return out
+
+
+async def replay_gold(harness: Harness, task: Task) -> Trajectory:
+    """Run the agent loop with a scripted model that makes the task's gold calls, one per turn.
+
+    Raises ``BenchmarkError`` when the task has no gold solution or the replay fails its checker.
+    """
+    if not task.gold:
+        raise BenchmarkError(f"task {task.id} has no gold solution to replay", field="gold")
+    name = f"gold-{task.id}-{next(_counter)}"
+    replies = [{"tool_calls": [{"name": g.tool, "arguments": g.arguments}]} for g in task.gold]
+    register_script(name, replies)
+    workspace = await create_workspace(task)
+    try:
+        trajectory = await run_agent(harness, task, workspace, model=f"scripted/{name}", seed=0)
+        result = run_checks(task, workspace, trajectory.extra.get("answer"))
+    finally:
+        unregister_script(name)
+        remove_workspace(workspace)
+    if not result.passed:
+        failed = next(d for d in result.details if not d.ok)
+        raise BenchmarkError(f"gold solution of {task.id} fails its checker: {failed.message}", field="gold")
+    return trajectory.with_extra(reference="gold-replay", score=result.score, passed=True)
+
+
+def save_reference(trajectory: Trajectory, folder: Path, task_id: str) -> Path:
+    path = folder / f"{task_id}.json"
+    atif.save(trajectory, path)
+    return path

@@ -1,0 +1,31 @@
+"""Scripted agent policies for tests: deterministic agents whose success depends on the harness.
+
+``FamilyLearner`` solves a task (by replaying its gold calls) only when the system prompt holds a
+demonstration of a task of the same family, and gives up at once otherwise. With more than
+``max_examples`` demonstrations it gets confused and fails everything: enough to make one edit
+accepted and the next one rejected.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from harnessevolve.core.tasks import Benchmark
+
+
+class FamilyLearner:
+    def __init__(self, benchmark: Benchmark, max_examples: int = 1) -> None:
+        self.by_instruction = {t.instruction: t for t in benchmark.tasks}
+        self.max_examples = max_examples
+
+    def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        system, instruction = messages[0]["content"], messages[1]["content"]
+        task = self.by_instruction[instruction]
+        demos = re.findall(r"^Task: (.*)$", system, re.MULTILINE)
+        families = {self.by_instruction[d].tags[0] for d in demos if d in self.by_instruction}
+        turn = sum(1 for m in messages if m["role"] == "assistant")
+        if task.tags[0] not in families or len(demos) > self.max_examples:
+            return {"tool_calls": [{"name": "submit", "arguments": {"answer": "I do not know"}}]}
+        gold = task.gold[min(turn, len(task.gold) - 1)]
+        return {"tool_calls": [{"name": gold.tool, "arguments": gold.arguments}]}
