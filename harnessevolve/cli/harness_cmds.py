@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from harnessevolve.cli._errors import EXIT_BAD_INPUT, handle_errors
 from harnessevolve.cli.options import JsonOut
@@ -60,10 +59,9 @@ def validate(
     if as_json:
         console.print_json(json.dumps({"valid": not problems, "problems": [p.__dict__ for p in problems]}))
     elif problems:
-        table = Table("file", "field", "problem", title=f"{directory}: {len(problems)} problem(s)")
+        console.print(f"[red]invalid[/]: {directory}: {len(problems)} problem(s)")
         for p in problems:
-            table.add_row(p.file, p.field, p.message)
-        console.print(table)
+            console.print(f"  {p.file}: {p.field}: {p.message}", markup=False)
     else:
         harness = load_harness(directory)
         console.print(f"[green]valid[/]: {harness.name} ({len(harness.tools)} tools, {len(harness.skills)} skills, "

@@ -30,23 +30,24 @@ def atomic_write_json(path: Path, document: Any) -> None:
     atomic_write_text(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
 
 
-def read_yaml(path: Path, *, error: type[HarnessEvolveError] = SchemaError) -> Any:
-    """Parse a YAML file; a syntax error names the file and the line."""
+def read_yaml(path: Path, *, error: type[HarnessEvolveError] = SchemaError, name: str | None = None) -> Any:
+    """Parse a YAML file; a syntax error names the file (as ``name``, default the path) and the line."""
     import yaml
 
+    shown = name or str(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise error("file not found", file=str(path)) from None
+        raise error("file not found", file=shown) from None
     except UnicodeDecodeError as exc:
-        raise error(f"not UTF-8 text ({exc.reason})", file=str(path)) from None
+        raise error(f"not UTF-8 text ({exc.reason})", file=shown) from None
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else None
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise error(f"invalid YAML: {problem}", file=str(path), field=where,
+        raise error(f"invalid YAML: {problem}", file=shown, field=where,
                     hint="fix the YAML syntax at that line") from None
 
 

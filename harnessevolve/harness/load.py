@@ -70,7 +70,7 @@ def _load_tool(root: Path, name: str) -> ToolSpec:
     if not path.is_file():
         raise HarnessError(f"tool {name!r} is listed but {rel} does not exist", file="harness.yaml",
                            field="tools", hint=f"add {rel} or remove {name!r} from tools")
-    doc = read_yaml(path, error=HarnessError)
+    doc = read_yaml(path, error=HarnessError, name=rel)
     check(doc, "tool", file=rel, error=HarnessError)
     if doc["name"] != name:
         raise HarnessError(f"name {doc['name']!r} differs from the file name", file=rel, field="name")
@@ -99,7 +99,7 @@ def load_harness(root: Path) -> Harness:
     if not (root / "harness.yaml").is_file():
         raise HarnessError("not a harness directory (no harness.yaml)", file=str(root),
                            hint="create one with `harnessevolve init DIR`")
-    doc = read_yaml(root / "harness.yaml", error=HarnessError)
+    doc = read_yaml(root / "harness.yaml", error=HarnessError, name="harness.yaml")
     check(doc, "harness", file="harness.yaml", error=HarnessError)
     files = read_files(root)
     system_prompt = _text_file(root, doc["system_prompt"], "system_prompt")
@@ -132,7 +132,7 @@ def validate_harness(root: Path) -> list[Problem]:
     problems: list[Problem] = []
     if (root / "harness.yaml").is_file():
         try:
-            doc = read_yaml(root / "harness.yaml", error=HarnessError)
+            doc = read_yaml(root / "harness.yaml", error=HarnessError, name="harness.yaml")
             problems += [Problem("harness.yaml", p, m) for p, m in all_errors(doc, "harness")]
         except HarnessEvolveError as exc:
             problems.append(Problem(exc.file or "harness.yaml", exc.field or "", exc.message))

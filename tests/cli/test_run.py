@@ -1,0 +1,212 @@
+"""`run` through the CLI with the scripted provider: history, ledger, exit codes, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import git
+import pytest
+
+from harnessevolve.cli.app import app
+from harnessevolve.models.scripted import register_script, unregister_script
+from harnessevolve.pipeline.ledger import read_ledger
+
+
+def run_args(harness_dir: Path, model: str, *extra: str) -> list[str]:
+    return ["run", "--harness", str(harness_dir), "--benchmark", "shell-basics", "-n", "2",
+            "--batch-size", "8", "--model", model, *extra]
+
+
+def only_run_dir(harness_dir: Path) -> Path:
+    runs = list((harness_dir / ".harnessevolve" / "runs").iterdir())
+    assert len(runs) == 1
+    return runs[0]
+
+
+def test_two_generations_one_accepted_one_reverted(harness_dir: Path, cli, learner) -> None:
+    result = cli.invoke(app, run_args(harness_dir, learner))
+    assert result.exit_code == 0, result.output
+    assert "1 accepted, 1 reverted" in result.output
+
+    repo = git.Repo(harness_dir)
+    summaries = [c.summary for c in repo.iter_commits()][::-1]
+    assert summaries[0].startswith("harnessevolve: new harness")
+    assert summaries[1].startswith("harnessevolve: add a demonstration of")
+    assert summaries[2].startswith("harnessevolve: add a demonstration of")
+    assert summaries[3].startswith("harnessevolve: revert") and "performance gate" in summaries[3]
+    assert len(summaries) == 4
+    revert, rejected, accepted, _init = list(repo.iter_commits())
+    assert "Targets: premature_finish" in accepted.message and "Proposer: demo" in accepted.message
+    assert f"Reverts: {rejected.hexsha}" in revert.message and "gain=-" in revert.message
+    assert not repo.is_dirty(untracked_files=True)
+    # The harness now holds exactly one demonstration: the accepted one.
+    assert (harness_dir / "prompts" / "examples.md").read_text().count("## Example") == 1
+
+    events = read_ledger(only_run_dir(harness_dir) / "ledger.jsonl")
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
+    assert kinds.count("candidate_committed") == 2
+    accepted_event = next(e for e in events if e["event"] == "candidate_accepted")
+    reverted_event = next(e for e in events if e["event"] == "candidate_reverted")
+    assert accepted_event["sha"] == accepted.hexsha
+    assert reverted_event["sha"] == rejected.hexsha and reverted_event["gate"] == "performance"
+    assert reverted_event["revert_sha"] == revert.hexsha
+    assert events[-1]["accepted"] == [accepted.hexsha] and events[-1]["reverted"] == [rejected.hexsha]
+    gate_file = only_run_dir(harness_dir) / "gates" / "gen-002.json"
+    verdicts = json.loads(gate_file.read_text())["verdicts"]
+    assert [v["gate"] for v in verdicts] == ["quality", "performance"] and not verdicts[1]["passed"]
+
+
+def test_run_saves_atif_trajectories(harness_dir: Path, cli, learner) -> None:
+    result = cli.invoke(app, run_args(harness_dir, learner, "-n", "1"))
+    assert result.exit_code == 0, result.output
+    files = list((only_run_dir(harness_dir) / "trajectories").rglob("*.json"))
+    assert files
+    doc = json.loads(files[0].read_text())
+    assert doc["schema_version"] == "ATIF-v1.4" and doc["extra"]["task_id"]
+
+
+def test_run_without_any_accepted_edit_exits_1(tmp_path: Path, harness_dir: Path, cli) -> None:
+    gates = tmp_path / "strict.yaml"
+    gates.write_text("version: 1\nperformance:\n  min_gain: 0.01\n")
+    register_script("gives-up", lambda m, t: {"tool_calls": [{"name": "submit", "arguments": {"answer": "?"}}]})
+    try:
+        result = cli.invoke(app, run_args(harness_dir, "scripted/gives-up", "-n", "1", "--gates", str(gates)))
+    finally:
+        unregister_script("gives-up")
+    assert result.exit_code == 1, result.output
+    assert "0 accepted, 1 reverted" in result.output
+
+
+def test_dirty_tree_refused_and_nothing_written(harness_dir: Path, cli, learner) -> None:
+    (harness_dir / "prompts" / "system.md").write_text("my unsaved edit\n")
+    head = git.Repo(harness_dir).head.commit.hexsha
+    result = cli.invoke(app, run_args(harness_dir, learner))
+    assert result.exit_code == 2
+    assert "uncommitted changes" in result.output and "--allow-dirty" in result.output
+    assert git.Repo(harness_dir).head.commit.hexsha == head
+    assert (harness_dir / "prompts" / "system.md").read_text() == "my unsaved edit\n"
+    assert not (harness_dir / ".harnessevolve" / "runs").exists()
+
+
+def test_allow_dirty_snapshots_changes_first(harness_dir: Path, cli, learner) -> None:
+    (harness_dir / "prompts" / "system.md").write_text("my unsaved edit\n")
+    result = cli.invoke(app, run_args(harness_dir, learner, "--allow-dirty", "-n", "1"))
+    assert result.exit_code == 0, result.output
+    repo = git.Repo(harness_dir)
+    snapshot = [c for c in repo.iter_commits() if "snapshot uncommitted changes" in c.summary]
+    assert len(snapshot) == 1
+    assert "my unsaved edit" in (harness_dir / "prompts" / "system.md").read_text()
+
+
+def test_unknown_benchmark(harness_dir: Path, cli, learner) -> None:
+    result = cli.invoke(app, ["run", "--harness", str(harness_dir), "--benchmark", "nope", "--model", learner])
+    assert result.exit_code == 2
+    assert "unknown benchmark 'nope'" in result.output and "shell-basics" in result.output
+
+
+def test_malformed_harness_yaml(harness_dir: Path, cli, learner) -> None:
+    path = harness_dir / "harness.yaml"
+    path.write_text(path.read_text().replace("temperature: 0.0", "temperature: hot"))
+    repo = git.Repo(harness_dir)
+    repo.git.commit("-qam", "break it")
+    result = cli.invoke(app, run_args(harness_dir, learner))
+    assert result.exit_code == 2
+    assert "harness.yaml: loop.temperature" in result.output
+    assert not (harness_dir / ".harnessevolve" / "runs").exists()
+
+
+def copy_benchmark(tmp_path: Path, shell_basics) -> Path:
+    import shutil
+
+    target = tmp_path / "bench"
+    shutil.copytree(shell_basics.root, target)
+    shutil.copytree(shell_basics.references_dir, target / "trajectories")
+    return target
+
+
+def test_reference_for_unknown_task(tmp_path: Path, harness_dir: Path, cli, learner, shell_basics) -> None:
+    bench = copy_benchmark(tmp_path, shell_basics)
+    (bench / "trajectories" / "count-lines-01.json").rename(bench / "trajectories" / "no-such-task.json")
+    result = cli.invoke(app, ["run", "--harness", str(harness_dir), "--benchmark", str(bench), "--model", learner])
+    assert result.exit_code == 2
+    assert "unknown task 'no-such-task'" in result.output
+
+
+def test_corrupt_reference_names_field(tmp_path: Path, harness_dir: Path, cli, learner, shell_basics) -> None:
+    bench = copy_benchmark(tmp_path, shell_basics)
+    path = bench / "trajectories" / "count-lines-01.json"
+    doc = json.loads(path.read_text())
+    del doc["steps"][2]["source"]
+    path.write_text(json.dumps(doc))
+    result = cli.invoke(app, ["run", "--harness", str(harness_dir), "--benchmark", str(bench), "--model", learner])
+    assert result.exit_code == 2
+    assert "count-lines-01.json: steps[2]" in result.output
+
+
+def test_malformed_task_file(tmp_path: Path, harness_dir: Path, cli, learner, shell_basics) -> None:
+    bench = copy_benchmark(tmp_path, shell_basics)
+    path = bench / "tasks" / "count-lines-01.yaml"
+    path.write_text(path.read_text().replace("split: train", "split: training"))
+    result = cli.invoke(app, ["run", "--harness", str(harness_dir), "--benchmark", str(bench), "--model", learner])
+    assert result.exit_code == 2
+    assert "count-lines-01.yaml: split" in result.output
+
+
+def test_second_run_on_same_harness_is_refused(harness_dir: Path, cli, learner) -> None:
+    lock = harness_dir / ".harnessevolve" / "lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text(json.dumps({"pid": os.getpid(), "run_id": "other-run"}))
+    result = cli.invoke(app, run_args(harness_dir, learner))
+    assert result.exit_code == 2
+    assert "other-run" in result.output and "lock" in result.output
+    assert lock.exists()
+
+
+def test_stale_lock_is_reported_and_replaced(harness_dir: Path, cli, learner) -> None:
+    lock = harness_dir / ".harnessevolve" / "lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text(json.dumps({"pid": 2**22 + 12345, "run_id": "dead-run"}))
+    result = cli.invoke(app, run_args(harness_dir, learner, "-n", "1"))
+    assert result.exit_code == 0, result.output
+    assert "stale lock" in result.output
+    events = read_ledger(only_run_dir(harness_dir) / "ledger.jsonl")
+    assert any(e["event"] == "stale_lock_removed" for e in events)
+    assert not lock.exists()
+
+
+def test_interrupt_records_where_and_exits_130(harness_dir: Path, cli, learner, shell_basics) -> None:
+    from policies import FamilyLearner
+
+    inner = FamilyLearner(shell_basics)
+    calls = {"n": 0}
+
+    def interrupting(messages, tools):
+        calls["n"] += 1
+        if "## Example" in messages[0]["content"]:
+            raise KeyboardInterrupt  # Ctrl-C while the first candidate is being evaluated
+        return inner(messages, tools)
+
+    register_script("interrupting", interrupting)
+    try:
+        result = cli.invoke(app, run_args(harness_dir, "scripted/interrupting"))
+    finally:
+        unregister_script("interrupting")
+    assert result.exit_code == 130, result.output
+    events = read_ledger(only_run_dir(harness_dir) / "ledger.jsonl")
+    last = events[-1]
+    assert last["event"] == "run_interrupted"
+    assert last["generation"] == 1 and last["stage"] == "gate"
+    repo = git.Repo(harness_dir)
+    assert "rejected by the interrupted gate" in repo.head.commit.summary
+    assert not repo.is_dirty(untracked_files=True)
+    assert not (harness_dir / ".harnessevolve" / "lock").exists()
+
+
+@pytest.mark.parametrize("flag", [["--proposer", "magic"]])
+def test_unknown_proposer(harness_dir: Path, cli, learner, flag) -> None:
+    result = cli.invoke(app, run_args(harness_dir, learner, *flag))
+    assert result.exit_code == 2
+    assert "unknown proposer 'magic'" in result.output

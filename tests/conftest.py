@@ -1,0 +1,48 @@
+"""Shared fixtures: a fresh harness repo, the built-in benchmark, scripted agent policies."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from policies import FamilyLearner  # noqa: E402
+
+from harnessevolve.cli.app import app  # noqa: E402
+from harnessevolve.core.tasks import Benchmark, load_benchmark  # noqa: E402
+from harnessevolve.models.scripted import register_script, unregister_script  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _no_debug(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HARNESSEVOLVE_DEBUG", raising=False)
+
+
+@pytest.fixture(scope="session")
+def shell_basics() -> Benchmark:
+    return load_benchmark("shell-basics")
+
+
+@pytest.fixture
+def learner(shell_basics: Benchmark):
+    """``scripted/family-learner``: solves tasks whose family has a demonstration; >1 demo confuses it."""
+    register_script("family-learner", FamilyLearner(shell_basics))
+    yield "scripted/family-learner"
+    unregister_script("family-learner")
+
+
+@pytest.fixture
+def cli() -> CliRunner:
+    return CliRunner()
+
+
+@pytest.fixture
+def harness_dir(tmp_path: Path, cli: CliRunner) -> Path:
+    target = tmp_path / "harness"
+    result = cli.invoke(app, ["init", str(target)])
+    assert result.exit_code == 0, result.output
+    return target
