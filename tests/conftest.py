@@ -18,8 +18,11 @@ from harnessevolve.models.scripted import register_script, unregister_script  # 
 
 
 @pytest.fixture(autouse=True)
-def _no_debug(monkeypatch: pytest.MonkeyPatch) -> None:
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HARNESSEVOLVE_DEBUG", raising=False)
+    for role in ("AUTHOR", "COMMITTER"):  # tests commit with plain git too; CI may have no identity
+        monkeypatch.setenv(f"GIT_{role}_NAME", "harnessevolve tests")
+        monkeypatch.setenv(f"GIT_{role}_EMAIL", "tests@harnessevolve.invalid")
 
 
 @pytest.fixture(scope="session")

@@ -8,9 +8,12 @@ from harnessevolve import __version__
 from harnessevolve.cli import gate_cmd, harness_cmds, refs_cmd, run_cmd
 
 app = typer.Typer(
-    name="harnessevolve", no_args_is_help=True, add_completion=False, rich_markup_mode="rich",
+    name="harnessevolve",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="rich",
     help="Evolve an LLM agent's harness (prompts, skills, tools, loop settings) against benchmark tasks, "
-         "guarded by quality, performance and held-out gates, over a git-versioned harness directory.",
+    "guarded by quality, performance and held-out gates, over a git-versioned harness directory.",
 )
 app.command()(harness_cmds.init)
 app.command()(harness_cmds.validate)
@@ -26,8 +29,11 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                       help="Show the version and exit.")) -> None:
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Show the version and exit."
+    ),
+) -> None:
     pass
 
 

@@ -10,7 +10,16 @@ import typer
 from rich.table import Table
 
 from harnessevolve.cli._errors import EXIT_FAILED, handle_errors
-from harnessevolve.cli.options import BatchSize, Benchmark, Concurrency, GatesFile, HarnessDir, JsonOut, Model, Seed
+from harnessevolve.cli.options import (
+    BatchSize,
+    Benchmark,
+    Concurrency,
+    GatesFile,
+    HarnessDir,
+    JsonOut,
+    Model,
+    Seed,
+)
 from harnessevolve.cli.ui import console, mark, progress_hooks
 from harnessevolve.core.files import atomic_write_text
 from harnessevolve.pipeline.ci_gate import GateOptions, junit_xml, markdown_summary, run_gate
@@ -22,8 +31,9 @@ def gate(
     benchmark: Benchmark,
     baseline: Annotated[str, typer.Option(help="Baseline git revision (e.g. origin/main).")] = "HEAD~1",
     candidate: Annotated[str, typer.Option(help="Candidate git revision.")] = "HEAD",
-    split: Annotated[str, typer.Option(help="Held-out split: validation, or test (sealed; use sparingly).")]
-    = "validation",
+    split: Annotated[
+        str, typer.Option(help="Held-out split: validation, or test (sealed; use sparingly).")
+    ] = "validation",
     model: Model = None,
     batch_size: BatchSize = 40,
     concurrency: Concurrency = 4,
@@ -36,9 +46,18 @@ def gate(
     """Evaluate two revisions of a harness; exit 0 when the candidate passes every gate, 1 when not."""
     if split not in ("validation", "test"):
         raise typer.BadParameter("must be validation or test", param_hint="--split")
-    options = GateOptions(harness_dir=harness, baseline=baseline, candidate=candidate, benchmark=benchmark,
-                          split=split, model=model, batch_size=batch_size, concurrency=concurrency, seed=seed,
-                          gates_file=gates)
+    options = GateOptions(
+        harness_dir=harness,
+        baseline=baseline,
+        candidate=candidate,
+        benchmark=benchmark,
+        split=split,
+        model=model,
+        batch_size=batch_size,
+        concurrency=concurrency,
+        seed=seed,
+        gates_file=gates,
+    )
     with progress_hooks(enabled=not as_json) as hooks:
         report = run_gate(options, hooks)
     if junit:

@@ -26,18 +26,30 @@ def templates() -> list[str]:
 @handle_errors
 def init(
     directory: Annotated[Path, typer.Argument(help="Where to create the harness (new or empty folder).")],
-    template: Annotated[str, typer.Option("--template", "-t", help="A template from harnesses/.")] = "shell-agent",
+    template: Annotated[
+        str, typer.Option("--template", "-t", help="A template from harnesses/.")
+    ] = "shell-agent",
 ) -> None:
     """Create a harness from a template and commit it (a new repo, or a folder of the enclosing one)."""
     source = paths.builtin_dir("harnesses") / template
     if not (source / "harness.yaml").is_file():
-        raise HarnessError(f"unknown template {template!r}", field="--template",
-                           hint=f"templates: {', '.join(templates()) or 'none'}")
+        raise HarnessError(
+            f"unknown template {template!r}",
+            field="--template",
+            hint=f"templates: {', '.join(templates()) or 'none'}",
+        )
     if directory.exists() and any(directory.iterdir()):
-        raise HarnessError("folder exists and is not empty", file=str(directory),
-                           hint="pick a new folder; init never overwrites files")
-    shutil.copytree(source, directory, dirs_exist_ok=True,
-                    ignore=lambda _d, names: [n for n in names if n in IGNORED_PARTS])
+        raise HarnessError(
+            "folder exists and is not empty",
+            file=str(directory),
+            hint="pick a new folder; init never overwrites files",
+        )
+    shutil.copytree(
+        source,
+        directory,
+        dirs_exist_ok=True,
+        ignore=lambda _d, names: [n for n in names if n in IGNORED_PARTS],
+    )
     try:
         load_harness(directory)
         repo = HarnessRepo.init_or_open(directory)
@@ -46,7 +58,9 @@ def init(
         shutil.rmtree(directory, ignore_errors=True)
         raise
     where = "its own new repository" if repo.rel == "." else f"folder {repo.rel} of {repo.top}"
-    console.print(f"Created harness [bold]{directory}[/] from template {template} in {where} (commit {sha[:8]}).")
+    console.print(
+        f"Created harness [bold]{directory}[/] from template {template} in {where} (commit {sha[:8]})."
+    )
 
 
 @handle_errors
@@ -64,7 +78,9 @@ def validate(
             console.print(f"  {p.file}: {p.field}: {p.message}", markup=False)
     else:
         harness = load_harness(directory)
-        console.print(f"[green]valid[/]: {harness.name} ({len(harness.tools)} tools, {len(harness.skills)} skills, "
-                      f"{len(harness.files)} files, prompt {len(harness.assembled_prompt())} chars)")
+        console.print(
+            f"[green]valid[/]: {harness.name} ({len(harness.tools)} tools, {len(harness.skills)} skills, "
+            f"{len(harness.files)} files, prompt {len(harness.assembled_prompt())} chars)"
+        )
     if problems:
         raise typer.Exit(EXIT_BAD_INPUT)

@@ -8,12 +8,22 @@ from typing import Annotated
 import typer
 
 HarnessDir = Annotated[Path, typer.Option("--harness", "-H", help="The harness directory.")]
-Benchmark = Annotated[str, typer.Option("--benchmark", "-b",
-                                        help="A built-in benchmark's name (e.g. shell-basics) or a folder.")]
-Model = Annotated[str | None, typer.Option(
-    "--model", "-m", help="Agent model, any litellm name (openai/..., scripted/...); default: the harness's.")]
+Benchmark = Annotated[
+    str,
+    typer.Option("--benchmark", "-b", help="A built-in benchmark's name (e.g. shell-basics) or a folder."),
+]
+Model = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        "-m",
+        help="Agent model, any litellm name (openai/..., scripted/...); default: the harness's.",
+    ),
+]
 Seed = Annotated[int, typer.Option(help="Seed for minibatch sampling and model calls.")]
 Concurrency = Annotated[int, typer.Option(min=1, help="Rollouts run at once.")]
 BatchSize = Annotated[int, typer.Option("--batch-size", min=1, help="Train tasks per minibatch.")]
-GatesFile = Annotated[Path | None, typer.Option("--gates", help="Gate thresholds YAML (default gates/default.yaml).")]
+GatesFile = Annotated[
+    Path | None, typer.Option("--gates", help="Gate thresholds YAML (default gates/default.yaml).")
+]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of tables.")]

@@ -16,20 +16,31 @@ from harnessevolve.core.tasks import load_benchmark
 from harnessevolve.harness.load import load_harness
 from harnessevolve.pipeline.references import replay_gold, save_reference
 
-app = typer.Typer(help="Reference trajectories: genuine successful runs the evaluator aligns failures against.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Reference trajectories: genuine successful runs the evaluator aligns failures against.",
+    no_args_is_help=True,
+)
 
 
 @app.command("import")
 @handle_errors
 def import_gold(
     benchmark: Benchmark,
-    harness: Annotated[Path | None, typer.Option("--harness", "-H", help="Harness whose tools replay the gold "
-                                                 "calls (default: the shell-agent template).")] = None,
-    split: Annotated[str, typer.Option(help="Which split's tasks: train (default), validation, test or all.")]
-    = "train",
-    out: Annotated[Path | None, typer.Option(help="Folder to write <task-id>.json into (default: the "
-                                             "benchmark's reference folder).")] = None,
+    harness: Annotated[
+        Path | None,
+        typer.Option(
+            "--harness",
+            "-H",
+            help="Harness whose tools replay the gold calls (default: the shell-agent template).",
+        ),
+    ] = None,
+    split: Annotated[
+        str, typer.Option(help="Which split's tasks: train (default), validation, test or all.")
+    ] = "train",
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Folder to write <task-id>.json into (default: the benchmark's reference folder)."),
+    ] = None,
 ) -> None:
     """Build references by replaying each task's gold tool calls, so every observation is real."""
     bench = load_benchmark(benchmark)

@@ -18,8 +18,14 @@ def progress_hooks(enabled: bool = True) -> Iterator[RunHooks]:
     if not enabled:
         yield RunHooks()
         return
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=False) as progress:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    ) as progress:
 
         def on_progress(label: str, total: int) -> Callable[[], None]:
             task = progress.add_task(label, total=total)

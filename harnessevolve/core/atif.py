@@ -98,8 +98,9 @@ def _step_to_dict(step: Step) -> dict[str, Any]:
             for c in step.tool_calls
         ]
     if step.observations:
-        doc["observation"] = {"results": [{"source_call_id": o.source_call_id, "content": o.content}
-                                          for o in step.observations]}
+        doc["observation"] = {
+            "results": [{"source_call_id": o.source_call_id, "content": o.content} for o in step.observations]
+        }
     if step.metrics:
         doc["metrics"] = dict(step.metrics)
     if step.extra:
@@ -112,27 +113,49 @@ def from_dict(doc: Any, *, file: str = "<trajectory>") -> Trajectory:
     check(doc, "trajectory", file=file, error=TrajectoryError)
     version = doc["schema_version"]
     if int(version.split(".")[1]) > int(ATIF_VERSION.split(".")[1]):
-        raise TrajectoryError(f"{version} is newer than the supported {ATIF_VERSION}", file=file,
-                              field="schema_version", hint="upgrade harnessevolve")
+        raise TrajectoryError(
+            f"{version} is newer than the supported {ATIF_VERSION}",
+            file=file,
+            field="schema_version",
+            hint="upgrade harnessevolve",
+        )
     steps = []
     for i, s in enumerate(doc["steps"]):
         if s["step_id"] != i + 1:
-            raise TrajectoryError(f"step_id {s['step_id']} out of order (expected {i + 1})", file=file,
-                                  field=f"steps[{i}].step_id")
-        steps.append(Step(
-            step_id=s["step_id"], source=s["source"], message=s["message"],
-            tool_calls=tuple(ToolCall(c["tool_call_id"], c["function_name"], c["arguments"])
-                             for c in s.get("tool_calls", [])),
-            observations=tuple(ObservationResult(o.get("source_call_id"), o.get("content") or "")
-                               for o in s.get("observation", {}).get("results", [])),
-            metrics=s.get("metrics", {}), extra=s.get("extra", {}),
-            timestamp=s.get("timestamp"), model_name=s.get("model_name"),
-        ))
+            raise TrajectoryError(
+                f"step_id {s['step_id']} out of order (expected {i + 1})",
+                file=file,
+                field=f"steps[{i}].step_id",
+            )
+        steps.append(
+            Step(
+                step_id=s["step_id"],
+                source=s["source"],
+                message=s["message"],
+                tool_calls=tuple(
+                    ToolCall(c["tool_call_id"], c["function_name"], c["arguments"])
+                    for c in s.get("tool_calls", [])
+                ),
+                observations=tuple(
+                    ObservationResult(o.get("source_call_id"), o.get("content") or "")
+                    for o in s.get("observation", {}).get("results", [])
+                ),
+                metrics=s.get("metrics", {}),
+                extra=s.get("extra", {}),
+                timestamp=s.get("timestamp"),
+                model_name=s.get("model_name"),
+            )
+        )
     agent = doc["agent"]
     return Trajectory(
-        session_id=doc["session_id"], agent_name=agent["name"], agent_version=agent["version"],
-        model_name=agent.get("model_name", ""), steps=tuple(steps), extra=doc.get("extra", {}),
-        final_metrics=doc.get("final_metrics", {}), notes=doc.get("notes", ""),
+        session_id=doc["session_id"],
+        agent_name=agent["name"],
+        agent_version=agent["version"],
+        model_name=agent.get("model_name", ""),
+        steps=tuple(steps),
+        extra=doc.get("extra", {}),
+        final_metrics=doc.get("final_metrics", {}),
+        notes=doc.get("notes", ""),
     )
 
 

@@ -13,8 +13,9 @@ class HarnessEvolveError(Exception):
     exit_code = 2
     default_hint = ""
 
-    def __init__(self, message: str, *, file: str | None = None, field: str | None = None,
-                 hint: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, file: str | None = None, field: str | None = None, hint: str | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.file = file

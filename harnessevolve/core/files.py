@@ -47,8 +47,9 @@ def read_yaml(path: Path, *, error: type[HarnessEvolveError] = SchemaError, name
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else None
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise error(f"invalid YAML: {problem}", file=shown, field=where,
-                    hint="fix the YAML syntax at that line") from None
+        raise error(
+            f"invalid YAML: {problem}", file=shown, field=where, hint="fix the YAML syntax at that line"
+        ) from None
 
 
 def read_json(path: Path, *, error: type[HarnessEvolveError] = SchemaError) -> Any:
@@ -59,5 +60,9 @@ def read_json(path: Path, *, error: type[HarnessEvolveError] = SchemaError) -> A
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise error(f"invalid JSON: {exc.msg}", file=str(path), field=f"line {exc.lineno}",
-                    hint="the file is not JSON; was it truncated?") from None
+        raise error(
+            f"invalid JSON: {exc.msg}",
+            file=str(path),
+            field=f"line {exc.lineno}",
+            hint="the file is not JSON; was it truncated?",
+        ) from None

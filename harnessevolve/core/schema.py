@@ -25,8 +25,9 @@ def json_path(parts: Any) -> str:
     return out or "(top level)"
 
 
-def check(document: Any, schema_name: str, *, file: str,
-          error: type[HarnessEvolveError] = SchemaError) -> None:
+def check(
+    document: Any, schema_name: str, *, file: str, error: type[HarnessEvolveError] = SchemaError
+) -> None:
     """Raise ``error`` naming ``file`` and the JSON path of the first (deepest) violation."""
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import best_match
@@ -47,5 +48,7 @@ def all_errors(document: Any, schema_name: str) -> list[tuple[str, str]]:
     from jsonschema import Draft202012Validator
 
     validator = Draft202012Validator(load_schema(schema_name))
-    return [(json_path(list(e.absolute_path)), e.message)
-            for e in sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))]
+    return [
+        (json_path(list(e.absolute_path)), e.message)
+        for e in sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))
+    ]

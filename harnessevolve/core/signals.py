@@ -27,9 +27,18 @@ class Cause(StrEnum):
 
 # How much a failure of this kind is worth fixing first (before scaling by how badly the run failed).
 BASE_SEVERITY: dict[Cause, float] = {
-    Cause.FORMAT_ERROR: 0.9, Cause.UNKNOWN_TOOL: 0.8, Cause.PREMATURE_FINISH: 0.8, Cause.WRONG_TOOL: 0.7,
-    Cause.SKIPPED_STEP: 0.7, Cause.MISSING_ARGUMENT: 0.6, Cause.WRONG_ARGUMENT: 0.6, Cause.STEP_LIMIT: 0.6,
-    Cause.TOOL_ERROR_IGNORED: 0.5, Cause.EXTRA_STEP: 0.4, Cause.MODEL_ERROR: 0.2, Cause.SETUP_ERROR: 0.1,
+    Cause.FORMAT_ERROR: 0.9,
+    Cause.UNKNOWN_TOOL: 0.8,
+    Cause.PREMATURE_FINISH: 0.8,
+    Cause.WRONG_TOOL: 0.7,
+    Cause.SKIPPED_STEP: 0.7,
+    Cause.MISSING_ARGUMENT: 0.6,
+    Cause.WRONG_ARGUMENT: 0.6,
+    Cause.STEP_LIMIT: 0.6,
+    Cause.TOOL_ERROR_IGNORED: 0.5,
+    Cause.EXTRA_STEP: 0.4,
+    Cause.MODEL_ERROR: 0.2,
+    Cause.SETUP_ERROR: 0.1,
 }
 
 # What kind of harness edit tends to fix a cluster of this cause.
@@ -67,9 +76,16 @@ class ErrorSignal:
     """The reference action at the divergence."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"task_id": self.task_id, "cause": str(self.cause), "severity": round(self.severity, 3),
-                "hint": self.hint, "step": self.step, "reference_step": self.reference_step,
-                "actual": self.actual, "expected": self.expected}
+        return {
+            "task_id": self.task_id,
+            "cause": str(self.cause),
+            "severity": round(self.severity, 3),
+            "hint": self.hint,
+            "step": self.step,
+            "reference_step": self.reference_step,
+            "actual": self.actual,
+            "expected": self.expected,
+        }
 
 
 @dataclass(frozen=True)
@@ -96,5 +112,10 @@ class Cluster:
         return tuple(s.task_id for s in self.signals)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"cause": str(self.cause), "size": self.size, "severity": round(self.severity, 3),
-                "fix_direction": self.fix_direction, "tasks": list(self.task_ids)}
+        return {
+            "cause": str(self.cause),
+            "size": self.size,
+            "severity": round(self.severity, 3),
+            "fix_direction": self.fix_direction,
+            "tasks": list(self.task_ids),
+        }

@@ -69,8 +69,11 @@ class Benchmark:
         for t in self.tasks:
             if t.id == task_id:
                 return t
-        raise BenchmarkError(f"unknown task {task_id!r}", file=str(self.root),
-                             hint=f"tasks are the files in {self.root / 'tasks'}")
+        raise BenchmarkError(
+            f"unknown task {task_id!r}",
+            file=str(self.root),
+            hint=f"tasks are the files in {self.root / 'tasks'}",
+        )
 
 
 def builtin_benchmarks() -> list[str]:
@@ -87,8 +90,11 @@ def resolve_benchmark(name_or_dir: str) -> Path:
     if "/" not in name_or_dir and (builtin / "benchmark.yaml").is_file():
         return builtin
     known = ", ".join(builtin_benchmarks()) or "none"
-    raise BenchmarkError(f"unknown benchmark {name_or_dir!r}", field="--benchmark",
-                         hint=f"built-in benchmarks: {known}; or a folder with benchmark.yaml")
+    raise BenchmarkError(
+        f"unknown benchmark {name_or_dir!r}",
+        field="--benchmark",
+        hint=f"built-in benchmarks: {known}; or a folder with benchmark.yaml",
+    )
 
 
 def _safe_relative(path: str, *, file: str, field: str) -> str:
@@ -102,19 +108,30 @@ def load_task(path: Path) -> Task:
     doc = read_yaml(path, error=BenchmarkError)
     check(doc, "task", file=str(path), error=BenchmarkError)
     if doc["id"] != path.stem:
-        raise BenchmarkError(f"id {doc['id']!r} differs from the file name", file=str(path), field="id",
-                             hint=f"rename the file to {doc['id']}.yaml or change the id")
+        raise BenchmarkError(
+            f"id {doc['id']!r} differs from the file name",
+            file=str(path),
+            field="id",
+            hint=f"rename the file to {doc['id']}.yaml or change the id",
+        )
     setup = doc.get("setup", {})
-    files = {_safe_relative(k, file=str(path), field=f"setup.files.{k}"): v
-             for k, v in setup.get("files", {}).items()}
+    files = {
+        _safe_relative(k, file=str(path), field=f"setup.files.{k}"): v
+        for k, v in setup.get("files", {}).items()
+    }
     checks = []
     for i, c in enumerate(doc["checker"]):
         if c["type"] == "file":
             _safe_relative(c["path"], file=str(path), field=f"checker[{i}].path")
         checks.append(Check(**c))
     return Task(
-        id=doc["id"], instruction=doc["instruction"], split=doc["split"], checks=tuple(checks),
-        setup_files=files, setup_commands=tuple(setup.get("commands", [])), answer=doc.get("answer"),
+        id=doc["id"],
+        instruction=doc["instruction"],
+        split=doc["split"],
+        checks=tuple(checks),
+        setup_files=files,
+        setup_commands=tuple(setup.get("commands", [])),
+        answer=doc.get("answer"),
         gold=tuple(GoldCall(g["tool"], g["arguments"]) for g in doc.get("gold", [])),
         tags=tuple(doc.get("tags", [])),
     )
@@ -127,7 +144,8 @@ def load_benchmark(name_or_dir: str) -> Benchmark:
     check(meta, "benchmark", file=str(meta_file), error=BenchmarkError)
     task_files = sorted((root / "tasks").glob("*.yaml"))
     if not task_files:
-        raise BenchmarkError("benchmark has no tasks", file=str(root / "tasks"),
-                             hint="add one tasks/<id>.yaml per task")
+        raise BenchmarkError(
+            "benchmark has no tasks", file=str(root / "tasks"), hint="add one tasks/<id>.yaml per task"
+        )
     tasks = tuple(load_task(p) for p in task_files)
     return Benchmark(name=meta["name"], root=root, tasks=tasks, description=meta.get("description", ""))

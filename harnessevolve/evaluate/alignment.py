@@ -61,7 +61,9 @@ def same_action(run: Action, ref: Action) -> bool:
     if run.tool != ref.tool:
         return False
     if run.tool == "submit":
-        return _norm(run.arguments.get("answer", "")).lower() == _norm(ref.arguments.get("answer", "")).lower()
+        return (
+            _norm(run.arguments.get("answer", "")).lower() == _norm(ref.arguments.get("answer", "")).lower()
+        )
     return argument_similarity(run.arguments, ref.arguments) >= ARGUMENT_SIMILARITY
 
 
@@ -72,12 +74,26 @@ def _describe(action: Action | None) -> str:
     return f"{action.tool}({args})"
 
 
-def _signal(task_id: str, cause: Cause, run: Action | None, ref: Action | None, ref_index: int | None,
-            hint: str, score: float) -> ErrorSignal:
+def _signal(
+    task_id: str,
+    cause: Cause,
+    run: Action | None,
+    ref: Action | None,
+    ref_index: int | None,
+    hint: str,
+    score: float,
+) -> ErrorSignal:
     severity = BASE_SEVERITY[cause] * (1.0 - 0.5 * score)
-    return ErrorSignal(task_id=task_id, cause=cause, severity=severity, hint=hint,
-                       step=run.step_id if run else None, reference_step=ref_index,
-                       actual=run.as_dict() if run else None, expected=ref.as_dict() if ref else None)
+    return ErrorSignal(
+        task_id=task_id,
+        cause=cause,
+        severity=severity,
+        hint=hint,
+        step=run.step_id if run else None,
+        reference_step=ref_index,
+        actual=run.as_dict() if run else None,
+        expected=ref.as_dict() if ref else None,
+    )
 
 
 def _error_cause(run: Action) -> Cause | None:
@@ -92,7 +108,7 @@ def _error_cause(run: Action) -> Cause | None:
 
 def _loop_start(run: list[Action]) -> Action | None:
     for i in range(len(run) - LOOP_REPEATS + 1):
-        window = run[i:i + LOOP_REPEATS]
+        window = run[i : i + LOOP_REPEATS]
         if all(a.tool == window[0].tool and a.arguments == window[0].arguments for a in window):
             return run[i]
     return None
@@ -107,66 +123,112 @@ def first_divergence(trajectory: Trajectory, reference: Trajectory, *, score: fl
         cause = _error_cause(act)
         if cause is not None:
             hint = {
-                Cause.FORMAT_ERROR: f"step {act.step_id}: the reply was not a readable tool call ({act.error}); "
-                                    f"the reference did {_describe(expected)}",
+                Cause.FORMAT_ERROR: f"step {act.step_id}: the reply was not a tool call ({act.error}); "
+                f"the reference did {_describe(expected)}",
                 Cause.UNKNOWN_TOOL: f"step {act.step_id}: called a tool that does not exist ({act.tool}); "
-                                    f"the reference did {_describe(expected)}",
+                f"the reference did {_describe(expected)}",
                 Cause.MISSING_ARGUMENT: f"step {act.step_id}: {act.tool} was called without its required "
-                                        f"arguments; the reference did {_describe(expected)}",
+                f"arguments; the reference did {_describe(expected)}",
             }[cause]
             return _signal(task_id, cause, act, expected, i + 1 if expected else None, hint, score)
         if expected is None:
             if act.tool == "submit":
                 break
-            return _signal(task_id, Cause.EXTRA_STEP, act, None, None,
-                           f"step {act.step_id}: {_describe(act)} after the reference had finished", score)
+            return _signal(
+                task_id,
+                Cause.EXTRA_STEP,
+                act,
+                None,
+                None,
+                f"step {act.step_id}: {_describe(act)} after the reference had finished",
+                score,
+            )
         if same_action(act, expected):
             continue
         prev_error = i > 0 and run[i - 1].error.startswith("tool_error")
         nxt_ref = ref[i + 1] if i + 1 < len(ref) else None
         nxt_run = run[i + 1] if i + 1 < len(run) else None
         if prev_error:
-            cause, hint = Cause.TOOL_ERROR_IGNORED, (
-                f"step {act.step_id}: the previous command failed ({run[i - 1].error}) and the agent went on "
-                f"with {_describe(act)} instead of fixing it; the reference did {_describe(expected)}")
+            cause, hint = (
+                Cause.TOOL_ERROR_IGNORED,
+                (
+                    f"step {act.step_id}: the previous command failed ({run[i - 1].error}) and the agent "
+                    f"went on with {_describe(act)} instead of fixing it; "
+                    f"the reference did {_describe(expected)}"
+                ),
+            )
         elif act.tool == "submit" and expected.tool != "submit":
-            cause, hint = Cause.PREMATURE_FINISH, (
-                f"step {act.step_id}: submitted before doing {_describe(expected)} as the reference did")
+            cause, hint = (
+                Cause.PREMATURE_FINISH,
+                (f"step {act.step_id}: submitted before doing {_describe(expected)} as the reference did"),
+            )
         elif nxt_ref is not None and same_action(act, nxt_ref):
-            cause, hint = Cause.SKIPPED_STEP, (
-                f"step {act.step_id}: skipped {_describe(expected)} and went to {_describe(act)}")
+            cause, hint = (
+                Cause.SKIPPED_STEP,
+                (f"step {act.step_id}: skipped {_describe(expected)} and went to {_describe(act)}"),
+            )
         elif nxt_run is not None and same_action(nxt_run, expected):
-            cause, hint = Cause.EXTRA_STEP, (
-                f"step {act.step_id}: an unneeded {_describe(act)} before {_describe(expected)}")
+            cause, hint = (
+                Cause.EXTRA_STEP,
+                (f"step {act.step_id}: an unneeded {_describe(act)} before {_describe(expected)}"),
+            )
         elif act.tool != expected.tool:
-            cause, hint = Cause.WRONG_TOOL, (
-                f"step {act.step_id}: used {act.tool} where the reference used {_describe(expected)}")
+            cause, hint = (
+                Cause.WRONG_TOOL,
+                (f"step {act.step_id}: used {act.tool} where the reference used {_describe(expected)}"),
+            )
         else:
-            cause, hint = Cause.WRONG_ARGUMENT, (
-                f"step {act.step_id}: {_describe(act)} where the reference did {_describe(expected)}")
+            cause, hint = (
+                Cause.WRONG_ARGUMENT,
+                (f"step {act.step_id}: {_describe(act)} where the reference did {_describe(expected)}"),
+            )
         return _signal(task_id, cause, act, expected, i + 1, hint, score)
     return _without_divergent_action(task_id, trajectory, run, ref, score)
 
 
-def _without_divergent_action(task_id: str, trajectory: Trajectory, run: list[Action], ref: list[Action],
-                              score: float) -> ErrorSignal:
+def _without_divergent_action(
+    task_id: str, trajectory: Trajectory, run: list[Action], ref: list[Action], score: float
+) -> ErrorSignal:
     """Every action matched the reference's prefix: the run stopped early, or looped."""
     stop = trajectory.extra.get("stop_reason")
     nxt = ref[len(run)] if len(run) < len(ref) else None
     if stop == "model_error":
-        return _signal(task_id, Cause.MODEL_ERROR, run[-1] if run else None, nxt, len(run) + 1 if nxt else None,
-                       "the model provider failed; the run is not evidence about the harness", score)
+        return _signal(
+            task_id,
+            Cause.MODEL_ERROR,
+            run[-1] if run else None,
+            nxt,
+            len(run) + 1 if nxt else None,
+            "the model provider failed; the run is not evidence about the harness",
+            score,
+        )
     if stop == "setup_error":
-        return _signal(task_id, Cause.SETUP_ERROR, None, None, None, "the task's workspace setup failed", score)
+        return _signal(
+            task_id, Cause.SETUP_ERROR, None, None, None, "the task's workspace setup failed", score
+        )
     looped = _loop_start(run)
     if stop == "step_limit" or looped is not None:
         where = looped or (run[-1] if run else None)
-        return _signal(task_id, Cause.STEP_LIMIT, where, nxt, len(run) + 1 if nxt else None,
-                       f"the run hit the step limit{' repeating ' + _describe(looped) if looped else ''} "
-                       f"before {_describe(nxt)}", score)
+        return _signal(
+            task_id,
+            Cause.STEP_LIMIT,
+            where,
+            nxt,
+            len(run) + 1 if nxt else None,
+            f"the run hit the step limit{' repeating ' + _describe(looped) if looped else ''} "
+            f"before {_describe(nxt)}",
+            score,
+        )
     last = run[-1] if run else None
-    return _signal(task_id, Cause.WRONG_ARGUMENT, last, ref[-1] if ref else None, len(ref) or None,
-                   "the run followed the reference's steps but the checker still failed", score)
+    return _signal(
+        task_id,
+        Cause.WRONG_ARGUMENT,
+        last,
+        ref[-1] if ref else None,
+        len(ref) or None,
+        "the run followed the reference's steps but the checker still failed",
+        score,
+    )
 
 
 def signal_without_reference(trajectory: Trajectory, *, score: float = 0.0) -> ErrorSignal:
@@ -176,10 +238,17 @@ def signal_without_reference(trajectory: Trajectory, *, score: float = 0.0) -> E
     for act in run:
         cause = _error_cause(act)
         if cause is not None:
-            return ErrorSignal(task_id, cause, BASE_SEVERITY[cause] * (1 - 0.5 * score),
-                               f"{cause.value} at step {act.step_id} ({act.error})")
+            return ErrorSignal(
+                task_id,
+                cause,
+                BASE_SEVERITY[cause] * (1 - 0.5 * score),
+                f"{cause.value} at step {act.step_id} ({act.error})",
+            )
     stop = trajectory.extra.get("stop_reason")
-    cause = {"step_limit": Cause.STEP_LIMIT, "model_error": Cause.MODEL_ERROR,
-             "setup_error": Cause.SETUP_ERROR}.get(stop, Cause.WRONG_ARGUMENT)
+    cause = {
+        "step_limit": Cause.STEP_LIMIT,
+        "model_error": Cause.MODEL_ERROR,
+        "setup_error": Cause.SETUP_ERROR,
+    }.get(stop, Cause.WRONG_ARGUMENT)
     hint = f"no reference trajectory; the run ended with {stop} and the checker failed"
     return ErrorSignal(task_id, cause, BASE_SEVERITY[cause] * (1 - 0.5 * score), hint)

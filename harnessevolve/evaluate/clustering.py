@@ -12,6 +12,8 @@ def cluster_signals(signals: Iterable[ErrorSignal]) -> list[Cluster]:
     groups: dict[str, list[ErrorSignal]] = {}
     for signal in signals:
         groups.setdefault(signal.cause, []).append(signal)
-    clusters = [Cluster(cause=members[0].cause, signals=tuple(sorted(members, key=lambda s: -s.severity)))
-                for members in groups.values()]
+    clusters = [
+        Cluster(cause=members[0].cause, signals=tuple(sorted(members, key=lambda s: -s.severity)))
+        for members in groups.values()
+    ]
     return sorted(clusters, key=lambda c: (-c.size, -c.severity, c.cause.value))

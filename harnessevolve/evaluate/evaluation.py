@@ -27,12 +27,18 @@ class Evaluation:
     signal: ErrorSignal | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"task_id": self.task_id, "score": self.score, "passed": self.passed,
-                "checks": list(self.checks), "signal": self.signal.to_dict() if self.signal else None}
+        return {
+            "task_id": self.task_id,
+            "score": self.score,
+            "passed": self.passed,
+            "checks": list(self.checks),
+            "signal": self.signal.to_dict() if self.signal else None,
+        }
 
 
-def evaluate_rollout(task: Task, trajectory: Trajectory, workspace: Path | None,
-                     reference: Trajectory | None) -> Evaluation:
+def evaluate_rollout(
+    task: Task, trajectory: Trajectory, workspace: Path | None, reference: Trajectory | None
+) -> Evaluation:
     if workspace is None:
         score, passed, details = 0.0, False, ("workspace setup failed",)
     else:
@@ -41,6 +47,9 @@ def evaluate_rollout(task: Task, trajectory: Trajectory, workspace: Path | None,
         details = tuple(f"{'ok' if d.ok else 'FAIL'} {d.type}: {d.message}" for d in result.details)
     signal = None
     if not passed:
-        signal = (first_divergence(trajectory, reference, score=score) if reference is not None
-                  else signal_without_reference(trajectory, score=score))
+        signal = (
+            first_divergence(trajectory, reference, score=score)
+            if reference is not None
+            else signal_without_reference(trajectory, score=score)
+        )
     return Evaluation(task_id=task.id, score=score, passed=passed, checks=details, signal=signal)

@@ -37,8 +37,11 @@ def _now() -> str:
 
 
 def _metrics(reply: ModelReply) -> dict[str, Any]:
-    return {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
-            "cost_usd": reply.cost_usd}
+    return {
+        "prompt_tokens": reply.prompt_tokens,
+        "completion_tokens": reply.completion_tokens,
+        "cost_usd": reply.cost_usd,
+    }
 
 
 async def run_agent(harness: Harness, task: Task, workspace: Path, *, model: str, seed: int) -> Trajectory:
@@ -46,8 +49,10 @@ async def run_agent(harness: Harness, task: Task, workspace: Path, *, model: str
     loop = harness.loop
     tools = [t.openai_schema() for t in harness.tools]
     system = harness.assembled_prompt()
-    messages: list[dict[str, Any]] = [{"role": "system", "content": system},
-                                      {"role": "user", "content": task.instruction}]
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": system},
+        {"role": "user", "content": task.instruction},
+    ]
     steps = [Step(1, "system", system, timestamp=_now()), Step(2, "user", task.instruction, timestamp=_now())]
     answer: str | None = None
     stop = StopReason.STEP_LIMIT
@@ -55,19 +60,43 @@ async def run_agent(harness: Harness, task: Task, workspace: Path, *, model: str
     started = time.monotonic()
     for turn in range(loop.max_steps):
         try:
-            reply = await acomplete(model, messages, tools=tools, temperature=loop.temperature,
-                                    max_tokens=loop.max_tokens, seed=seed + turn, extra_params=extra_params)
+            reply = await acomplete(
+                model,
+                messages,
+                tools=tools,
+                temperature=loop.temperature,
+                max_tokens=loop.max_tokens,
+                seed=seed + turn,
+                extra_params=extra_params,
+            )
         except Exception as exc:  # noqa: BLE001 - provider faults are recorded, never raised
             text = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
-            steps.append(Step(len(steps) + 1, "agent", "", extra={"error": f"model_error: {text}"},
-                              timestamp=_now(), model_name=model))
+            steps.append(
+                Step(
+                    len(steps) + 1,
+                    "agent",
+                    "",
+                    extra={"error": f"model_error: {text}"},
+                    timestamp=_now(),
+                    model_name=model,
+                )
+            )
             stop = StopReason.MODEL_ERROR
             break
         step_id = len(steps) + 1
         if reply.parse_error or not reply.tool_calls:
             error = f"parse_error: {reply.parse_error}" if reply.parse_error else "no_tool_call"
-            steps.append(Step(step_id, "agent", reply.content, metrics=_metrics(reply),
-                              extra={"error": error}, timestamp=_now(), model_name=model))
+            steps.append(
+                Step(
+                    step_id,
+                    "agent",
+                    reply.content,
+                    metrics=_metrics(reply),
+                    extra={"error": error},
+                    timestamp=_now(),
+                    model_name=model,
+                )
+            )
             messages.append({"role": "assistant", "content": reply.content})
             nudge = PARSE_NUDGE.format(error=reply.parse_error) if reply.parse_error else NO_TOOL_NUDGE
             messages.append({"role": "user", "content": nudge})
@@ -78,14 +107,17 @@ async def run_agent(harness: Harness, task: Task, workspace: Path, *, model: str
             arguments = call.arguments if call.arguments is not None else {}
             calls.append(ToolCall(call.id, call.name, arguments))
             if spec is None:
-                output = f"error: unknown tool {call.name!r}; tools: {', '.join(t.name for t in harness.tools)}"
+                output = (
+                    f"error: unknown tool {call.name!r}; tools: {', '.join(t.name for t in harness.tools)}"
+                )
                 errors.append(f"unknown_tool: {call.name}")
             elif call.arguments is None:
                 output = f"error: arguments of {call.name} are not a JSON object: {call.raw_arguments[:200]}"
                 errors.append(f"bad_arguments: {call.name}")
             else:
-                result = await run_tool(spec, arguments, workspace, timeout_s=loop.command_timeout_s,
-                                        limit=loop.tool_output_limit)
+                result = await run_tool(
+                    spec, arguments, workspace, timeout_s=loop.command_timeout_s, limit=loop.tool_output_limit
+                )
                 output = result.output
                 if result.error:
                     errors.append(f"tool_error: {result.error}")
@@ -93,25 +125,55 @@ async def run_agent(harness: Harness, task: Task, workspace: Path, *, model: str
                     answer = result.submitted
             observations.append(ObservationResult(call.id, output))
         extra = {"error": "; ".join(errors)} if errors else {}
-        steps.append(Step(step_id, "agent", reply.content, tool_calls=tuple(calls),
-                          observations=tuple(observations), metrics=_metrics(reply), extra=extra,
-                          timestamp=_now(), model_name=model))
-        messages.append({"role": "assistant", "content": reply.content or None,
-                         "tool_calls": [{"id": c.tool_call_id, "type": "function",
-                                         "function": {"name": c.function_name,
-                                                      "arguments": json.dumps(c.arguments)}} for c in calls]})
-        messages += [{"role": "tool", "tool_call_id": o.source_call_id, "content": o.content}
-                     for o in observations]
+        steps.append(
+            Step(
+                step_id,
+                "agent",
+                reply.content,
+                tool_calls=tuple(calls),
+                observations=tuple(observations),
+                metrics=_metrics(reply),
+                extra=extra,
+                timestamp=_now(),
+                model_name=model,
+            )
+        )
+        messages.append(
+            {
+                "role": "assistant",
+                "content": reply.content or None,
+                "tool_calls": [
+                    {
+                        "id": c.tool_call_id,
+                        "type": "function",
+                        "function": {"name": c.function_name, "arguments": json.dumps(c.arguments)},
+                    }
+                    for c in calls
+                ],
+            }
+        )
+        messages += [
+            {"role": "tool", "tool_call_id": o.source_call_id, "content": o.content} for o in observations
+        ]
         if answer is not None:
             stop = StopReason.SUBMITTED
             break
     agent_steps = [s for s in steps if s.source == "agent"]
     return Trajectory(
-        session_id=uuid.uuid4().hex, agent_name="harnessevolve", agent_version=__version__, model_name=model,
+        session_id=uuid.uuid4().hex,
+        agent_name="harnessevolve",
+        agent_version=__version__,
+        model_name=model,
         steps=tuple(steps),
-        extra={"task_id": task.id, "stop_reason": stop, "answer": answer, "harness": harness.name,
-               "harness_hash": harness.content_hash(), "seed": seed,
-               "wall_s": round(time.monotonic() - started, 3)},
+        extra={
+            "task_id": task.id,
+            "stop_reason": stop,
+            "answer": answer,
+            "harness": harness.name,
+            "harness_hash": harness.content_hash(),
+            "seed": seed,
+            "wall_s": round(time.monotonic() - started, 3),
+        },
         final_metrics={
             "total_prompt_tokens": sum(s.metrics.get("prompt_tokens", 0) for s in agent_steps),
             "total_completion_tokens": sum(s.metrics.get("completion_tokens", 0) for s in agent_steps),

@@ -43,8 +43,15 @@ def rollout_seed(seed: int, task_id: str) -> int:
 
 
 class Executor(Protocol):
-    async def run(self, harness: Harness, tasks: Sequence[Task], *, model: str, seed: int,
-                  on_done: Callable[[Rollout], None] | None = None) -> list[Rollout]: ...
+    async def run(
+        self,
+        harness: Harness,
+        tasks: Sequence[Task],
+        *,
+        model: str,
+        seed: int,
+        on_done: Callable[[Rollout], None] | None = None,
+    ) -> list[Rollout]: ...
 
 
 class LocalExecutor:
@@ -53,8 +60,15 @@ class LocalExecutor:
     def __init__(self, concurrency: int = 4) -> None:
         self.concurrency = max(1, concurrency)
 
-    async def run(self, harness: Harness, tasks: Sequence[Task], *, model: str, seed: int,
-                  on_done: Callable[[Rollout], None] | None = None) -> list[Rollout]:
+    async def run(
+        self,
+        harness: Harness,
+        tasks: Sequence[Task],
+        *,
+        model: str,
+        seed: int,
+        on_done: Callable[[Rollout], None] | None = None,
+    ) -> list[Rollout]:
         gate = asyncio.Semaphore(self.concurrency)
 
         async def one(task: Task) -> Rollout:
@@ -72,10 +86,19 @@ async def run_one(harness: Harness, task: Task, *, model: str, seed: int) -> Rol
         workspace = await create_workspace(task)
     except (WorkspaceError, OSError, TimeoutError) as exc:
         trajectory = Trajectory(
-            session_id=f"setup-{task.id}", agent_name="harnessevolve", agent_version="", model_name=model,
+            session_id=f"setup-{task.id}",
+            agent_name="harnessevolve",
+            agent_version="",
+            model_name=model,
             steps=(Step(1, "system", "", extra={"error": f"setup_error: {exc}"}),),
-            extra={"task_id": task.id, "stop_reason": "setup_error", "answer": None,
-                   "harness_hash": harness.content_hash(), "seed": seed})
+            extra={
+                "task_id": task.id,
+                "stop_reason": "setup_error",
+                "answer": None,
+                "harness_hash": harness.content_hash(),
+                "seed": seed,
+            },
+        )
         return Rollout(task.id, trajectory, None)
     return Rollout(task.id, await run_agent(harness, task, workspace, model=model, seed=seed), workspace)
 

@@ -7,6 +7,7 @@ output cap. (The hardened sandbox -- no network, resource limits -- is a separat
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from dataclasses import dataclass
@@ -34,12 +35,20 @@ def truncate(text: str, limit: int) -> str:
     return text[:limit] + f"\n[... {len(text) - limit} more characters cut]"
 
 
-async def run_shell(command: str, workspace: Path, *, timeout_s: float, limit: int,
-                    env: dict[str, str] | None = None) -> ToolResult:
+async def run_shell(
+    command: str, workspace: Path, *, timeout_s: float, limit: int, env: dict[str, str] | None = None
+) -> ToolResult:
     proc = await asyncio.create_subprocess_exec(
-        "bash", "-c", command, cwd=workspace, env=tool_env(workspace, env),
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True)
+        "bash",
+        "-c",
+        command,
+        cwd=workspace,
+        env=tool_env(workspace, env),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,
+    )
     chunks: list[bytes] = []
     size = 0
     cap = limit * 4 + 1
@@ -75,23 +84,23 @@ async def run_shell(command: str, workspace: Path, *, timeout_s: float, limit: i
 
 
 def _kill_group(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def missing_arguments(spec: ToolSpec, arguments: dict[str, Any]) -> list[str]:
     return [name for name in spec.parameters.get("required", []) if name not in arguments]
 
 
-async def run_tool(spec: ToolSpec, arguments: dict[str, Any], workspace: Path, *, timeout_s: float,
-                   limit: int) -> ToolResult:
+async def run_tool(
+    spec: ToolSpec, arguments: dict[str, Any], workspace: Path, *, timeout_s: float, limit: int
+) -> ToolResult:
     """Run one tool call; failures come back as a ``ToolResult`` with ``error`` set, never raised."""
     missing = missing_arguments(spec, arguments)
     if missing:
-        return ToolResult(f"error: missing argument(s) {', '.join(missing)} for {spec.name}",
-                          error="missing argument")
+        return ToolResult(
+            f"error: missing argument(s) {', '.join(missing)} for {spec.name}", error="missing argument"
+        )
     try:
         if spec.builtin == "submit":
             return ToolResult("submitted", submitted=str(arguments.get("answer", "")))

@@ -44,12 +44,20 @@ async def create_workspace(task: Task, *, timeout_s: float = 60.0) -> Path:
             path.write_text(content, encoding="utf-8")
         for command in task.setup_commands:
             proc = await asyncio.create_subprocess_exec(
-                "bash", "-c", command, cwd=workspace, env=tool_env(workspace),
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+                "bash",
+                "-c",
+                command,
+                cwd=workspace,
+                env=tool_env(workspace),
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+            )
             out, _ = await asyncio.wait_for(proc.communicate(), timeout_s)
             if proc.returncode != 0:
-                raise WorkspaceError(f"setup command failed ({proc.returncode}): {command}: "
-                                     f"{out.decode(errors='replace')[-500:]}")
+                raise WorkspaceError(
+                    f"setup command failed ({proc.returncode}): {command}: "
+                    f"{out.decode(errors='replace')[-500:]}"
+                )
     except BaseException:
         remove_workspace(workspace)
         raise

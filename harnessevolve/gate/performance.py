@@ -13,29 +13,52 @@ def mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def performance_gate(current: Sequence[float], candidate: Sequence[float],
-                     recent: Sequence[tuple[Sequence[float], Sequence[float]]],
-                     config: PerformanceConfig) -> GateVerdict:
+def performance_gate(
+    current: Sequence[float],
+    candidate: Sequence[float],
+    recent: Sequence[tuple[Sequence[float], Sequence[float]]],
+    config: PerformanceConfig,
+) -> GateVerdict:
     """``current``/``candidate``: per-task scores on this batch, same task order; ``recent``: the
     same pairs for the previous batches, newest first."""
     gain = mean(candidate) - mean(current)
-    drops = [mean(cur) - mean(cand) for cur, cand in recent[:config.recent_batches]]
+    drops = [mean(cur) - mean(cand) for cur, cand in recent[: config.recent_batches]]
     worst = max(drops, default=0.0)
-    numbers = {"current": round(mean(current), 4), "candidate": round(mean(candidate), 4),
-               "gain": round(gain, 4), "min_gain": config.min_gain, "recent_drops": [round(d, 4) for d in drops],
-               "max_recent_drop": config.max_recent_drop, "tasks": len(current)}
+    numbers = {
+        "current": round(mean(current), 4),
+        "candidate": round(mean(candidate), 4),
+        "gain": round(gain, 4),
+        "min_gain": config.min_gain,
+        "recent_drops": [round(d, 4) for d in drops],
+        "max_recent_drop": config.max_recent_drop,
+        "tasks": len(current),
+    }
     if gain < config.min_gain:
         return GateVerdict("performance", False, f"batch gain {gain:+.3f} < {config.min_gain:+.3f}", numbers)
     if worst > config.max_recent_drop:
-        return GateVerdict("performance", False,
-                           f"drop {worst:.3f} on a previous batch > {config.max_recent_drop:.3f}", numbers)
+        return GateVerdict(
+            "performance",
+            False,
+            f"drop {worst:.3f} on a previous batch > {config.max_recent_drop:.3f}",
+            numbers,
+        )
     return GateVerdict("performance", True, f"batch gain {gain:+.3f}, worst recent drop {worst:.3f}", numbers)
 
 
 def heldout_gate(current: Sequence[float], candidate: Sequence[float], config: HeldoutConfig) -> GateVerdict:
     drop = mean(current) - mean(candidate)
-    numbers = {"split": config.split, "current": round(mean(current), 4), "candidate": round(mean(candidate), 4),
-               "drop": round(drop, 4), "max_drop": config.max_drop, "tasks": len(current)}
+    numbers = {
+        "split": config.split,
+        "current": round(mean(current), 4),
+        "candidate": round(mean(candidate), 4),
+        "drop": round(drop, 4),
+        "max_drop": config.max_drop,
+        "tasks": len(current),
+    }
     if drop > config.max_drop:
-        return GateVerdict("heldout", False, f"{config.split} drop {drop:.3f} > {config.max_drop:.3f}", numbers)
-    return GateVerdict("heldout", True, f"{config.split} {mean(current):.3f} -> {mean(candidate):.3f}", numbers)
+        return GateVerdict(
+            "heldout", False, f"{config.split} drop {drop:.3f} > {config.max_drop:.3f}", numbers
+        )
+    return GateVerdict(
+        "heldout", True, f"{config.split} {mean(current):.3f} -> {mean(candidate):.3f}", numbers
+    )

@@ -21,8 +21,9 @@ def count_examples(text: str) -> int:
     return len(EXAMPLE_HEADING.findall(text))
 
 
-def quality_gate(candidate_dir: Path, before: dict[str, str], editable: tuple[str, ...],
-                 config: QualityConfig) -> GateVerdict:
+def quality_gate(
+    candidate_dir: Path, before: dict[str, str], editable: tuple[str, ...], config: QualityConfig
+) -> GateVerdict:
     problems = validate_harness(candidate_dir)
     if problems:
         return GateVerdict("quality", False, f"invalid harness: {problems[0]}", {"problems": len(problems)})
@@ -32,14 +33,24 @@ def quality_gate(candidate_dir: Path, before: dict[str, str], editable: tuple[st
     prompt_chars = len(harness.assembled_prompt())
     examples_before = sum(count_examples(t) for p, t in before.items() if p.endswith(".md"))
     examples_after = sum(count_examples(t) for p, t in harness.files.items() if p.endswith(".md"))
-    numbers = {"changed": changed, "prompt_chars": prompt_chars, "max_prompt_chars": config.max_prompt_chars,
-               "new_examples": examples_after - examples_before, "max_new_examples": config.max_new_examples}
+    numbers = {
+        "changed": changed,
+        "prompt_chars": prompt_chars,
+        "max_prompt_chars": config.max_prompt_chars,
+        "new_examples": examples_after - examples_before,
+        "max_new_examples": config.max_new_examples,
+    }
     if forbidden:
         return GateVerdict("quality", False, f"edits a path that is not editable: {forbidden[0]}", numbers)
     if prompt_chars > config.max_prompt_chars:
-        return GateVerdict("quality", False,
-                           f"prompt bloat: {prompt_chars} chars > cap {config.max_prompt_chars}", numbers)
+        return GateVerdict(
+            "quality", False, f"prompt bloat: {prompt_chars} chars > cap {config.max_prompt_chars}", numbers
+        )
     if examples_after - examples_before > config.max_new_examples:
-        return GateVerdict("quality", False, f"adds {examples_after - examples_before} examples "
-                           f"> {config.max_new_examples}", numbers)
+        return GateVerdict(
+            "quality",
+            False,
+            f"adds {examples_after - examples_before} examples > {config.max_new_examples}",
+            numbers,
+        )
     return GateVerdict("quality", True, "valid, loads, editable paths only, within size caps", numbers)

@@ -30,9 +30,11 @@ class HarnessRepo:
         try:
             self.repo = git.Repo(self.dir, search_parent_directories=True)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-            raise HarnessGitError("the harness is not in a git repository", file=str(harness_dir),
-                                  hint="create it with `harnessevolve init DIR`, or run `git init` there") \
-                from None
+            raise HarnessGitError(
+                "the harness is not in a git repository",
+                file=str(harness_dir),
+                hint="create it with `harnessevolve init DIR`, or run `git init` there",
+            ) from None
         self.top = Path(self.repo.working_tree_dir).resolve()
         self.rel = self.dir.relative_to(self.top).as_posix() if self.dir != self.top else "."
 
@@ -53,8 +55,9 @@ class HarnessRepo:
         try:
             return self.repo.head.commit.hexsha
         except ValueError:
-            raise HarnessGitError("the repository has no commits yet", file=str(self.dir),
-                                  hint="commit the harness first") from None
+            raise HarnessGitError(
+                "the repository has no commits yet", file=str(self.dir), hint="commit the harness first"
+            ) from None
 
     def resolve(self, rev: str) -> str:
         import git
@@ -62,8 +65,11 @@ class HarnessRepo:
         try:
             return self.repo.commit(rev).hexsha
         except (git.BadName, ValueError, git.GitCommandError):
-            raise HarnessGitError(f"unknown revision {rev!r}", file=str(self.dir),
-                                  hint="use a commit sha, branch or tag of the harness repository") from None
+            raise HarnessGitError(
+                f"unknown revision {rev!r}",
+                file=str(self.dir),
+                hint="use a commit sha, branch or tag of the harness repository",
+            ) from None
 
     def dirty_paths(self) -> list[str]:
         """Uncommitted changes (staged, unstaged, untracked) inside the harness folder."""
@@ -71,8 +77,10 @@ class HarnessRepo:
         return [line[3:] for line in out.splitlines() if line.strip()]
 
     def log(self, max_count: int = 20) -> list[Commit]:
-        return [Commit(c.hexsha, c.summary, c.message)
-                for c in self.repo.iter_commits(paths=self.rel, max_count=max_count)]
+        return [
+            Commit(c.hexsha, c.summary, c.message)
+            for c in self.repo.iter_commits(paths=self.rel, max_count=max_count)
+        ]
 
     def export(self, rev: str, dest: Path) -> Path:
         """Write the harness folder as of ``rev`` into ``dest``; returns the harness's path there."""
@@ -82,18 +90,27 @@ class HarnessRepo:
             tar.extractall(dest, filter="data")
         out = dest / self.rel if self.rel != "." else dest
         if not (out / "harness.yaml").is_file():
-            raise HarnessGitError(f"revision {rev!r} has no harness.yaml in {self.rel}", file=str(self.dir),
-                                  hint="pick a revision made after the harness was created")
+            raise HarnessGitError(
+                f"revision {rev!r} has no harness.yaml in {self.rel}",
+                file=str(self.dir),
+                hint="pick a revision made after the harness was created",
+            )
         return out
 
     # -- writing ---------------------------------------------------------------------------
     def _git_commit(self, message: str) -> str:
         reader = self.repo.config_reader()
-        has_identity = reader.get_value("user", "name", default=None) and \
-            reader.get_value("user", "email", default=None)
-        identity = [] if has_identity else ["-c", f"user.name={FALLBACK_AUTHOR[0]}",
-                                            "-c", f"user.email={FALLBACK_AUTHOR[1]}"]
-        self.repo.git.execute(["git", *identity, "commit", "--quiet", "--no-verify", "-m", message, "--", self.rel])
+        has_identity = reader.get_value("user", "name", default=None) and reader.get_value(
+            "user", "email", default=None
+        )
+        identity = (
+            []
+            if has_identity
+            else ["-c", f"user.name={FALLBACK_AUTHOR[0]}", "-c", f"user.email={FALLBACK_AUTHOR[1]}"]
+        )
+        self.repo.git.execute(
+            ["git", *identity, "commit", "--quiet", "--no-verify", "-m", message, "--", self.rel]
+        )
         return self.repo.head.commit.hexsha
 
     def commit_all(self, message: str) -> str:

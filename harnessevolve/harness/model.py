@@ -21,8 +21,10 @@ class ToolSpec:
 
     def openai_schema(self) -> dict[str, Any]:
         """The tool in OpenAI function-calling format."""
-        return {"type": "function",
-                "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
 
 
 @dataclass(frozen=True)
@@ -75,8 +77,10 @@ class Harness:
         """System prompt + skills + demonstrations, as the model sees it."""
         parts = [self.system_prompt.strip()]
         if self.skills:
-            parts.append("# Skills\n\n" + "\n\n".join(f"## {s.name}\n{s.description}\n\n{s.body.strip()}"
-                                                      for s in self.skills))
+            parts.append(
+                "# Skills\n\n"
+                + "\n\n".join(f"## {s.name}\n{s.description}\n\n{s.body.strip()}" for s in self.skills)
+            )
         if self.examples.strip():
             parts.append("# Examples\n\n" + self.examples.strip())
         return "\n\n".join(parts) + "\n"

@@ -40,9 +40,16 @@ def _parse_arguments(raw: Any) -> dict[str, Any] | None:
     return parsed if isinstance(parsed, dict) else None
 
 
-async def acomplete(model: str, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
-                    temperature: float = 0.0, max_tokens: int | None = None, seed: int | None = None,
-                    extra_params: dict[str, Any] | None = None) -> ModelReply:
+async def acomplete(
+    model: str,
+    messages: list[dict[str, Any]],
+    *,
+    tools: list[dict[str, Any]] | None = None,
+    temperature: float = 0.0,
+    max_tokens: int | None = None,
+    seed: int | None = None,
+    extra_params: dict[str, Any] | None = None,
+) -> ModelReply:
     """Ask ``model`` (any litellm model name) for the next assistant turn."""
     litellm = litellm_module()
     params: dict[str, Any] = {"temperature": temperature}
@@ -56,10 +63,14 @@ async def acomplete(model: str, messages: list[dict[str, Any]], *, tools: list[d
     response = await litellm.acompletion(model=model, messages=messages, **params)
     message = response.choices[0].message
     calls = tuple(
-        ModelToolCall(id=c.id or f"call-{i}", name=c.function.name or "",
-                      arguments=_parse_arguments(c.function.arguments),
-                      raw_arguments=c.function.arguments if isinstance(c.function.arguments, str)
-                      else json.dumps(c.function.arguments))
+        ModelToolCall(
+            id=c.id or f"call-{i}",
+            name=c.function.name or "",
+            arguments=_parse_arguments(c.function.arguments),
+            raw_arguments=c.function.arguments
+            if isinstance(c.function.arguments, str)
+            else json.dumps(c.function.arguments),
+        )
         for i, c in enumerate(message.tool_calls or [])
     )
     usage = getattr(response, "usage", None)
@@ -69,8 +80,10 @@ async def acomplete(model: str, messages: list[dict[str, Any]], *, tools: list[d
         cost = 0.0
     specific = getattr(message, "provider_specific_fields", None) or {}
     return ModelReply(
-        content=message.content or "", tool_calls=calls,
+        content=message.content or "",
+        tool_calls=calls,
         prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
         completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
-        cost_usd=cost, parse_error=specific.get("parse_error"),
+        cost_usd=cost,
+        parse_error=specific.get("parse_error"),
     )

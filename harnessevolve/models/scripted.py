@@ -42,8 +42,11 @@ class Script:
             self.calls += 1
             if self.policy is None:
                 if not self.queue:
-                    raise ModelError("scripted model ran out of queued replies", field="model",
-                                     hint="queue more replies or use a policy callable")
+                    raise ModelError(
+                        "scripted model ran out of queued replies",
+                        field="model",
+                        hint="queue more replies or use a policy callable",
+                    )
                 return self.queue.popleft()
         return self.policy(messages, tools)
 
@@ -80,11 +83,17 @@ def resolve_script(spec: str) -> Script:
         try:
             policy = getattr(importlib.import_module(module_name), attr)
         except (ImportError, AttributeError) as exc:
-            raise ModelError(f"cannot load scripted policy {spec!r}: {exc}", field="--model",
-                             hint="use scripted/<module>:<function> with an importable module") from None
+            raise ModelError(
+                f"cannot load scripted policy {spec!r}: {exc}",
+                field="--model",
+                hint="use scripted/<module>:<function> with an importable module",
+            ) from None
         return register_script(spec, policy)
-    raise ModelError(f"unknown scripted model {spec!r}", field="--model",
-                     hint="register it with register_script(), or use scripted/<module>:<fn> or a .jsonl file")
+    raise ModelError(
+        f"unknown scripted model {spec!r}",
+        field="--model",
+        hint="register it with register_script(), or use scripted/<module>:<fn> or a .jsonl file",
+    )
 
 
 def reply_to_message(reply: Reply, call_prefix: str) -> dict[str, Any]:
@@ -94,9 +103,16 @@ def reply_to_message(reply: Reply, call_prefix: str) -> dict[str, Any]:
     calls = []
     for i, call in enumerate(reply.get("tool_calls", [])):
         args = call.get("arguments", {})
-        calls.append({"id": call.get("id", f"{call_prefix}-{i}"), "type": "function",
-                      "function": {"name": call["name"],
-                                   "arguments": args if isinstance(args, str) else json.dumps(args)}})
+        calls.append(
+            {
+                "id": call.get("id", f"{call_prefix}-{i}"),
+                "type": "function",
+                "function": {
+                    "name": call["name"],
+                    "arguments": args if isinstance(args, str) else json.dumps(args),
+                },
+            }
+        )
     message: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
     if calls:
         message["tool_calls"] = calls
@@ -119,8 +135,11 @@ def make_scripted_handler() -> Any:
             usage = usage or {"prompt_tokens": prompt_tokens, "completion_tokens": max(1, len(text) // 4)}
             usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
             finish = "tool_calls" if message.get("tool_calls") else "stop"
-            return litellm.ModelResponse(choices=[{"message": message, "finish_reason": finish}],
-                                         usage=usage, model=f"scripted/{model}")
+            return litellm.ModelResponse(
+                choices=[{"message": message, "finish_reason": finish}],
+                usage=usage,
+                model=f"scripted/{model}",
+            )
 
         def completion(self, model, messages, *args, **kwargs):  # noqa: ANN001
             return self._respond(model, messages, kwargs.get("optional_params") or {})

@@ -54,9 +54,14 @@ class Candidate:
     model: str | None = None
 
     def commit_message(self, *, run_id: str, generation: int) -> str:
-        trailers = [f"Targets: {', '.join(self.targets)}", f"Target-Tasks: {', '.join(self.target_tasks)}",
-                    f"Proposer: {self.proposer}", f"Proposer-Model: {self.model or 'none'}",
-                    f"Run: {run_id}", f"Generation: {generation}"]
+        trailers = [
+            f"Targets: {', '.join(self.targets)}",
+            f"Target-Tasks: {', '.join(self.target_tasks)}",
+            f"Proposer: {self.proposer}",
+            f"Proposer-Model: {self.model or 'none'}",
+            f"Run: {run_id}",
+            f"Generation: {generation}",
+        ]
         return f"harnessevolve: {self.summary}\n\n{self.rationale}\n\n" + "\n".join(trailers) + "\n"
 
 

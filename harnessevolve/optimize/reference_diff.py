@@ -57,17 +57,26 @@ class DemoProposer:
         current = context.files.get(path, "")
         for cluster in context.clusters:
             for task_id in _ranked_tasks(cluster, context):
-                demo = render_demonstration(context.instructions.get(task_id, ""), context.references[task_id])
+                demo = render_demonstration(
+                    context.instructions.get(task_id, ""), context.references[task_id]
+                )
                 summary = f"add a demonstration of {task_id} for {cluster.cause.value}"
                 if demo in current or summary in context.rejected:
                     continue
                 new = (current.rstrip() + "\n\n" if current.strip() else "") + demo
-                rationale = (f"{cluster.size} failed run(s) share cause {cluster.cause.value} "
-                             f"(severity {cluster.severity:.2f}); {cluster.fix_direction}. "
-                             f"First divergence of {task_id}: {cluster.signals[0].hint}")
-                return Candidate(changes={path: new}, summary=summary, rationale=rationale,
-                                 targets=(cluster.cause.value,), target_tasks=cluster.task_ids,
-                                 proposer=self.name)
+                rationale = (
+                    f"{cluster.size} failed run(s) share cause {cluster.cause.value} "
+                    f"(severity {cluster.severity:.2f}); {cluster.fix_direction}. "
+                    f"First divergence of {task_id}: {cluster.signals[0].hint}"
+                )
+                return Candidate(
+                    changes={path: new},
+                    summary=summary,
+                    rationale=rationale,
+                    targets=(cluster.cause.value,),
+                    target_tasks=cluster.task_ids,
+                    proposer=self.name,
+                )
         return None
 
 
@@ -90,8 +99,16 @@ class RuleProposer:
                 new = current.replace(RULES_HEADING, f"{RULES_HEADING}\n- {rule}", 1)
             else:
                 new = current.rstrip() + f"\n\n{RULES_HEADING}\n- {rule}\n"
-            rationale = (f"{cluster.size} failed run(s) share cause {cluster.cause.value} "
-                         f"(severity {cluster.severity:.2f}); {cluster.fix_direction}.")
-            return Candidate(changes={path: new}, summary=summary, rationale=rationale,
-                             targets=(cluster.cause.value,), target_tasks=cluster.task_ids, proposer=self.name)
+            rationale = (
+                f"{cluster.size} failed run(s) share cause {cluster.cause.value} "
+                f"(severity {cluster.severity:.2f}); {cluster.fix_direction}."
+            )
+            return Candidate(
+                changes={path: new},
+                summary=summary,
+                rationale=rationale,
+                targets=(cluster.cause.value,),
+                target_tasks=cluster.task_ids,
+                proposer=self.name,
+            )
         return None

@@ -30,6 +30,9 @@ class ChainProposer:
 def make_proposer(names: Sequence[str]) -> ChainProposer:
     unknown = [n for n in names if n not in PROPOSERS]
     if unknown:
-        raise HarnessEvolveError(f"unknown proposer {unknown[0]!r}", field="--proposer",
-                                 hint=f"choose from: {', '.join(PROPOSERS)}")
+        raise HarnessEvolveError(
+            f"unknown proposer {unknown[0]!r}",
+            field="--proposer",
+            hint=f"choose from: {', '.join(PROPOSERS)}",
+        )
     return ChainProposer([PROPOSERS[n]() for n in names])

@@ -54,8 +54,13 @@ class GateReport:
         return all(v.passed for v in self.verdicts)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"baseline": self.baseline, "candidate": self.candidate, "passed": self.passed,
-                "verdicts": [v.to_dict() for v in self.verdicts], **self.extra}
+        return {
+            "baseline": self.baseline,
+            "candidate": self.candidate,
+            "passed": self.passed,
+            "verdicts": [v.to_dict() for v in self.verdicts],
+            **self.extra,
+        }
 
 
 def run_gate(options: GateOptions, hooks: RunHooks) -> GateReport:
@@ -72,31 +77,49 @@ def run_gate(options: GateOptions, hooks: RunHooks) -> GateReport:
         verdicts = [quality]
         if quality.passed:
             candidate = load_harness(cand_dir)
-            scorer = Scorer(EXECUTORS["local"](options.concurrency), model=options.model, seed=options.seed,
-                            references=references, on_progress=hooks.on_progress)
+            scorer = Scorer(
+                EXECUTORS["local"](options.concurrency),
+                model=options.model,
+                seed=options.seed,
+                references=references,
+                on_progress=hooks.on_progress,
+            )
             batch = sample_batch(benchmark.split("train"), options.batch_size, options.seed, 1)
             held = benchmark.split(options.split)  # type: ignore[arg-type]
 
             async def score_all() -> list[list[float]]:
                 out = []
-                for harness, tasks, label in ((baseline, batch, "baseline: train batch"),
-                                              (candidate, batch, "candidate: train batch"),
-                                              (baseline, held, f"baseline: {options.split}"),
-                                              (candidate, held, f"candidate: {options.split}")):
+                for harness, tasks, label in (
+                    (baseline, batch, "baseline: train batch"),
+                    (candidate, batch, "candidate: train batch"),
+                    (baseline, held, f"baseline: {options.split}"),
+                    (candidate, held, f"candidate: {options.split}"),
+                ):
                     out.append([r.score for r in await scorer.score(harness, tasks, label)])
                 return out
 
             base_batch, cand_batch, base_held, cand_held = asyncio.run(score_all())
             verdicts.append(performance_gate(base_batch, cand_batch, [], gates.performance))
-            verdicts.append(heldout_gate(base_held, cand_held,
-                                         HeldoutConfig(split=options.split, max_drop=gates.heldout.max_drop)))
-    return GateReport(baseline=base_sha, candidate=cand_sha, verdicts=tuple(verdicts),
-                      extra={"benchmark": benchmark.name, "split": options.split, "gates": gates.source})
+            verdicts.append(
+                heldout_gate(
+                    base_held, cand_held, HeldoutConfig(split=options.split, max_drop=gates.heldout.max_drop)
+                )
+            )
+    return GateReport(
+        baseline=base_sha,
+        candidate=cand_sha,
+        verdicts=tuple(verdicts),
+        extra={"benchmark": benchmark.name, "split": options.split, "gates": gates.source},
+    )
 
 
 def junit_xml(report: GateReport) -> str:
-    suite = ET.Element("testsuite", name="harnessevolve-gate", tests=str(len(report.verdicts)),
-                       failures=str(sum(not v.passed for v in report.verdicts)))
+    suite = ET.Element(
+        "testsuite",
+        name="harnessevolve-gate",
+        tests=str(len(report.verdicts)),
+        failures=str(sum(not v.passed for v in report.verdicts)),
+    )
     for verdict in report.verdicts:
         case = ET.SubElement(suite, "testcase", classname="harnessevolve.gate", name=verdict.gate)
         if not verdict.passed:
@@ -109,8 +132,13 @@ def junit_xml(report: GateReport) -> str:
 
 def markdown_summary(report: GateReport) -> str:
     status = "passed" if report.passed else "FAILED"
-    lines = [f"### harnessevolve gate: {status}", "",
-             f"Baseline `{report.baseline[:8]}` vs candidate `{report.candidate[:8]}`", "",
-             "| gate | verdict | reason |", "|---|---|---|"]
+    lines = [
+        f"### harnessevolve gate: {status}",
+        "",
+        f"Baseline `{report.baseline[:8]}` vs candidate `{report.candidate[:8]}`",
+        "",
+        "| gate | verdict | reason |",
+        "|---|---|---|",
+    ]
     lines += [f"| {v.gate} | {'pass' if v.passed else 'FAIL'} | {v.reason} |" for v in report.verdicts]
     return "\n".join(lines) + "\n"

@@ -18,8 +18,12 @@ class Ledger:
         self._handle = path.open("a", encoding="utf-8")
 
     def append(self, event: str, **data: Any) -> dict[str, Any]:
-        record = {"v": LEDGER_VERSION, "ts": datetime.now(UTC).isoformat(timespec="milliseconds"),
-                  "event": event, **data}
+        record = {
+            "v": LEDGER_VERSION,
+            "ts": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "event": event,
+            **data,
+        }
         self._handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
         self._handle.flush()
         os.fsync(self._handle.fileno())

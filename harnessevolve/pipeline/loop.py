@@ -7,6 +7,7 @@ held-out gates keep or revert that commit. The test split is never touched here.
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -62,8 +63,10 @@ def reference_actions(reference: Trajectory) -> tuple[ReferenceAction, ...]:
     out = []
     for step in reference.agent_steps:
         observations = {o.source_call_id: o.content for o in step.observations}
-        out += [ReferenceAction(c.function_name, dict(c.arguments), observations.get(c.tool_call_id, ""))
-                for c in step.tool_calls]
+        out += [
+            ReferenceAction(c.function_name, dict(c.arguments), observations.get(c.tool_call_id, ""))
+            for c in step.tool_calls
+        ]
     return tuple(out)
 
 
@@ -77,9 +80,22 @@ def write_candidate(harness_dir: Path, candidate: Candidate) -> None:
 
 
 class GenerationLoop:
-    def __init__(self, *, harness_dir: Path, repo: HarnessRepo, benchmark: Benchmark, scorer: Scorer,
-                 proposer: Proposer, gates: GateConfig, ledger: Ledger, run_dir: Path, state: RunState,
-                 batch_size: int, seed: int, log: Callable[[str], None] = lambda _m: None) -> None:
+    def __init__(
+        self,
+        *,
+        harness_dir: Path,
+        repo: HarnessRepo,
+        benchmark: Benchmark,
+        scorer: Scorer,
+        proposer: Proposer,
+        gates: GateConfig,
+        ledger: Ledger,
+        run_dir: Path,
+        state: RunState,
+        batch_size: int,
+        seed: int,
+        log: Callable[[str], None] = lambda _m: None,
+    ) -> None:
         self.harness_dir = harness_dir
         self.repo = repo
         self.benchmark = benchmark
@@ -100,17 +116,23 @@ class GenerationLoop:
         validation = self.benchmark.split("validation")
         self.state.stage = "baseline"
         val_current = await self.scorer.score(current, validation, "validation: seed harness")
-        self.ledger.append("baseline", split="validation", rev=self.repo.head(),
-                           harness_hash=current.content_hash(), score=round(mean([r.score for r in val_current]), 4),
-                           tasks=len(validation))
+        self.ledger.append(
+            "baseline",
+            split="validation",
+            rev=self.repo.head(),
+            harness_hash=current.content_hash(),
+            score=round(mean([r.score for r in val_current]), 4),
+            tasks=len(validation),
+        )
         for generation in range(1, generations + 1):
             self.state.generation = generation
             current, val_current = await self.generation(generation, current, val_current)
         self.state.stage = "finished"
         return self.state
 
-    async def generation(self, generation: int, current: Harness,
-                         val_current: list[TaskResult]) -> tuple[Harness, list[TaskResult]]:
+    async def generation(
+        self, generation: int, current: Harness, val_current: list[TaskResult]
+    ) -> tuple[Harness, list[TaskResult]]:
         row = GenerationRow(generation, validation=mean([r.score for r in val_current]))
         self.state.rows.append(row)
         self.ledger.append("generation_started", generation=generation, rev=self.repo.head())
@@ -121,11 +143,20 @@ class GenerationLoop:
         failed = [r for r in results if not r.passed and r.signal is not None]
         self.state.stage = "evaluate"
         clusters = cluster_signals(r.signal for r in failed)
-        self.ledger.append("batch_evaluated", generation=generation, harness_hash=current.content_hash(),
-                           tasks=[t.id for t in batch], score=round(row.train_current, 4), failed=len(failed),
-                           clusters=[c.to_dict() for c in clusters])
-        previous = self.batches[-self.gates.performance.recent_batches:][::-1] \
-            if self.gates.performance.recent_batches else []
+        self.ledger.append(
+            "batch_evaluated",
+            generation=generation,
+            harness_hash=current.content_hash(),
+            tasks=[t.id for t in batch],
+            score=round(row.train_current, 4),
+            failed=len(failed),
+            clusters=[c.to_dict() for c in clusters],
+        )
+        previous = (
+            self.batches[-self.gates.performance.recent_batches :][::-1]
+            if self.gates.performance.recent_batches
+            else []
+        )
         self.batches.append(batch)
         if not clusters:
             row.outcome = "no failures to learn from"
@@ -147,8 +178,9 @@ class GenerationLoop:
             self.state.accepted.append(sha)
             self.state.pending_sha = None
             row.outcome = "accepted"
-            self.ledger.append("candidate_accepted", generation=generation, sha=sha,
-                               verdicts=[v.to_dict() for v in verdicts])
+            self.ledger.append(
+                "candidate_accepted", generation=generation, sha=sha, verdicts=[v.to_dict() for v in verdicts]
+            )
             self.log(f"gen {generation}: accepted {sha[:8]} {candidate.summary}")
             current, val_current = cand_harness, val_candidate
         else:
@@ -157,22 +189,34 @@ class GenerationLoop:
             row.outcome = f"reverted by {failed_gate.gate}"
             self.log(f"gen {generation}: reverted {sha[:8]} ({failed_gate.gate}: {failed_gate.reason})")
         row.validation = mean([r.score for r in val_current])
-        self.ledger.append("generation_finished", generation=generation, outcome=row.outcome,
-                           rev=self.repo.head(), validation=round(row.validation, 4))
+        self.ledger.append(
+            "generation_finished",
+            generation=generation,
+            outcome=row.outcome,
+            rev=self.repo.head(),
+            validation=round(row.validation, 4),
+        )
         return current, val_current
 
     def context(self, current: Harness, clusters: list, batch: list[Task]) -> ProposalContext:
         failed_ids = {s.task_id for c in clusters for s in c.signals}
         tasks = {t.id: t for t in batch}
-        refs = {tid: reference_actions(self.scorer.references[tid]) for tid in failed_ids
-                if tid in self.scorer.references}
+        refs = {
+            tid: reference_actions(self.scorer.references[tid])
+            for tid in failed_ids
+            if tid in self.scorer.references
+        }
         doc_examples = "prompts/examples.md" if "prompts/examples.md" in current.files else None
         return ProposalContext(
-            files=dict(current.files), editable=current.editable,
-            system_prompt_path=self._system_prompt_path(current), examples_path=self._examples_path(current)
-            or doc_examples, clusters=tuple(clusters),
-            instructions={tid: tasks[tid].instruction for tid in failed_ids}, references=refs,
-            rejected=tuple(self.rejected))
+            files=dict(current.files),
+            editable=current.editable,
+            system_prompt_path=self._system_prompt_path(current),
+            examples_path=self._examples_path(current) or doc_examples,
+            clusters=tuple(clusters),
+            instructions={tid: tasks[tid].instruction for tid in failed_ids},
+            references=refs,
+            rejected=tuple(self.rejected),
+        )
 
     def _system_prompt_path(self, harness: Harness) -> str:
         import yaml
@@ -188,18 +232,29 @@ class GenerationLoop:
         self.state.stage = "commit"
         try:
             write_candidate(self.harness_dir, candidate)
-            sha = self.repo.commit_all(candidate.commit_message(run_id=self.state.run_id, generation=generation))
+            sha = self.repo.commit_all(
+                candidate.commit_message(run_id=self.state.run_id, generation=generation)
+            )
         except BaseException:
             self.repo.discard_changes()
             raise
         self.state.pending_sha = sha
-        self.ledger.append("candidate_committed", generation=generation, sha=sha, summary=candidate.summary,
-                           proposer=candidate.proposer, model=candidate.model, targets=list(candidate.targets),
-                           target_tasks=list(candidate.target_tasks), paths=sorted(candidate.changes))
+        self.ledger.append(
+            "candidate_committed",
+            generation=generation,
+            sha=sha,
+            summary=candidate.summary,
+            proposer=candidate.proposer,
+            model=candidate.model,
+            targets=list(candidate.targets),
+            target_tasks=list(candidate.target_tasks),
+            paths=sorted(candidate.changes),
+        )
         return sha
 
-    async def judge(self, current: Harness, batch: list[Task], previous: list[list[Task]], row: GenerationRow,
-                    sha: str) -> tuple[list[GateVerdict], Harness | None, list[TaskResult]]:
+    async def judge(
+        self, current: Harness, batch: list[Task], previous: list[list[Task]], row: GenerationRow, sha: str
+    ) -> tuple[list[GateVerdict], Harness | None, list[TaskResult]]:
         self.state.stage = "gate"
         quality = quality_gate(self.harness_dir, current.files, current.editable, self.gates.quality)
         verdicts = [quality]
@@ -215,8 +270,12 @@ class GenerationLoop:
             cur_prev = await self.scorer.score(current, tasks, f"{label} (recent batch, current)")
             cand_prev = await self.scorer.score(candidate, tasks, f"{label} (recent batch)")
             recent.append(([r.score for r in cur_prev], [r.score for r in cand_prev]))
-        perf = performance_gate([r.score for r in await self.scorer.score(current, batch, label)],
-                                [r.score for r in cand], recent, self.gates.performance)
+        perf = performance_gate(
+            [r.score for r in await self.scorer.score(current, batch, label)],
+            [r.score for r in cand],
+            recent,
+            self.gates.performance,
+        )
         verdicts.append(perf)
         row.verdicts["performance"] = perf.passed
         if not perf.passed:
@@ -224,37 +283,52 @@ class GenerationLoop:
         validation = self.benchmark.split("validation")
         val_current = await self.scorer.score(current, validation, f"{label} (validation, current)")
         val_candidate = await self.scorer.score(candidate, validation, f"{label} (validation)")
-        held = heldout_gate([r.score for r in val_current], [r.score for r in val_candidate], self.gates.heldout)
+        held = heldout_gate(
+            [r.score for r in val_current], [r.score for r in val_candidate], self.gates.heldout
+        )
         verdicts.append(held)
         row.verdicts["heldout"] = held.passed
         return verdicts, candidate, val_candidate
 
     def revert(self, sha: str, generation: int, verdict: GateVerdict, candidate: Candidate | None) -> str:
         numbers = ", ".join(f"{k}={v}" for k, v in verdict.numbers.items() if not isinstance(v, list | dict))
-        message = (f"harnessevolve: revert {sha[:8]}: rejected by the {verdict.gate} gate\n\n{verdict.reason}\n"
-                   f"({numbers})\n\nReverts: {sha}\nGate: {verdict.gate}\nRun: {self.state.run_id}\n"
-                   f"Generation: {generation}\n")
+        message = (
+            f"harnessevolve: revert {sha[:8]}: rejected by the {verdict.gate} gate\n\n{verdict.reason}\n"
+            f"({numbers})\n\nReverts: {sha}\nGate: {verdict.gate}\nRun: {self.state.run_id}\n"
+            f"Generation: {generation}\n"
+        )
         revert_sha = self.repo.revert(sha, message)
         self.state.reverted.append(sha)
         self.state.pending_sha = None
         if candidate is not None:
             self.rejected.append(candidate.summary)
-        self.ledger.append("candidate_reverted", generation=generation, sha=sha, revert_sha=revert_sha,
-                           gate=verdict.gate, reason=verdict.reason, numbers=verdict.numbers)
+        self.ledger.append(
+            "candidate_reverted",
+            generation=generation,
+            sha=sha,
+            revert_sha=revert_sha,
+            gate=verdict.gate,
+            reason=verdict.reason,
+            numbers=verdict.numbers,
+        )
         return revert_sha
 
     def abandon_pending(self, why: str) -> None:
         """Revert a committed candidate that never got its verdict (interrupt, crash in a gate)."""
         if self.state.pending_sha is None:
             return
-        try:
-            self.revert(self.state.pending_sha, self.state.generation,
-                        GateVerdict("interrupted", False, why), None)
-        except HarnessGitError:
-            pass
+        with contextlib.suppress(HarnessGitError):
+            self.revert(
+                self.state.pending_sha, self.state.generation, GateVerdict("interrupted", False, why), None
+            )
 
     def write_gate_report(self, generation: int, sha: str, verdicts: list[GateVerdict]) -> None:
-        report: dict[str, Any] = {"generation": generation, "sha": sha, "verdicts": [v.to_dict() for v in verdicts]}
+        report: dict[str, Any] = {
+            "generation": generation,
+            "sha": sha,
+            "verdicts": [v.to_dict() for v in verdicts],
+        }
         atomic_write_json(self.run_dir / "gates" / f"gen-{generation:03d}.json", report)
-        self.ledger.append("gate_verdicts", generation=generation, sha=sha,
-                           verdicts=[v.to_dict() for v in verdicts])
+        self.ledger.append(
+            "gate_verdicts", generation=generation, sha=sha, verdicts=[v.to_dict() for v in verdicts]
+        )

@@ -28,12 +28,18 @@ def load_references(benchmark: Benchmark) -> dict[str, Trajectory]:
     out: dict[str, Trajectory] = {}
     for path in sorted(folder.glob("*.json")):
         if path.stem not in known:
-            raise BenchmarkError(f"reference for unknown task {path.stem!r}", file=str(path),
-                                 hint=f"rename it to an id of {benchmark.name}, or remove it")
+            raise BenchmarkError(
+                f"reference for unknown task {path.stem!r}",
+                file=str(path),
+                hint=f"rename it to an id of {benchmark.name}, or remove it",
+            )
         trajectory = atif.load(path)
         if trajectory.task_id not in (None, path.stem):
-            raise TrajectoryError(f"extra.task_id {trajectory.task_id!r} differs from the file name",
-                                  file=str(path), field="extra.task_id")
+            raise TrajectoryError(
+                f"extra.task_id {trajectory.task_id!r} differs from the file name",
+                file=str(path),
+                field="extra.task_id",
+            )
         out[path.stem] = trajectory
     return out
 

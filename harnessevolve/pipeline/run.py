@@ -50,9 +50,11 @@ def prepare_repo(options: RunOptions, run_id: str) -> HarnessRepo:
     repo.head()
     dirty = repo.dirty_paths()
     if dirty and not options.allow_dirty:
-        raise HarnessGitError(f"uncommitted changes in the harness ({', '.join(dirty[:3])}"
-                              f"{', ...' if len(dirty) > 3 else ''})", file=str(options.harness_dir),
-                              hint="commit or stash them, or pass --allow-dirty to snapshot them in a commit first")
+        raise HarnessGitError(
+            f"uncommitted changes in the harness ({', '.join(dirty[:3])}{', ...' if len(dirty) > 3 else ''})",
+            file=str(options.harness_dir),
+            hint="commit or stash them, or pass --allow-dirty to snapshot them in a commit first",
+        )
     if dirty:
         repo.commit_all(f"harnessevolve: snapshot uncommitted changes before run {run_id}\n\nRun: {run_id}\n")
     return repo
@@ -80,24 +82,58 @@ def start_run(options: RunOptions, hooks: RunHooks) -> tuple[RunState, Path]:
         if lock.stale_owner:
             ledger.append("stale_lock_removed", owner=lock.stale_owner)
             hooks.log(f"removed a stale lock left by run {lock.stale_owner.get('run_id')}")
-        ledger.append("run_started", run_id=run_id, harness=str(harness_dir), rev=repo.head(),
-                      benchmark=benchmark.name, options={k: str(v) for k, v in asdict(options).items()},
-                      gates=gates.source, references=len(references))
-        scorer = Scorer(executor, model=options.model, seed=options.seed, references=references,
-                        out_dir=run_dir.root, on_progress=hooks.on_progress)
-        loop = GenerationLoop(harness_dir=harness_dir, repo=repo, benchmark=benchmark, scorer=scorer,
-                              proposer=proposer, gates=gates, ledger=ledger, run_dir=run_dir.root, state=state,
-                              batch_size=options.batch_size, seed=options.seed, log=hooks.log)
+        ledger.append(
+            "run_started",
+            run_id=run_id,
+            harness=str(harness_dir),
+            rev=repo.head(),
+            benchmark=benchmark.name,
+            options={k: str(v) for k, v in asdict(options).items()},
+            gates=gates.source,
+            references=len(references),
+        )
+        scorer = Scorer(
+            executor,
+            model=options.model,
+            seed=options.seed,
+            references=references,
+            out_dir=run_dir.root,
+            on_progress=hooks.on_progress,
+        )
+        loop = GenerationLoop(
+            harness_dir=harness_dir,
+            repo=repo,
+            benchmark=benchmark,
+            scorer=scorer,
+            proposer=proposer,
+            gates=gates,
+            ledger=ledger,
+            run_dir=run_dir.root,
+            state=state,
+            batch_size=options.batch_size,
+            seed=options.seed,
+            log=hooks.log,
+        )
         try:
             asyncio.run(loop.run(options.generations))
         except BaseException as exc:
             loop.abandon_pending(f"run stopped ({type(exc).__name__}) before the gates decided")
-            ledger.append("run_interrupted" if isinstance(exc, KeyboardInterrupt) else "run_failed",
-                          generation=state.generation, stage=state.stage, error=repr(exc)[:500],
-                          rev=repo.head())
+            ledger.append(
+                "run_interrupted" if isinstance(exc, KeyboardInterrupt) else "run_failed",
+                generation=state.generation,
+                stage=state.stage,
+                error=repr(exc)[:500],
+                rev=repo.head(),
+            )
             raise
-        ledger.append("run_finished", accepted=state.accepted, reverted=state.reverted, rev=repo.head(),
-                      rollouts=scorer.rollouts, tokens=scorer.tokens)
+        ledger.append(
+            "run_finished",
+            accepted=state.accepted,
+            reverted=state.reverted,
+            rev=repo.head(),
+            rollouts=scorer.rollouts,
+            tokens=scorer.tokens,
+        )
         ledger.close()
     finally:
         lock.release()

@@ -53,16 +53,19 @@ class HarnessLock:
 
     def acquire(self, run_id: str) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        payload = json.dumps({"pid": os.getpid(), "run_id": run_id,
-                              "started": datetime.now(UTC).isoformat(timespec="seconds")})
+        payload = json.dumps(
+            {"pid": os.getpid(), "run_id": run_id, "started": datetime.now(UTC).isoformat(timespec="seconds")}
+        )
         for _ in range(2):
             try:
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             except FileExistsError:
                 owner = self._owner()
                 if owner and _alive(int(owner.get("pid", -1))):
-                    raise RunLockedError(f"run {owner.get('run_id')} (pid {owner.get('pid')}) is running on "
-                                         "this harness", file=str(self.path)) from None
+                    raise RunLockedError(
+                        f"run {owner.get('run_id')} (pid {owner.get('pid')}) is running on this harness",
+                        file=str(self.path),
+                    ) from None
                 self.stale_owner = owner
                 self.path.unlink(missing_ok=True)
                 continue

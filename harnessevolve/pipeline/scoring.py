@@ -38,9 +38,16 @@ def mean_score(results: Sequence[TaskResult]) -> float:
 class Scorer:
     """Runs and evaluates tasks for any harness; never runs the same (harness, task) twice in a run."""
 
-    def __init__(self, executor: Executor, *, model: str | None, seed: int,
-                 references: dict[str, Trajectory], out_dir: Path | None = None,
-                 on_progress: Callable[[str, int], Callable[[], None]] | None = None) -> None:
+    def __init__(
+        self,
+        executor: Executor,
+        *,
+        model: str | None,
+        seed: int,
+        references: dict[str, Trajectory],
+        out_dir: Path | None = None,
+        on_progress: Callable[[str, int], Callable[[], None]] | None = None,
+    ) -> None:
         self.executor = executor
         self.model = model
         self.seed = seed
@@ -59,8 +66,13 @@ class Scorer:
         todo = [t for t in tasks if (key, t.id) not in self.memo]
         if todo:
             advance = self.on_progress(label, len(todo)) if self.on_progress else None
-            rollouts = await self.executor.run(harness, todo, model=self.model_for(harness), seed=self.seed,
-                                               on_done=(lambda _r: advance()) if advance else None)
+            rollouts = await self.executor.run(
+                harness,
+                todo,
+                model=self.model_for(harness),
+                seed=self.seed,
+                on_done=(lambda _r: advance()) if advance else None,
+            )
             by_id = {t.id: t for t in todo}
             for rollout in rollouts:
                 self.memo[(key, rollout.task_id)] = self._evaluate(by_id[rollout.task_id], rollout, key)
@@ -68,16 +80,21 @@ class Scorer:
 
     def _evaluate(self, task: Task, rollout: Rollout, harness_hash: str) -> TaskResult:
         try:
-            evaluation = evaluate_rollout(task, rollout.trajectory, rollout.workspace, self.references.get(task.id))
+            evaluation = evaluate_rollout(
+                task, rollout.trajectory, rollout.workspace, self.references.get(task.id)
+            )
         finally:
             if rollout.workspace is not None:
                 remove_workspace(rollout.workspace)
         trajectory = rollout.trajectory.with_extra(score=evaluation.score, passed=evaluation.passed)
-        tokens = int(trajectory.final_metrics.get("total_prompt_tokens", 0)) + \
-            int(trajectory.final_metrics.get("total_completion_tokens", 0))
+        tokens = int(trajectory.final_metrics.get("total_prompt_tokens", 0)) + int(
+            trajectory.final_metrics.get("total_completion_tokens", 0)
+        )
         self.rollouts += 1
         self.tokens += tokens
         if self.out_dir is not None:
             atif.save(trajectory, self.out_dir / "trajectories" / harness_hash / f"{task.id}.json")
-            atomic_write_json(self.out_dir / "evaluations" / harness_hash / f"{task.id}.json", evaluation.to_dict())
+            atomic_write_json(
+                self.out_dir / "evaluations" / harness_hash / f"{task.id}.json", evaluation.to_dict()
+            )
         return TaskResult(task.id, evaluation.score, evaluation.passed, evaluation.signal, trajectory, tokens)

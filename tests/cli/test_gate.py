@@ -26,16 +26,31 @@ def commit_examples(harness_dir: Path, text: str, message: str) -> str:
 
 
 def gate_args(harness_dir: Path, model: str, baseline: str, candidate: str, *extra: str) -> list[str]:
-    return ["gate", "--harness", str(harness_dir), "--benchmark", "shell-basics", "--model", model,
-            "--baseline", baseline, "--candidate", candidate, "--batch-size", "8", *extra]
+    return [
+        "gate",
+        "--harness",
+        str(harness_dir),
+        "--benchmark",
+        "shell-basics",
+        "--model",
+        model,
+        "--baseline",
+        baseline,
+        "--candidate",
+        candidate,
+        "--batch-size",
+        "8",
+        *extra,
+    ]
 
 
 def test_gate_passes_a_better_candidate(tmp_path: Path, harness_dir: Path, cli, learner) -> None:
     base = git.Repo(harness_dir).head.commit.hexsha
     cand = commit_examples(harness_dir, DEMO, "add a demonstration")
     junit, md = tmp_path / "gate.xml", tmp_path / "gate.md"
-    result = cli.invoke(app, gate_args(harness_dir, learner, base, cand, "--junit", str(junit),
-                                       "--markdown", str(md)))
+    result = cli.invoke(
+        app, gate_args(harness_dir, learner, base, cand, "--junit", str(junit), "--markdown", str(md))
+    )
     assert result.exit_code == 0, result.output
     suite = ET.parse(junit).getroot()
     assert suite.get("tests") == "3" and suite.get("failures") == "0"

@@ -20,7 +20,9 @@ def test_help_lists_commands(cli) -> None:
 def test_init_creates_own_repo_with_one_commit(harness_dir: Path) -> None:
     repo = git.Repo(harness_dir)
     assert Path(repo.working_tree_dir) == harness_dir
-    assert [c.summary for c in repo.iter_commits()] == ["harnessevolve: new harness from template shell-agent"]
+    assert [c.summary for c in repo.iter_commits()] == [
+        "harnessevolve: new harness from template shell-agent"
+    ]
     assert not repo.is_dirty(untracked_files=True)
     assert (harness_dir / "tools" / "submit.yaml").is_file()
 
