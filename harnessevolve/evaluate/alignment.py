@@ -103,6 +103,8 @@ def _error_cause(run: Action) -> Cause | None:
         return Cause.UNKNOWN_TOOL
     if run.error.startswith(("bad_arguments", "tool_error: missing argument")):
         return Cause.MISSING_ARGUMENT
+    if run.error.startswith("model_error"):
+        return Cause.MODEL_ERROR
     return None
 
 
@@ -129,6 +131,8 @@ def first_divergence(trajectory: Trajectory, reference: Trajectory, *, score: fl
                 f"the reference did {_describe(expected)}",
                 Cause.MISSING_ARGUMENT: f"step {act.step_id}: {act.tool} was called without its required "
                 f"arguments; the reference did {_describe(expected)}",
+                Cause.MODEL_ERROR: f"step {act.step_id}: the model provider failed ({act.error}); "
+                "the run is not evidence about the harness",
             }[cause]
             return _signal(task_id, cause, act, expected, i + 1 if expected else None, hint, score)
         if expected is None:
@@ -145,6 +149,10 @@ def first_divergence(trajectory: Trajectory, reference: Trajectory, *, score: fl
             )
         if same_action(act, expected):
             continue
+        looping = i > 0 and _loop_start(run[i - 1 :]) is run[i - 1]
+        if looping:
+            hint = f"step {act.step_id}: repeating {_describe(act)} instead of {_describe(expected)}"
+            return _signal(task_id, Cause.STEP_LIMIT, act, expected, i + 1, hint, score)
         prev_error = i > 0 and run[i - 1].error.startswith("tool_error")
         nxt_ref = ref[i + 1] if i + 1 < len(ref) else None
         nxt_run = run[i + 1] if i + 1 < len(run) else None

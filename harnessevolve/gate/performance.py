@@ -3,14 +3,19 @@ R batches the candidate drops by at most epsilon."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from harnessevolve.gate.config import HeldoutConfig, PerformanceConfig
 from harnessevolve.gate.verdict import GateVerdict
 
 
+# Scores are fractions (1/3, 2/3 ...): compare with a tolerance so float noise never decides a gate.
+TOLERANCE = 1e-9
+
+
 def mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values) if values else 0.0
+    return math.fsum(values) / len(values) if values else 0.0
 
 
 def performance_gate(
@@ -33,9 +38,9 @@ def performance_gate(
         "max_recent_drop": config.max_recent_drop,
         "tasks": len(current),
     }
-    if gain < config.min_gain:
+    if gain < config.min_gain - TOLERANCE:
         return GateVerdict("performance", False, f"batch gain {gain:+.3f} < {config.min_gain:+.3f}", numbers)
-    if worst > config.max_recent_drop:
+    if worst > config.max_recent_drop + TOLERANCE:
         return GateVerdict(
             "performance",
             False,
@@ -55,7 +60,7 @@ def heldout_gate(current: Sequence[float], candidate: Sequence[float], config: H
         "max_drop": config.max_drop,
         "tasks": len(current),
     }
-    if drop > config.max_drop:
+    if drop > config.max_drop + TOLERANCE:
         return GateVerdict(
             "heldout", False, f"{config.split} drop {drop:.3f} > {config.max_drop:.3f}", numbers
         )

@@ -63,7 +63,7 @@ class HarnessRepo:
         import git
 
         try:
-            return self.repo.commit(rev).hexsha
+            return self.repo.git.rev_parse("--verify", "--quiet", f"{rev}^{{commit}}").strip()
         except (git.BadName, ValueError, git.GitCommandError):
             raise HarnessGitError(
                 f"unknown revision {rev!r}",
@@ -84,12 +84,18 @@ class HarnessRepo:
 
     def export(self, rev: str, dest: Path) -> Path:
         """Write the harness folder as of ``rev`` into ``dest``; returns the harness's path there."""
+        import git
+
         sha = self.resolve(rev)
-        data = self.repo.git.archive(sha, "--", self.rel, stdout_as_string=False)
-        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-            tar.extractall(dest, filter="data")
+        try:
+            data = self.repo.git.archive(sha, "--", self.rel, stdout_as_string=False)
+        except git.GitCommandError:
+            data = None
+        if data is not None:
+            with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+                tar.extractall(dest, filter="data")
         out = dest / self.rel if self.rel != "." else dest
-        if not (out / "harness.yaml").is_file():
+        if data is None or not (out / "harness.yaml").is_file():
             raise HarnessGitError(
                 f"revision {rev!r} has no harness.yaml in {self.rel}",
                 file=str(self.dir),
@@ -100,9 +106,8 @@ class HarnessRepo:
     # -- writing ---------------------------------------------------------------------------
     def _git_commit(self, message: str) -> str:
         reader = self.repo.config_reader()
-        has_identity = reader.get_value("user", "name", default=None) and reader.get_value(
-            "user", "email", default=None
-        )
+        # Fall back to our own identity only where git config has none (GIT_AUTHOR_* etc. still win).
+        has_identity = reader.has_option("user", "name") and reader.has_option("user", "email")
         identity = (
             []
             if has_identity

@@ -1,0 +1,360 @@
+"""The agent loop (run_agent) and LocalExecutor with the shell-agent template and scripted models."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harnessevolve.core import atif, paths
+from harnessevolve.core.atif import Trajectory
+from harnessevolve.core.tasks import Check, Task
+from harnessevolve.execute.agent import NO_TOOL_NUDGE, run_agent
+from harnessevolve.execute.executor import LocalExecutor, Rollout, rollout_seed
+from harnessevolve.execute.workspace import remove_workspace
+from harnessevolve.harness.load import load_harness
+from harnessevolve.harness.model import Harness
+from harnessevolve.models.scripted import register_script, unregister_script
+
+HARNESS = load_harness(paths.builtin_dir("harnesses") / "shell-agent")
+
+
+def call(tool: str, arguments: dict[str, Any] | str) -> dict[str, Any]:
+    return {"tool_calls": [{"name": tool, "arguments": arguments}]}
+
+
+def make_task(task_id: str = "t-read", instruction: str = "What word is in a.txt?") -> Task:
+    return Task(
+        id=task_id,
+        instruction=instruction,
+        split="train",
+        checks=(Check(type="answer", expected="maple"),),
+        setup_files={"a.txt": "maple\n"},
+    )
+
+
+@pytest.fixture
+def model(request: pytest.FixtureRequest) -> Any:
+    """A unique scripted model name; the test registers its replies with ``script(...)``."""
+    name = f"agent-{request.node.name}-{uuid.uuid4().hex[:8]}"
+    yield name
+    unregister_script(name)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("maple\n")
+    return ws
+
+
+def run(
+    name: str, replies: Any, workspace: Path, harness: Harness = HARNESS, task: Task | None = None
+) -> Trajectory:
+    register_script(name, replies)
+    return asyncio.run(run_agent(harness, task or make_task(), workspace, model=f"scripted/{name}", seed=1))
+
+
+def with_loop(**changes: Any) -> Harness:
+    return dataclasses.replace(HARNESS, loop=dataclasses.replace(HARNESS.loop, **changes))
+
+
+def agent_steps(trajectory: Trajectory) -> list[atif.Step]:
+    return list(trajectory.agent_steps)
+
+
+# --- a successful run --------------------------------------------------------------------------------
+
+
+def test_read_then_submit(model: str, workspace: Path) -> None:
+    replies = [
+        call("read_file", {"path": "a.txt"}),
+        {"content": "found it", **call("submit", {"answer": "maple"})},
+    ]
+    trajectory = run(model, replies, workspace)
+    assert trajectory.extra["stop_reason"] == "submitted"
+    assert trajectory.extra["answer"] == "maple"
+    assert trajectory.extra["task_id"] == "t-read"
+    assert trajectory.extra["harness_hash"] == HARNESS.content_hash()
+    assert [(s.step_id, s.source) for s in trajectory.steps] == [
+        (1, "system"),
+        (2, "user"),
+        (3, "agent"),
+        (4, "agent"),
+    ]
+    assert trajectory.steps[0].message == HARNESS.assembled_prompt()
+    assert trajectory.steps[1].message == "What word is in a.txt?"
+    read, submit = agent_steps(trajectory)
+    assert read.tool_calls[0].function_name == "read_file"
+    assert read.tool_calls[0].arguments == {"path": "a.txt"}
+    assert [o.content for o in read.observations] == ["maple\n"]
+    assert read.observations[0].source_call_id == read.tool_calls[0].tool_call_id
+    assert read.extra == {}
+    assert submit.message == "found it"
+    assert submit.tool_calls[0].arguments == {"answer": "maple"}
+    assert trajectory.final_metrics["total_steps"] == 4
+    assert trajectory.final_metrics["total_prompt_tokens"] > 0
+    # the trajectory is valid ATIF and survives a round trip
+    again = atif.from_dict(trajectory.to_dict())
+    assert again.to_dict() == trajectory.to_dict()
+
+
+def test_the_model_sees_tool_results_and_the_harness_tools(model: str, workspace: Path) -> None:
+    seen: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = []
+
+    def policy(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        seen.append(([dict(m) for m in messages], tools))
+        return call("read_file", {"path": "a.txt"}) if len(seen) == 1 else call("submit", {"answer": "maple"})
+
+    run(model, policy, workspace)
+    assert [t["function"]["name"] for t in seen[0][1]] == ["bash", "read_file", "write_file", "submit"]
+    assert [m["role"] for m in seen[0][0]] == ["system", "user"]
+    second = seen[1][0]
+    assert [m["role"] for m in second] == ["system", "user", "assistant", "tool"]
+    assert second[3]["content"] == "maple\n"
+    assert second[3]["tool_call_id"] == second[2]["tool_calls"][0]["id"]
+
+
+def test_write_file_writes_inside_the_workspace(model: str, workspace: Path) -> None:
+    replies = [
+        call("write_file", {"path": "out/b.txt", "content": "oak\n"}),
+        call("submit", {"answer": "done"}),
+    ]
+    trajectory = run(model, replies, workspace)
+    assert (workspace / "out" / "b.txt").read_text() == "oak\n"
+    assert agent_steps(trajectory)[0].observations[0].content == "wrote 4 bytes to out/b.txt"
+
+
+# --- nothing the model does is a crash ------------------------------------------------------------------
+
+
+def test_unknown_tool_is_recorded_and_the_loop_continues(model: str, workspace: Path) -> None:
+    trajectory = run(model, [call("cat", {"path": "a.txt"}), call("submit", {"answer": "maple"})], workspace)
+    bad, _ = agent_steps(trajectory)
+    assert bad.extra["error"] == "unknown_tool: cat"
+    assert bad.tool_calls[0].function_name == "cat"
+    assert "unknown tool 'cat'" in bad.observations[0].content
+    assert "read_file" in bad.observations[0].content
+    assert trajectory.extra["stop_reason"] == "submitted"
+
+
+def test_non_json_arguments_are_recorded(model: str, workspace: Path) -> None:
+    trajectory = run(
+        model, [call("read_file", "{path: a.txt"), call("submit", {"answer": "maple"})], workspace
+    )
+    bad = agent_steps(trajectory)[0]
+    assert bad.extra["error"] == "bad_arguments: read_file"
+    assert bad.tool_calls[0].arguments == {}
+    assert "not a JSON object" in bad.observations[0].content
+    assert "{path: a.txt" in bad.observations[0].content
+    atif.from_dict(trajectory.to_dict())
+
+
+def test_missing_required_argument_is_recorded(model: str, workspace: Path) -> None:
+    trajectory = run(
+        model, [call("read_file", {"file": "a.txt"}), call("submit", {"answer": "maple"})], workspace
+    )
+    bad = agent_steps(trajectory)[0]
+    assert bad.extra["error"] == "tool_error: missing argument"
+    assert bad.observations[0].content == "error: missing argument(s) path for read_file"
+
+
+def test_a_reply_without_a_tool_call_is_recorded_and_nudged(model: str, workspace: Path) -> None:
+    seen: list[list[dict[str, Any]]] = []
+
+    def policy(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+        seen.append(messages)
+        return "I think it is maple." if len(seen) == 1 else call("submit", {"answer": "maple"})
+
+    trajectory = run(model, policy, workspace)
+    text, submit = agent_steps(trajectory)
+    assert text.message == "I think it is maple."
+    assert text.tool_calls == ()
+    assert text.extra["error"] == "no_tool_call"
+    assert seen[1][-1] == {"role": "user", "content": NO_TOOL_NUDGE}
+    assert trajectory.extra["stop_reason"] == "submitted" and trajectory.extra["answer"] == "maple"
+    atif.from_dict(trajectory.to_dict())
+
+
+def test_step_limit(model: str, workspace: Path) -> None:
+    trajectory = run(
+        model, lambda m, t: call("bash", {"command": "ls"}), workspace, harness=with_loop(max_steps=3)
+    )
+    assert trajectory.extra["stop_reason"] == "step_limit"
+    assert trajectory.extra["answer"] is None
+    assert len(agent_steps(trajectory)) == 3
+    assert trajectory.final_metrics["total_steps"] == 5
+
+
+def test_a_model_failure_ends_the_run_as_model_error(model: str, workspace: Path) -> None:
+    def policy(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+        raise RuntimeError("provider is down")
+
+    trajectory = run(model, policy, workspace)
+    assert trajectory.extra["stop_reason"] == "model_error"
+    (step,) = agent_steps(trajectory)
+    assert step.extra["error"].startswith("model_error:")
+    assert "provider is down" in step.extra["error"]
+    atif.from_dict(trajectory.to_dict())
+
+
+# --- tools --------------------------------------------------------------------------------------------
+
+
+def test_bash_non_zero_exit(model: str, workspace: Path) -> None:
+    trajectory = run(
+        model, [call("bash", {"command": "echo oops; exit 3"}), call("submit", {"answer": "x"})], workspace
+    )
+    step = agent_steps(trajectory)[0]
+    assert step.observations[0].content == "oops\n\n[exit code 3]"
+    assert step.extra["error"] == "tool_error: exit code 3"
+
+
+def test_bash_runs_in_the_workspace(model: str, workspace: Path) -> None:
+    trajectory = run(
+        model, [call("bash", {"command": "cat a.txt; pwd"}), call("submit", {"answer": "x"})], workspace
+    )
+    assert agent_steps(trajectory)[0].observations[0].content == f"maple\n{workspace.resolve()}\n"
+
+
+def test_long_output_is_cut(model: str, workspace: Path) -> None:
+    harness = with_loop(tool_output_limit=100)
+    trajectory = run(
+        model,
+        [call("bash", {"command": "head -c 5000 /dev/zero | tr '\\0' x"}), call("submit", {"answer": "x"})],
+        workspace,
+        harness=harness,
+    )
+    content = agent_steps(trajectory)[0].observations[0].content
+    assert content.startswith("x" * 100 + "\n[...")
+    assert "more characters cut" in content
+    assert len(content) < 200
+
+
+def test_read_file_outside_the_workspace_is_refused(model: str, workspace: Path) -> None:
+    (workspace.parent / "outside").write_text("TOP SECRET\n")
+    trajectory = run(
+        model, [call("read_file", {"path": "../outside"}), call("submit", {"answer": "x"})], workspace
+    )
+    step = agent_steps(trajectory)[0]
+    content = step.observations[0].content
+    assert content.startswith("error:") and "outside the workspace" in content
+    assert "TOP SECRET" not in content
+    assert step.extra["error"] == "tool_error: PermissionError"
+
+
+def test_write_file_outside_the_workspace_is_refused(model: str, workspace: Path) -> None:
+    trajectory = run(
+        model,
+        [call("write_file", {"path": "../escaped.txt", "content": "x"}), call("submit", {"answer": "x"})],
+        workspace,
+    )
+    assert not (workspace.parent / "escaped.txt").exists()
+    assert agent_steps(trajectory)[0].extra["error"] == "tool_error: PermissionError"
+
+
+def test_command_timeout_is_recorded(model: str, workspace: Path) -> None:
+    harness = with_loop(command_timeout_s=0.3)
+    started = time.monotonic()
+    trajectory = run(
+        model,
+        [call("bash", {"command": "echo started; sleep 10"}), call("submit", {"answer": "x"})],
+        workspace,
+        harness=harness,
+    )
+    assert time.monotonic() - started < 5
+    step = agent_steps(trajectory)[0]
+    assert step.extra["error"] == "tool_error: timeout"
+    assert step.observations[0].content.endswith("[timed out after 0.3s]")
+    assert trajectory.extra["stop_reason"] == "submitted"
+
+
+def test_the_environment_is_scrubbed(model: str, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-very-secret")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-very-secret")
+    command = 'echo "key=[$OPENAI_API_KEY] aws=[$AWS_SECRET_ACCESS_KEY] home=$HOME"; env'
+    trajectory = run(model, [call("bash", {"command": command}), call("submit", {"answer": "x"})], workspace)
+    content = agent_steps(trajectory)[0].observations[0].content
+    assert content.startswith(f"key=[] aws=[] home={workspace}\n")
+    assert "very-secret" not in content
+
+
+# --- executor -----------------------------------------------------------------------------------------
+
+
+def record_turns(log: list[tuple[str, int]]) -> Any:
+    """A policy that logs (instruction, turn) and runs a slow command before submitting."""
+
+    def policy(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        turn = sum(1 for m in messages if m["role"] == "assistant")
+        log.append((messages[1]["content"], turn))
+        if turn == 0:
+            return call("bash", {"command": "sleep 0.1; cat a.txt"})
+        return call("submit", {"answer": messages[1]["content"]})
+
+    return policy
+
+
+def run_batch(model: str, concurrency: int) -> tuple[list[Rollout], list[tuple[str, int]], list[str]]:
+    log: list[tuple[str, int]] = []
+    done: list[str] = []
+    register_script(model, record_turns(log))
+    tasks = [make_task(f"t-{i}", f"task number {i}") for i in range(4)]
+    rollouts = asyncio.run(
+        LocalExecutor(concurrency=concurrency).run(
+            HARNESS, tasks, model=f"scripted/{model}", seed=7, on_done=lambda r: done.append(r.task_id)
+        )
+    )
+    try:
+        return rollouts, log, done
+    finally:
+        for rollout in rollouts:
+            if rollout.workspace is not None:
+                remove_workspace(rollout.workspace)
+
+
+def test_executor_interleaves_rollouts(model: str) -> None:
+    rollouts, log, done = run_batch(model, concurrency=4)
+    assert [r.task_id for r in rollouts] == ["t-0", "t-1", "t-2", "t-3"]
+    assert [r.answer for r in rollouts] == [f"task number {i}" for i in range(4)]
+    assert all(r.stop_reason == "submitted" for r in rollouts)
+    assert sorted(done) == ["t-0", "t-1", "t-2", "t-3"]
+    assert len(log) == 8
+    first_four = log[:4]
+    assert {turn for _, turn in first_four} == {0}
+    assert len({instruction for instruction, _ in first_four}) == 4
+    # each rollout's own workspace was set up from the task and read by the agent
+    assert all(r.trajectory.steps[2].observations[0].content == "maple\n" for r in rollouts)
+    assert len({r.workspace for r in rollouts}) == 4
+
+
+def test_executor_with_concurrency_one_runs_tasks_one_after_another(model: str) -> None:
+    rollouts, log, _ = run_batch(model, concurrency=1)
+    assert [r.task_id for r in rollouts] == ["t-0", "t-1", "t-2", "t-3"]
+    instructions = [instruction for instruction, _ in log]
+    blocks = [
+        instructions[i] for i in range(len(instructions)) if i == 0 or instructions[i] != instructions[i - 1]
+    ]
+    assert len(blocks) == 4 and len(set(blocks)) == 4
+    assert [turn for _, turn in log] == [0, 1] * 4
+
+
+def test_rollout_seed_is_stable_and_per_task() -> None:
+    assert rollout_seed(7, "t-0") == rollout_seed(7, "t-0")
+    assert rollout_seed(7, "t-0") != rollout_seed(7, "t-1")
+    assert rollout_seed(7, "t-0") != rollout_seed(8, "t-0")
+
+
+def test_a_failing_setup_is_a_rollout_not_an_exception(model: str) -> None:
+    register_script(model, [call("submit", {"answer": "x"})])
+    task = dataclasses.replace(make_task("t-bad"), setup_commands=("exit 4",))
+    (rollout,) = asyncio.run(LocalExecutor().run(HARNESS, [task], model=f"scripted/{model}", seed=0))
+    assert rollout.workspace is None
+    assert rollout.stop_reason == "setup_error"
+    assert "setup command failed (4)" in rollout.trajectory.steps[0].extra["error"]

@@ -1,0 +1,258 @@
+"""Reference-diff proposers (demo, rules), chaining and lookup by name, and candidate commit messages."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from harnessevolve.core.errors import HarnessEvolveError
+from harnessevolve.core.signals import Cause, ErrorSignal
+from harnessevolve.evaluate.clustering import cluster_signals
+from harnessevolve.optimize.proposal import Candidate, ProposalContext, ReferenceAction
+from harnessevolve.optimize.reference_diff import (
+    OBSERVATION_CHARS,
+    RULES,
+    RULES_HEADING,
+    DemoProposer,
+    RuleProposer,
+    render_demonstration,
+)
+from harnessevolve.optimize.registry import DEFAULT_PROPOSERS, ChainProposer, make_proposer
+
+SYSTEM = "prompts/system.md"
+EXAMPLES = "prompts/examples.md"
+SYSTEM_TEXT = "You are an agent. Use the tools.\n"
+
+REF_READ = (
+    ReferenceAction("read_file", {"path": "colour.txt"}, "blue\n"),
+    ReferenceAction("submit", {"answer": "blue"}, "submitted"),
+)
+REF_COUNT = (
+    ReferenceAction("bash", {"command": "wc -l < a.txt"}, "3\n"),
+    ReferenceAction("submit", {"answer": "3"}, "submitted"),
+)
+
+
+def signal(task_id: str, cause: Cause, severity: float) -> ErrorSignal:
+    return ErrorSignal(task_id=task_id, cause=cause, severity=severity, hint=f"hint for {task_id}", step=3)
+
+
+def context(**overrides: object) -> ProposalContext:
+    """Largest cluster: wrong_tool (t-count, t-read, t-noref); then format_error (t-fmt)."""
+    clusters = cluster_signals(
+        [
+            signal("t-noref", Cause.WRONG_TOOL, 0.9),  # most severe, but has no reference
+            signal("t-count", Cause.WRONG_TOOL, 0.7),
+            signal("t-read", Cause.WRONG_TOOL, 0.5),
+            signal("t-fmt", Cause.FORMAT_ERROR, 0.9),
+        ]
+    )
+    base = ProposalContext(
+        files={SYSTEM: SYSTEM_TEXT, EXAMPLES: "", "harness.yaml": "version: 1\n"},
+        editable=("prompts/*.md", "skills/*/SKILL.md", "tools/*.yaml"),
+        system_prompt_path=SYSTEM,
+        examples_path=EXAMPLES,
+        clusters=tuple(clusters),
+        instructions={
+            "t-count": "How many lines are in a.txt?",
+            "t-read": "What colour is in colour.txt?",
+            "t-noref": "Something else",
+            "t-fmt": "What colour?",
+        },
+        references={"t-count": REF_COUNT, "t-read": REF_READ, "t-fmt": REF_READ},
+    )
+    return dataclasses.replace(base, **overrides)
+
+
+# --- demo -------------------------------------------------------------------------------------------
+
+
+def test_demo_adds_the_reference_of_the_largest_clusters_first_task_with_a_reference() -> None:
+    candidate = DemoProposer().propose(context())
+    assert candidate is not None
+    assert set(candidate.changes) == {EXAMPLES}
+    demo = candidate.changes[EXAMPLES]
+    assert demo == (
+        "## Example\n"
+        "Task: How many lines are in a.txt?\n"
+        'Step 1: call bash {"command": "wc -l < a.txt"}\n'
+        "Result: 3\n"
+        'Step 2: call submit {"answer": "3"}\n'
+    )
+    assert candidate.summary == "add a demonstration of t-count for wrong_tool"
+    assert candidate.targets == ("wrong_tool",)
+    assert candidate.target_tasks == ("t-noref", "t-count", "t-read")
+    assert candidate.proposer == "demo"
+    assert "3 failed run(s)" in candidate.rationale and "hint for t-noref" in candidate.rationale
+
+
+def test_demo_appends_after_existing_examples() -> None:
+    existing = "## Example\nTask: old\nStep 1: call submit {}\n"
+    candidate = DemoProposer().propose(context(files={SYSTEM: SYSTEM_TEXT, EXAMPLES: existing}))
+    assert candidate is not None
+    new = candidate.changes[EXAMPLES]
+    assert new.startswith(existing.rstrip() + "\n\n## Example\nTask: How many lines")
+    assert new.count("## Example") == 2
+
+
+def test_demo_skips_a_demonstration_already_present() -> None:
+    present = render_demonstration("How many lines are in a.txt?", REF_COUNT)
+    candidate = DemoProposer().propose(context(files={SYSTEM: SYSTEM_TEXT, EXAMPLES: present}))
+    assert candidate is not None
+    assert candidate.summary == "add a demonstration of t-read for wrong_tool"
+    assert candidate.changes[EXAMPLES].count("## Example") == 2
+
+
+def test_demo_skips_rejected_summaries_and_moves_to_the_next_cluster() -> None:
+    rejected = (
+        "add a demonstration of t-count for wrong_tool",
+        "add a demonstration of t-read for wrong_tool",
+    )
+    candidate = DemoProposer().propose(context(rejected=rejected))
+    assert candidate is not None
+    assert candidate.summary == "add a demonstration of t-fmt for format_error"
+    assert candidate.targets == ("format_error",)
+
+
+def test_demo_returns_none_when_everything_was_tried() -> None:
+    rejected = tuple(
+        f"add a demonstration of {t} for {c}"
+        for t, c in [("t-count", "wrong_tool"), ("t-read", "wrong_tool"), ("t-fmt", "format_error")]
+    )
+    assert DemoProposer().propose(context(rejected=rejected)) is None
+
+
+def test_demo_respects_may_edit() -> None:
+    assert DemoProposer().propose(context(editable=(SYSTEM, "tools/*.yaml"))) is None
+    assert DemoProposer().propose(context(examples_path=None)) is None
+
+
+def test_demo_needs_a_reference() -> None:
+    assert DemoProposer().propose(context(references={})) is None
+
+
+def test_demonstration_cuts_long_observations_and_collapses_whitespace() -> None:
+    long = "word  \n" * 100
+    text = render_demonstration("  Read it.  ", (ReferenceAction("read_file", {"path": "é.txt"}, long),))
+    lines = text.splitlines()
+    assert lines[1] == "Task: Read it."
+    assert lines[2] == 'Step 1: call read_file {"path": "é.txt"}'
+    result = lines[3].removeprefix("Result: ")
+    assert result.endswith(" ...")
+    assert len(result) == OBSERVATION_CHARS + len(" ...")
+    assert result[:OBSERVATION_CHARS] == ("word " * 100)[:OBSERVATION_CHARS]
+
+
+# --- rules ------------------------------------------------------------------------------------------
+
+
+def test_rules_adds_the_rule_for_the_largest_cluster_under_a_new_heading() -> None:
+    candidate = RuleProposer().propose(context())
+    assert candidate is not None
+    assert candidate.changes == {
+        SYSTEM: SYSTEM_TEXT.rstrip() + f"\n\n{RULES_HEADING}\n- {RULES[Cause.WRONG_TOOL]}\n"
+    }
+    assert candidate.summary == "add a rule for wrong_tool"
+    assert candidate.targets == ("wrong_tool",)
+    assert candidate.proposer == "rules"
+
+
+def test_rules_inserts_under_an_existing_heading() -> None:
+    current = f"Intro.\n\n{RULES_HEADING}\n- Be brief.\n\nOutro.\n"
+    candidate = RuleProposer().propose(context(files={SYSTEM: current}))
+    assert candidate is not None
+    new = candidate.changes[SYSTEM]
+    assert new == f"Intro.\n\n{RULES_HEADING}\n- {RULES[Cause.WRONG_TOOL]}\n- Be brief.\n\nOutro.\n"
+    assert new.count(RULES_HEADING) == 1
+
+
+def test_rules_does_not_re_add_a_present_rule() -> None:
+    current = SYSTEM_TEXT + f"\n{RULES_HEADING}\n- {RULES[Cause.WRONG_TOOL]}\n"
+    candidate = RuleProposer().propose(context(files={SYSTEM: current}))
+    assert candidate is not None
+    assert candidate.summary == "add a rule for format_error"
+    assert candidate.changes[SYSTEM].count(RULES[Cause.WRONG_TOOL]) == 1
+
+
+def test_rules_skips_rejected_and_causes_without_a_rule() -> None:
+    clusters = tuple(
+        cluster_signals(
+            [
+                signal("a", Cause.MODEL_ERROR, 0.2),
+                signal("b", Cause.MODEL_ERROR, 0.2),
+                signal("c", Cause.STEP_LIMIT, 0.5),
+                signal("d", Cause.EXTRA_STEP, 0.4),
+            ]
+        )
+    )
+    assert clusters[0].cause == Cause.MODEL_ERROR
+    candidate = RuleProposer().propose(context(clusters=clusters, rejected=("add a rule for step_limit",)))
+    assert candidate is not None
+    assert candidate.summary == "add a rule for extra_step"
+
+
+def test_rules_respects_may_edit() -> None:
+    assert RuleProposer().propose(context(editable=(EXAMPLES,))) is None
+
+
+def test_proposers_with_no_clusters_propose_nothing() -> None:
+    assert DemoProposer().propose(context(clusters=())) is None
+    assert RuleProposer().propose(context(clusters=())) is None
+
+
+# --- chain and registry -------------------------------------------------------------------------------
+
+
+def test_chain_first_proposal_wins() -> None:
+    chain = make_proposer(["demo", "rules"])
+    assert isinstance(chain, ChainProposer)
+    assert chain.name == "demo+rules"
+    candidate = chain.propose(context())
+    assert candidate is not None and candidate.proposer == "demo"
+
+
+def test_chain_falls_through_to_the_next_proposer() -> None:
+    candidate = make_proposer(["demo", "rules"]).propose(context(references={}))
+    assert candidate is not None and candidate.proposer == "rules"
+    assert make_proposer(["rules", "demo"]).propose(context()).proposer == "rules"
+
+
+def test_chain_returns_none_when_no_proposer_has_anything() -> None:
+    assert make_proposer(list(DEFAULT_PROPOSERS)).propose(context(editable=())) is None
+    assert ChainProposer([]).propose(context()) is None
+
+
+def test_make_proposer_rejects_unknown_names() -> None:
+    with pytest.raises(HarnessEvolveError) as info:
+        make_proposer(["demo", "gpt-magic"])
+    assert "gpt-magic" in info.value.message
+    assert info.value.field == "--proposer"
+    assert "demo" in info.value.hint and "rules" in info.value.hint
+
+
+# --- candidate ----------------------------------------------------------------------------------------
+
+
+def test_commit_message_has_subject_rationale_and_trailers() -> None:
+    candidate = Candidate(
+        changes={EXAMPLES: "x"},
+        summary="add a rule for wrong_tool",
+        rationale="because",
+        targets=("wrong_tool", "format_error"),
+        target_tasks=("t-1", "t-2"),
+        proposer="rules",
+    )
+    message = candidate.commit_message(run_id="20240101-abc", generation=7)
+    lines = message.splitlines()
+    assert lines[0] == "harnessevolve: add a rule for wrong_tool"
+    assert lines[2] == "because"
+    trailers = lines[4:]
+    assert "Targets: wrong_tool, format_error" in trailers
+    assert "Target-Tasks: t-1, t-2" in trailers
+    assert "Proposer: rules" in trailers
+    assert "Proposer-Model: none" in trailers
+    assert "Run: 20240101-abc" in trailers
+    assert "Generation: 7" in trailers
+    with_model = dataclasses.replace(candidate, model="scripted/p").commit_message(run_id="r", generation=0)
+    assert "Proposer-Model: scripted/p" in with_model.splitlines()

@@ -1,0 +1,201 @@
+"""The package's shape: the four stages never import each other (they meet in pipeline/), and litellm
+is only ever imported lazily, inside functions (importing it costs seconds and may touch the network)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import harnessevolve
+
+PACKAGE = Path(harnessevolve.__file__).parent
+STAGES = ("execute", "evaluate", "optimize", "gate")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imported_modules(tree: ast.AST, module: str, is_package: bool) -> list[str]:
+    """Absolute names of everything imported anywhere in the module (relative imports resolved)."""
+    package = module if is_package else module.rpartition(".")[0]
+    out: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            prefix = _resolve(node, package)
+            out.append(prefix)
+            out += [f"{prefix}.{alias.name}" for alias in node.names]
+    return out
+
+
+def stage_of(name: str) -> str | None:
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "harnessevolve" and parts[1] in STAGES else None
+
+
+def _resolve(node: ast.ImportFrom, package: str) -> str:
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _is_type_checking(node: ast.stmt) -> bool:
+    test = getattr(node, "test", None)
+    return isinstance(node, ast.If) and (
+        (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+    )
+
+
+def module_level_imports(tree: ast.Module, package: str = "") -> list[str]:
+    """Imports executed when the module is imported: not inside a function or class body, nor under
+    ``if TYPE_CHECKING:``. ``from a import b`` gives ``a`` and ``a.b``; relative imports are resolved."""
+    out: list[str] = []
+
+    def visit(statements: list[ast.stmt]) -> None:
+        for node in statements:
+            if isinstance(node, ast.Import):
+                out.extend(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                prefix = _resolve(node, package)
+                out.append(prefix)
+                out.extend(f"{prefix}.{alias.name}" for alias in node.names)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or _is_type_checking(
+                node
+            ):
+                continue
+            else:
+                for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                    for child in getattr(node, field, None) or []:
+                        visit([child] if isinstance(child, ast.stmt) else list(getattr(child, "body", [])))
+
+    visit(tree.body)
+    return out
+
+
+def package_modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_stages_do_not_import_each_other(stage: str) -> None:
+    files = sorted((PACKAGE / stage).rglob("*.py"))
+    assert files, f"no modules in harnessevolve/{stage}"
+    offending = []
+    for path in files:
+        module = module_name(path)
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for name in imported_modules(tree, module, path.name == "__init__.py"):
+            other = stage_of(name)
+            if other is not None and other != stage:
+                offending.append(f"{path.relative_to(PACKAGE.parent)} imports {name}")
+    assert offending == [], "stages meet only in pipeline/:\n" + "\n".join(offending)
+
+
+# Modules that import litellm at their top on purpose and say so; the package may only import them lazily.
+LAZY_ONLY = {"harnessevolve.models._local_handler"}
+
+
+def import_graph() -> dict[str, list[str]]:
+    """Package module -> what importing it imports at once (package modules and parents, and litellm)."""
+    modules = {module_name(p): p for p in package_modules()}
+    graph: dict[str, list[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        edges: set[str] = set()
+        for imported in module_level_imports(ast.parse(path.read_text(encoding="utf-8")), package):
+            parts = imported.split(".")
+            if parts[0] == "litellm":
+                edges.add("litellm")
+            edges.update(
+                ".".join(parts[:i]) for i in range(1, len(parts) + 1) if ".".join(parts[:i]) in modules
+            )
+        graph[name] = sorted(edges - {name})
+    return graph
+
+
+def litellm_path(graph: dict[str, list[str]], start: str) -> list[str] | None:
+    """The chain of module-level imports from ``start`` to litellm, if any."""
+    stack, seen = [[start]], {start}
+    while stack:
+        chain = stack.pop()
+        for nxt in graph.get(chain[-1], []):
+            if nxt == "litellm":
+                return chain + [nxt]
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(chain + [nxt])
+    return None
+
+
+def test_no_module_imports_litellm_at_import_time() -> None:
+    graph = import_graph()
+    assert "harnessevolve.models.call" in graph and "harnessevolve.models.registry" in graph
+    offending = []
+    for module in sorted(graph):
+        if module in LAZY_ONLY:
+            continue
+        chain = litellm_path(graph, module)
+        if chain is not None:
+            offending.append(" -> ".join(chain))
+    assert offending == [], "import litellm inside the function that needs it:\n" + "\n".join(offending)
+
+
+def test_lazy_only_modules_are_few_and_still_exist() -> None:
+    graph = import_graph()
+    assert set(graph) >= LAZY_ONLY, "a LAZY_ONLY module is gone: drop it from the list"
+    assert all(litellm_path(graph, m) is not None for m in LAZY_ONLY), "no longer imports litellm at the top"
+
+
+# --- the checkers themselves must be able to fail ---------------------------------------------------------
+
+
+def test_import_resolution_finds_relative_and_absolute_stage_imports() -> None:
+    source = (
+        "from ..evaluate import alignment\n"
+        "from . import tools\n"
+        "import harnessevolve.gate.quality as q\n"
+        "def f():\n    from harnessevolve.optimize.registry import make_proposer\n"
+    )
+    names = imported_modules(ast.parse(source), "harnessevolve.execute.agent", is_package=False)
+    stages = {stage_of(n) for n in names} - {None}
+    assert stages == {"evaluate", "execute", "gate", "optimize"}
+
+
+def test_module_level_import_finder_sees_guarded_imports_but_not_function_bodies() -> None:
+    source = (
+        "import os\n"
+        "from typing import TYPE_CHECKING\n"
+        "try:\n    import litellm\nexcept ImportError:\n    import json\n"
+        "if True:\n    from litellm.utils import x\n"
+        "if TYPE_CHECKING:\n    from litellm import CustomLLM\n"
+        "def lazy():\n    import litellm\n"
+        "class C:\n    import json\n"
+        "from . import sibling\n"
+    )
+    assert module_level_imports(ast.parse(source), "harnessevolve.models") == [
+        "os",
+        "typing",
+        "typing.TYPE_CHECKING",
+        "litellm",
+        "json",
+        "litellm.utils",
+        "litellm.utils.x",
+        "harnessevolve.models",
+        "harnessevolve.models.sibling",
+    ]
+
+
+def test_litellm_path_follows_module_level_imports() -> None:
+    graph = {"a": ["b"], "b": ["c"], "c": ["litellm"], "d": ["a", "d2"], "d2": []}
+    assert litellm_path(graph, "d") == ["d", "a", "b", "c", "litellm"]
+    assert litellm_path(graph, "d2") is None
