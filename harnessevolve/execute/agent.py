@@ -56,7 +56,8 @@ async def run_agent(harness: Harness, task: Task, workspace: Path, *, model: str
     steps = [Step(1, "system", system, timestamp=_now()), Step(2, "user", task.instruction, timestamp=_now())]
     answer: str | None = None
     stop = StopReason.STEP_LIMIT
-    extra_params = {"json_grammar": True} if loop.json_grammar else None
+    # Grammar-constrained tool calls are a feature of the embedded provider only.
+    extra_params = {"grammar_tools": True} if loop.json_grammar and model.startswith("local/") else None
     started = time.monotonic()
     for turn in range(loop.max_steps):
         try:

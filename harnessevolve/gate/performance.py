@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from harnessevolve.gate.config import HeldoutConfig, PerformanceConfig
 from harnessevolve.gate.verdict import GateVerdict
 
-
 # Scores are fractions (1/3, 2/3 ...): compare with a tolerance so float noise never decides a gate.
 TOLERANCE = 1e-9
 

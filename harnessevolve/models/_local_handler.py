@@ -7,10 +7,12 @@ Imports litellm at the top, so import this module only lazily (through
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import os
 import uuid
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -36,6 +38,13 @@ from harnessevolve.models.tool_text import (  # noqa: E402
     tool_function,
 )
 
+_STATUS: dict[type[LocalModelError], int] = {
+    LocalModelNotFoundError: 404,  # litellm.NotFoundError
+    PromptTooLongError: 400,  # litellm.BadRequestError
+    LocalModelUnavailableError: 503,  # litellm.ServiceUnavailableError
+}
+
+
 def _option(optional_params: Mapping[str, Any], name: str, default: Any = None) -> Any:
     """An extra option given as a keyword argument or inside ``extra_body``."""
     if name in optional_params:
@@ -60,23 +69,24 @@ def _select_tools(optional_params: Mapping[str, Any]) -> tuple[list[dict[str, An
 
 def _grammar(tools: list[dict[str, Any]], optional_params: Mapping[str, Any]) -> str | None:
     """The GBNF grammar the options ask for, or None."""
-    from llama_cpp.llama_grammar import JSON_GBNF, json_schema_to_gbnf
-
     response_format = optional_params.get("response_format")
     kind = response_format.get("type") if isinstance(response_format, Mapping) else None
-    if tools and (_option(optional_params, "grammar_tools") or kind == "json_object"):
-        return json_schema_to_gbnf(json.dumps(tool_call_schema(tools)))
-    if tools:
+    wanted = _option(optional_params, "grammar_tools") or kind == "json_object" if tools else kind
+    if not wanted or kind not in (None, "text", "json_object", "json_schema"):
         return None
-    if kind == "json_object":
-        return JSON_GBNF
-    if kind == "json_schema":
-        schema = (response_format.get("json_schema") or {}).get("schema")
-        return json_schema_to_gbnf(json.dumps(schema)) if isinstance(schema, Mapping) else JSON_GBNF
-    return None
+    try:
+        from llama_cpp.llama_grammar import JSON_GBNF, json_schema_to_gbnf
+    except ImportError as exc:
+        raise LocalModelUnavailableError("grammar decoding needs llama-cpp-python") from exc
+    if tools:
+        return json_schema_to_gbnf(json.dumps(tool_call_schema(tools)))
+    schema = (response_format.get("json_schema") or {}).get("schema") if kind == "json_schema" else None
+    return json_schema_to_gbnf(json.dumps(schema)) if isinstance(schema, Mapping) else JSON_GBNF
 
 
-def _prefill(tools: list[dict[str, Any]], forced: str | None, grammar: str | None, params: Mapping[str, Any]) -> str:
+def _prefill(
+    tools: list[dict[str, Any]], forced: str | None, grammar: str | None, params: Mapping[str, Any]
+) -> str:
     """The start of the reply put in the model's mouth ("" for none)."""
     if not tools or grammar is not None:
         return ""
@@ -124,15 +134,20 @@ class LocalLLM(CustomLLM):
     def __init__(self, config: LocalModelConfig | None = None) -> None:
         super().__init__()
         self.config = config or LocalModelConfig()
+        # One worker: generation is serialised anyway, and waiting calls then queue here
+        # instead of filling asyncio's default pool, which tools and sandboxes also use.
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="harnessevolve-local")
 
-    def complete(self, model: str, messages: list[dict[str, Any]], optional_params: Mapping[str, Any]) -> ModelResponse:
+    def complete(
+        self, model: str, messages: list[dict[str, Any]], optional_params: Mapping[str, Any]
+    ) -> ModelResponse:
         """Blocking completion; the body of both ``completion`` and ``acompletion``."""
         tools, forced = _select_tools(optional_params)
-        grammar = _grammar(tools, optional_params)
-        prefill = _prefill(tools, forced, grammar, optional_params)
         stop = optional_params.get("stop") or ()
         max_tokens = optional_params.get("max_tokens") or optional_params.get("max_completion_tokens")
         try:
+            grammar = _grammar(tools, optional_params)
+            prefill = _prefill(tools, forced, grammar, optional_params)
             generation = generate(
                 model,
                 to_plain_messages(messages, tools),
@@ -140,22 +155,24 @@ class LocalLLM(CustomLLM):
                 temperature=optional_params.get("temperature"),
                 seed=optional_params.get("seed"),
                 top_p=optional_params.get("top_p"),
+                repeat_penalty=_option(optional_params, "repeat_penalty"),
+                frequency_penalty=optional_params.get("frequency_penalty") or 0.0,
+                presence_penalty=optional_params.get("presence_penalty") or 0.0,
                 stop=[stop] if isinstance(stop, str) else list(stop),
                 grammar_gbnf=grammar,
                 prefill=prefill,
-                stop_after_object=bool(prefill),
+                stop_after_call=bool(prefill),
                 config=self.config,
             )
-        except LocalModelNotFoundError as exc:
-            raise CustomLLMError(status_code=404, message=str(exc)) from exc
-        except (PromptTooLongError, LocalModelUnavailableError) as exc:
-            raise CustomLLMError(status_code=400, message=str(exc)) from exc
         except LocalModelError as exc:
-            raise CustomLLMError(status_code=500, message=str(exc)) from exc
+            # litellm wraps whatever a provider raises; a status code picks its exception class
+            status = _STATUS.get(type(exc), 500)
+            hint = f" (hint: {exc.hint})" if exc.hint else ""
+            raise CustomLLMError(status_code=status, message=f"{exc.message}{hint}") from exc
         reply = parse_tool_reply(generation.text, tools) if tools else ParsedReply(content=generation.text)
         return _response(model, generation, reply)
 
-    def completion(  # noqa: PLR0913 - litellm's CustomLLM signature
+    def completion(  # litellm's CustomLLM signature
         self,
         model: str,
         messages: list,
@@ -171,7 +188,7 @@ class LocalLLM(CustomLLM):
     ) -> ModelResponse:
         return self.complete(model, messages, optional_params or {})
 
-    async def acompletion(  # noqa: PLR0913 - litellm's CustomLLM signature
+    async def acompletion(  # litellm's CustomLLM signature
         self,
         model: str,
         messages: list,
@@ -185,4 +202,7 @@ class LocalLLM(CustomLLM):
         optional_params: dict | None = None,
         **kwargs: Any,
     ) -> ModelResponse:
-        return await asyncio.to_thread(self.complete, model, messages, optional_params or {})
+        context = contextvars.copy_context()
+        return await asyncio.get_running_loop().run_in_executor(
+            self._executor, context.run, self.complete, model, messages, optional_params or {}
+        )

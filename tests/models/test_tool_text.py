@@ -8,6 +8,8 @@ import pytest
 
 from harnessevolve.models.tool_text import (
     ParsedToolCall,
+    call_finished,
+    call_prefill,
     parse_tool_reply,
     render_tools_prompt,
     to_plain_messages,
@@ -21,7 +23,11 @@ def _tool(name: str, description: str, properties: dict, required: list[str] | N
         "function": {
             "name": name,
             "description": description,
-            "parameters": {"type": "object", "properties": properties, "required": required or list(properties)},
+            "parameters": {
+                "type": "object",
+                "properties": properties,
+                "required": required or list(properties),
+            },
         },
     }
 
@@ -45,12 +51,46 @@ def test_render_lists_every_tool_with_arguments_and_an_example() -> None:
     assert "- bash(command: string): Run a shell command." in prompt
     assert "- write_file(path: string, content: string): Write a file." in prompt
     assert "mode: string (optional)" in prompt
+    assert "(bash, read_file, write_file, submit, wait)" in prompt
     example = prompt.strip().splitlines()[-1]
-    assert json.loads(example) == {"tool": "bash", "arguments": {"command": "..."}}
+    assert json.loads(example) == {"tool": "bash", "arguments": {"command": "date"}}
+
+
+def test_render_without_a_shell_tool_shows_placeholders_of_the_first_tool() -> None:
+    example = render_tools_prompt(TOOLS[1:]).strip().splitlines()[-1]
+    assert json.loads(example) == {"tool": "read_file", "arguments": {"path": "<path>"}}
+    example = render_tools_prompt(TOOLS[4:]).strip().splitlines()[-1]
+    assert json.loads(example) == {"tool": "wait", "arguments": {"seconds": 1}}
 
 
 def test_render_without_tools_is_empty() -> None:
     assert render_tools_prompt([]) == ""
+
+
+@pytest.mark.parametrize(
+    ("text", "finished"),
+    [
+        ('{"tool": "bash", "arguments": {"command": "ls"', False),
+        ('{"tool": "bash", "arguments": {"command": "a}b"}', True),
+        ('{"tool": "bash", "arguments": {"command": "ls"}}', True),
+        ('{"tool": "bash", "arguments": ["ls"]', True),
+        ('{"tool": "ba', False),
+        ("I think", False),
+    ],
+)
+def test_call_finished_stops_after_the_arguments(text: str, finished: bool) -> None:
+    assert call_finished(text) is finished
+
+
+def test_call_prefill_opens_the_forced_tool_up_to_its_first_argument() -> None:
+    assert call_prefill() == '{"tool": "'
+    assert call_prefill(TOOLS[3]) == '{"tool": "submit", "arguments": {"answer": "'
+    assert call_prefill(TOOLS[4]) == '{"tool": "wait", "arguments": {"seconds": '
+    no_args = {
+        "type": "function",
+        "function": {"name": "stop", "parameters": {"type": "object", "properties": {}}},
+    }
+    assert call_prefill(no_args) == '{"tool": "stop", "arguments": {'
 
 
 def test_valid_call_is_parsed() -> None:
@@ -92,7 +132,9 @@ def test_prose_and_code_fence_around_json_become_content() -> None:
 
 
 def test_multiple_objects_take_the_first_call() -> None:
-    text = '{"tool": "bash", "arguments": {"command": "ls"}}\n{"tool": "submit", "arguments": {"answer": "x"}}'
+    text = (
+        '{"tool": "bash", "arguments": {"command": "ls"}}\n{"tool": "submit", "arguments": {"answer": "x"}}'
+    )
     reply = parse_tool_reply(text, TOOLS)
     assert [c.name for c in reply.tool_calls] == ["bash"]
 
@@ -180,7 +222,13 @@ def test_history_without_system_gets_one_for_the_tools() -> None:
 def test_tool_call_schema_has_one_branch_per_tool() -> None:
     schema = tool_call_schema(TOOLS)
     branches = schema["anyOf"]
-    assert [b["properties"]["tool"]["const"] for b in branches] == ["bash", "read_file", "write_file", "submit", "wait"]
+    assert [b["properties"]["tool"]["const"] for b in branches] == [
+        "bash",
+        "read_file",
+        "write_file",
+        "submit",
+        "wait",
+    ]
     assert branches[0]["properties"]["arguments"]["required"] == ["command"]
     single = tool_call_schema(TOOLS[:1])
     assert single["properties"]["tool"] == {"const": "bash"}
