@@ -32,7 +32,16 @@ def run(
     batch_size: BatchSize = 40,
     concurrency: Concurrency = 4,
     seed: Seed = 0,
-    proposer: Annotated[str, typer.Option(help="Proposers, comma-separated, tried in order.")] = "demo,rules",
+    proposer: Annotated[
+        str,
+        typer.Option(
+            help="Proposers tried in order (llm, demo, rules); auto: llm if --optimizer-model is set, "
+            "then demo, rules."
+        ),
+    ] = "auto",
+    optimizer_model: Annotated[
+        str | None, typer.Option("--optimizer-model", help="Model for the llm proposer (any litellm name).")
+    ] = None,
     gates: GatesFile = None,
     allow_dirty: Annotated[
         bool, typer.Option(help="Snapshot uncommitted harness changes in a commit first.")
@@ -56,6 +65,7 @@ def run(
         proposers=tuple(p.strip() for p in proposer.split(",") if p.strip()),
         gates_file=gates,
         allow_dirty=allow_dirty,
+        optimizer_model=optimizer_model,
     )
     with progress_hooks(enabled=not as_json) as hooks:
         state, run_dir = start_run(options, hooks)

@@ -65,14 +65,24 @@ class Candidate:
         return f"harnessevolve: {self.summary}\n\n{self.rationale}\n\n" + "\n".join(trailers) + "\n"
 
 
+class ProposalFailed(Exception):
+    """A proposer tried and could not produce a valid edit; ``errors`` says why, attempt by attempt."""
+
+    def __init__(self, proposer: str, errors: list[str]) -> None:
+        super().__init__(f"{proposer}: {'; '.join(errors) or 'no valid edit'}")
+        self.proposer = proposer
+        self.errors = errors
+
+
 class Proposer(Protocol):
     """Turns a batch's error clusters into at most one candidate edit.
 
     ``propose`` returns ``None`` when it has nothing new to offer (for example every fix it knows
     for these clusters was already tried and rejected). It only changes paths for which
-    ``context.may_edit`` is true and never raises for anything in the context.
+    ``context.may_edit`` is true. It raises ``ProposalFailed`` (never anything else) when it
+    tried and failed, so the failure is recorded and the next proposer gets its turn.
     """
 
     name: str
 
-    def propose(self, context: ProposalContext) -> Candidate | None: ...
+    async def propose(self, context: ProposalContext) -> Candidate | None: ...

@@ -30,9 +30,11 @@ RULES: dict[Cause, str] = {
 
 
 def render_demonstration(instruction: str, steps: tuple[ReferenceAction, ...]) -> str:
+    """A reference run as a demonstration: each call written as the JSON tool-call object
+    ``{"tool": ..., "arguments": ...}`` followed by a short excerpt of its result."""
     lines = ["## Example", f"Task: {instruction.strip()}"]
-    for i, step in enumerate(steps, 1):
-        lines.append(f"Step {i}: call {step.tool} {json.dumps(step.arguments, ensure_ascii=False)}")
+    for step in steps:
+        lines.append(json.dumps({"tool": step.tool, "arguments": step.arguments}, ensure_ascii=False))
         if step.tool != "submit":
             observation = " ".join(step.observation.split())
             if len(observation) > OBSERVATION_CHARS:
@@ -50,7 +52,7 @@ class DemoProposer:
 
     name = "demo"
 
-    def propose(self, context: ProposalContext) -> Candidate | None:
+    async def propose(self, context: ProposalContext) -> Candidate | None:
         path = context.examples_path
         if path is None or not context.may_edit(path):
             return None
@@ -85,7 +87,7 @@ class RuleProposer:
 
     name = "rules"
 
-    def propose(self, context: ProposalContext) -> Candidate | None:
+    async def propose(self, context: ProposalContext) -> Candidate | None:
         path = context.system_prompt_path
         if not context.may_edit(path):
             return None

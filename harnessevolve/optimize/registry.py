@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from harnessevolve.core.errors import HarnessEvolveError
-from harnessevolve.optimize.proposal import Candidate, ProposalContext, Proposer
+from harnessevolve.optimize.llm_proposer import LLMProposer
+from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed, Proposer
 from harnessevolve.optimize.reference_diff import DemoProposer, RuleProposer
 
 PROPOSERS: dict[str, Callable[[], Proposer]] = {"demo": DemoProposer, "rules": RuleProposer}
@@ -18,21 +19,38 @@ class ChainProposer:
     def __init__(self, proposers: Sequence[Proposer]) -> None:
         self.proposers = list(proposers)
         self.name = "+".join(p.name for p in self.proposers)
+        self.failures: list[ProposalFailed] = []
+        """The failed attempts of the last ``propose`` call."""
 
-    def propose(self, context: ProposalContext) -> Candidate | None:
+    async def propose(self, context: ProposalContext) -> Candidate | None:
+        self.failures = []
         for proposer in self.proposers:
-            candidate = proposer.propose(context)
+            try:
+                candidate = await proposer.propose(context)
+            except ProposalFailed as failed:
+                self.failures.append(failed)
+                continue
             if candidate is not None:
                 return candidate
         return None
 
 
-def make_proposer(names: Sequence[str]) -> ChainProposer:
-    unknown = [n for n in names if n not in PROPOSERS]
+def make_proposer(names: Sequence[str], optimizer_model: str | None = None) -> ChainProposer:
+    """``auto`` means ``llm`` first when an optimizer model is given, then the deterministic ones."""
+    if list(names) in ([], ["auto"]):
+        names = (["llm"] if optimizer_model else []) + list(DEFAULT_PROPOSERS)
+    unknown = [n for n in names if n not in PROPOSERS and n != "llm"]
     if unknown:
         raise HarnessEvolveError(
             f"unknown proposer {unknown[0]!r}",
             field="--proposer",
-            hint=f"choose from: {', '.join(PROPOSERS)}",
+            hint=f"choose from: auto, llm, {', '.join(PROPOSERS)}",
         )
-    return ChainProposer([PROPOSERS[n]() for n in names])
+    if "llm" in names and not optimizer_model:
+        raise HarnessEvolveError(
+            "the llm proposer needs a model",
+            field="--proposer",
+            hint="pass --optimizer-model (any litellm model)",
+        )
+    chain: list[Proposer] = [LLMProposer(optimizer_model) if n == "llm" else PROPOSERS[n]() for n in names]
+    return ChainProposer(chain)

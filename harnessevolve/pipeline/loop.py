@@ -164,7 +164,11 @@ class GenerationLoop:
             return current, val_current
         self.state.stage = "optimize"
         context = self.context(current, clusters, batch)
-        candidate = self.proposer.propose(context)
+        candidate = await self.proposer.propose(context)
+        for failed in getattr(self.proposer, "failures", []):
+            self.ledger.append(
+                "proposal_failed", generation=generation, proposer=failed.proposer, errors=failed.errors
+            )
         if candidate is None:
             row.outcome = "proposer had nothing new"
             self.ledger.append("no_proposal", generation=generation, proposer=self.proposer.name)

@@ -31,7 +31,10 @@ class RunOptions:
     batch_size: int = 40
     concurrency: int = 4
     seed: int = 0
-    proposers: tuple[str, ...] = ("demo", "rules")
+    proposers: tuple[str, ...] = ("auto",)
+    """Proposer names tried in order; ``auto``: ``llm`` (with an optimizer model), ``demo``, ``rules``."""
+    optimizer_model: str | None = None
+    """The proposer's model (any litellm name), separate from the agent's."""
     gates_file: Path | None = None
     allow_dirty: bool = False
     executor: str = "local"
@@ -68,7 +71,7 @@ def start_run(options: RunOptions, hooks: RunHooks) -> tuple[RunState, Path]:
     benchmark = load_benchmark(options.benchmark)
     references = load_references(benchmark)
     gates = load_gate_config(options.gates_file)
-    proposer = make_proposer(options.proposers)
+    proposer = make_proposer(options.proposers, options.optimizer_model)
     executor = EXECUTORS[options.executor](options.concurrency)
     run_id = new_run_id()
     lock = HarnessLock(harness_dir)

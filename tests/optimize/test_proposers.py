@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import dataclasses
 
 import pytest
@@ -32,6 +34,10 @@ REF_COUNT = (
     ReferenceAction("bash", {"command": "wc -l < a.txt"}, "3\n"),
     ReferenceAction("submit", {"answer": "3"}, "submitted"),
 )
+
+
+def propose(proposer, ctx):
+    return asyncio.run(proposer.propose(ctx))
 
 
 def signal(task_id: str, cause: Cause, severity: float) -> ErrorSignal:
@@ -69,16 +75,16 @@ def context(**overrides: object) -> ProposalContext:
 
 
 def test_demo_adds_the_reference_of_the_largest_clusters_first_task_with_a_reference() -> None:
-    candidate = DemoProposer().propose(context())
+    candidate = propose(DemoProposer(), context())
     assert candidate is not None
     assert set(candidate.changes) == {EXAMPLES}
     demo = candidate.changes[EXAMPLES]
     assert demo == (
         "## Example\n"
         "Task: How many lines are in a.txt?\n"
-        'Step 1: call bash {"command": "wc -l < a.txt"}\n'
+        '{"tool": "bash", "arguments": {"command": "wc -l < a.txt"}}\n'
         "Result: 3\n"
-        'Step 2: call submit {"answer": "3"}\n'
+        '{"tool": "submit", "arguments": {"answer": "3"}}\n'
     )
     assert candidate.summary == "add a demonstration of t-count for wrong_tool"
     assert candidate.targets == ("wrong_tool",)
@@ -89,7 +95,7 @@ def test_demo_adds_the_reference_of_the_largest_clusters_first_task_with_a_refer
 
 def test_demo_appends_after_existing_examples() -> None:
     existing = "## Example\nTask: old\nStep 1: call submit {}\n"
-    candidate = DemoProposer().propose(context(files={SYSTEM: SYSTEM_TEXT, EXAMPLES: existing}))
+    candidate = propose(DemoProposer(), context(files={SYSTEM: SYSTEM_TEXT, EXAMPLES: existing}))
     assert candidate is not None
     new = candidate.changes[EXAMPLES]
     assert new.startswith(existing.rstrip() + "\n\n## Example\nTask: How many lines")
@@ -98,7 +104,7 @@ def test_demo_appends_after_existing_examples() -> None:
 
 def test_demo_skips_a_demonstration_already_present() -> None:
     present = render_demonstration("How many lines are in a.txt?", REF_COUNT)
-    candidate = DemoProposer().propose(context(files={SYSTEM: SYSTEM_TEXT, EXAMPLES: present}))
+    candidate = propose(DemoProposer(), context(files={SYSTEM: SYSTEM_TEXT, EXAMPLES: present}))
     assert candidate is not None
     assert candidate.summary == "add a demonstration of t-read for wrong_tool"
     assert candidate.changes[EXAMPLES].count("## Example") == 2
@@ -109,7 +115,7 @@ def test_demo_skips_rejected_summaries_and_moves_to_the_next_cluster() -> None:
         "add a demonstration of t-count for wrong_tool",
         "add a demonstration of t-read for wrong_tool",
     )
-    candidate = DemoProposer().propose(context(rejected=rejected))
+    candidate = propose(DemoProposer(), context(rejected=rejected))
     assert candidate is not None
     assert candidate.summary == "add a demonstration of t-fmt for format_error"
     assert candidate.targets == ("format_error",)
@@ -120,16 +126,16 @@ def test_demo_returns_none_when_everything_was_tried() -> None:
         f"add a demonstration of {t} for {c}"
         for t, c in [("t-count", "wrong_tool"), ("t-read", "wrong_tool"), ("t-fmt", "format_error")]
     )
-    assert DemoProposer().propose(context(rejected=rejected)) is None
+    assert propose(DemoProposer(), context(rejected=rejected)) is None
 
 
 def test_demo_respects_may_edit() -> None:
-    assert DemoProposer().propose(context(editable=(SYSTEM, "tools/*.yaml"))) is None
-    assert DemoProposer().propose(context(examples_path=None)) is None
+    assert propose(DemoProposer(), context(editable=(SYSTEM, "tools/*.yaml"))) is None
+    assert propose(DemoProposer(), context(examples_path=None)) is None
 
 
 def test_demo_needs_a_reference() -> None:
-    assert DemoProposer().propose(context(references={})) is None
+    assert propose(DemoProposer(), context(references={})) is None
 
 
 def test_demonstration_cuts_long_observations_and_collapses_whitespace() -> None:
@@ -137,7 +143,7 @@ def test_demonstration_cuts_long_observations_and_collapses_whitespace() -> None
     text = render_demonstration("  Read it.  ", (ReferenceAction("read_file", {"path": "é.txt"}, long),))
     lines = text.splitlines()
     assert lines[1] == "Task: Read it."
-    assert lines[2] == 'Step 1: call read_file {"path": "é.txt"}'
+    assert lines[2] == '{"tool": "read_file", "arguments": {"path": "é.txt"}}'
     result = lines[3].removeprefix("Result: ")
     assert result.endswith(" ...")
     assert len(result) == OBSERVATION_CHARS + len(" ...")
@@ -148,7 +154,7 @@ def test_demonstration_cuts_long_observations_and_collapses_whitespace() -> None
 
 
 def test_rules_adds_the_rule_for_the_largest_cluster_under_a_new_heading() -> None:
-    candidate = RuleProposer().propose(context())
+    candidate = propose(RuleProposer(), context())
     assert candidate is not None
     assert candidate.changes == {
         SYSTEM: SYSTEM_TEXT.rstrip() + f"\n\n{RULES_HEADING}\n- {RULES[Cause.WRONG_TOOL]}\n"
@@ -160,7 +166,7 @@ def test_rules_adds_the_rule_for_the_largest_cluster_under_a_new_heading() -> No
 
 def test_rules_inserts_under_an_existing_heading() -> None:
     current = f"Intro.\n\n{RULES_HEADING}\n- Be brief.\n\nOutro.\n"
-    candidate = RuleProposer().propose(context(files={SYSTEM: current}))
+    candidate = propose(RuleProposer(), context(files={SYSTEM: current}))
     assert candidate is not None
     new = candidate.changes[SYSTEM]
     assert new == f"Intro.\n\n{RULES_HEADING}\n- {RULES[Cause.WRONG_TOOL]}\n- Be brief.\n\nOutro.\n"
@@ -169,7 +175,7 @@ def test_rules_inserts_under_an_existing_heading() -> None:
 
 def test_rules_does_not_re_add_a_present_rule() -> None:
     current = SYSTEM_TEXT + f"\n{RULES_HEADING}\n- {RULES[Cause.WRONG_TOOL]}\n"
-    candidate = RuleProposer().propose(context(files={SYSTEM: current}))
+    candidate = propose(RuleProposer(), context(files={SYSTEM: current}))
     assert candidate is not None
     assert candidate.summary == "add a rule for format_error"
     assert candidate.changes[SYSTEM].count(RULES[Cause.WRONG_TOOL]) == 1
@@ -187,18 +193,18 @@ def test_rules_skips_rejected_and_causes_without_a_rule() -> None:
         )
     )
     assert clusters[0].cause == Cause.MODEL_ERROR
-    candidate = RuleProposer().propose(context(clusters=clusters, rejected=("add a rule for step_limit",)))
+    candidate = propose(RuleProposer(), context(clusters=clusters, rejected=("add a rule for step_limit",)))
     assert candidate is not None
     assert candidate.summary == "add a rule for extra_step"
 
 
 def test_rules_respects_may_edit() -> None:
-    assert RuleProposer().propose(context(editable=(EXAMPLES,))) is None
+    assert propose(RuleProposer(), context(editable=(EXAMPLES,))) is None
 
 
 def test_proposers_with_no_clusters_propose_nothing() -> None:
-    assert DemoProposer().propose(context(clusters=())) is None
-    assert RuleProposer().propose(context(clusters=())) is None
+    assert propose(DemoProposer(), context(clusters=())) is None
+    assert propose(RuleProposer(), context(clusters=())) is None
 
 
 # --- chain and registry -------------------------------------------------------------------------------
@@ -208,19 +214,19 @@ def test_chain_first_proposal_wins() -> None:
     chain = make_proposer(["demo", "rules"])
     assert isinstance(chain, ChainProposer)
     assert chain.name == "demo+rules"
-    candidate = chain.propose(context())
+    candidate = propose(chain, context())
     assert candidate is not None and candidate.proposer == "demo"
 
 
 def test_chain_falls_through_to_the_next_proposer() -> None:
-    candidate = make_proposer(["demo", "rules"]).propose(context(references={}))
+    candidate = propose(make_proposer(["demo", "rules"]), context(references={}))
     assert candidate is not None and candidate.proposer == "rules"
-    assert make_proposer(["rules", "demo"]).propose(context()).proposer == "rules"
+    assert propose(make_proposer(["rules", "demo"]), context()).proposer == "rules"
 
 
 def test_chain_returns_none_when_no_proposer_has_anything() -> None:
-    assert make_proposer(list(DEFAULT_PROPOSERS)).propose(context(editable=())) is None
-    assert ChainProposer([]).propose(context()) is None
+    assert propose(make_proposer(list(DEFAULT_PROPOSERS)), context(editable=())) is None
+    assert propose(ChainProposer([]), context()) is None
 
 
 def test_make_proposer_rejects_unknown_names() -> None:
