@@ -6,6 +6,7 @@ BIN := $(VENV)/bin
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 DEMO_DIR := .demo
 DEMO_GENERATIONS ?= 3
+DEMO_BATCH ?= 8
 
 .PHONY: install demo test test-fast lint format clean
 
@@ -21,10 +22,8 @@ demo: install
 	rm -rf $(DEMO_DIR)
 	$(BIN)/harnessevolve init $(DEMO_DIR)/harness
 	$(BIN)/harnessevolve run --harness $(DEMO_DIR)/harness --benchmark shell-basics \
-		--generations $(DEMO_GENERATIONS) || test $$? -eq 1
-	$(BIN)/harnessevolve gate --harness $(DEMO_DIR)/harness --benchmark shell-basics \
-		--baseline "$$(git -C $(DEMO_DIR)/harness rev-list --max-parents=0 HEAD)" --candidate HEAD \
-		--split test || true
+		--generations $(DEMO_GENERATIONS) --batch-size $(DEMO_BATCH) || test $$? -eq 1
+	$(BIN)/harnessevolve report --harness $(DEMO_DIR)/harness --final
 
 test: install
 	$(BIN)/python -m pytest -q

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from harnessevolve import __version__
-from harnessevolve.cli import gate_cmd, harness_cmds, refs_cmd, run_cmd
+from harnessevolve.cli import gate_cmd, harness_cmds, refs_cmd, report_cmd, run_cmd
 
 app = typer.Typer(
     name="harnessevolve",
@@ -19,6 +19,7 @@ app.command()(harness_cmds.init)
 app.command()(harness_cmds.validate)
 app.command()(run_cmd.run)
 app.command()(gate_cmd.gate)
+app.command()(report_cmd.report)
 app.add_typer(refs_cmd.app, name="refs")
 
 

@@ -36,7 +36,7 @@ def gate(
     ] = "validation",
     model: Model = None,
     batch_size: BatchSize = 40,
-    concurrency: Concurrency = 4,
+    concurrency: Concurrency = None,
     seed: Seed = 0,
     gates: GatesFile = None,
     junit: Annotated[Path | None, typer.Option(help="Write a JUnit XML report here.")] = None,

@@ -21,7 +21,9 @@ Model = Annotated[
     ),
 ]
 Seed = Annotated[int, typer.Option(help="Seed for minibatch sampling and model calls.")]
-Concurrency = Annotated[int, typer.Option(min=1, help="Rollouts run at once.")]
+Concurrency = Annotated[
+    int | None, typer.Option(min=1, help="Rollouts run at once [default: 1 for local/ models, else 4].")
+]
 BatchSize = Annotated[int, typer.Option("--batch-size", min=1, help="Train tasks per minibatch.")]
 GatesFile = Annotated[
     Path | None, typer.Option("--gates", help="Gate thresholds YAML (default gates/default.yaml).")

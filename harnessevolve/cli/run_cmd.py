@@ -30,7 +30,7 @@ def run(
     generations: Annotated[int, typer.Option("--generations", "-n", min=1, help="Generations to run.")] = 3,
     model: Model = None,
     batch_size: BatchSize = 40,
-    concurrency: Concurrency = 4,
+    concurrency: Concurrency = None,
     seed: Seed = 0,
     proposer: Annotated[
         str,

@@ -153,8 +153,10 @@ async def run_agent(harness: Harness, task: Task, workspace: Path, *, model: str
                 ],
             }
         )
+        note = f"\n{loop.observation_note}" if loop.observation_note else ""
         messages += [
-            {"role": "tool", "tool_call_id": o.source_call_id, "content": o.content} for o in observations
+            {"role": "tool", "tool_call_id": o.source_call_id, "content": o.content + note}
+            for o in observations
         ]
         if answer is not None:
             stop = StopReason.SUBMITTED

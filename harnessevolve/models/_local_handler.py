@@ -37,11 +37,18 @@ from harnessevolve.models.tool_text import (  # noqa: E402
     tool_call_schema,
     tool_function,
 )
+from harnessevolve.models.torch_backend import (  # noqa: E402
+    TorchGeneration,
+    TorchOptionError,
+    is_torch_model,
+)
+from harnessevolve.models.torch_backend import generate as torch_generate  # noqa: E402
 
 _STATUS: dict[type[LocalModelError], int] = {
     LocalModelNotFoundError: 404,  # litellm.NotFoundError
     PromptTooLongError: 400,  # litellm.BadRequestError
     LocalModelUnavailableError: 503,  # litellm.ServiceUnavailableError
+    TorchOptionError: 400,
 }
 
 
@@ -107,8 +114,13 @@ def _response(model: str, generation: Generation, reply: ParsedReply) -> ModelRe
             }
             for call in reply.tool_calls
         ]
+    fields: dict[str, Any] = {}
     if reply.parse_error is not None:
-        message["provider_specific_fields"] = {"parse_error": reply.parse_error}
+        fields["parse_error"] = reply.parse_error
+    if isinstance(generation, TorchGeneration):
+        fields.update(generation.token_ids())
+    if fields:
+        message["provider_specific_fields"] = fields
     if reply.tool_calls:
         finish_reason = "tool_calls"
     else:
@@ -123,13 +135,12 @@ def _response(model: str, generation: Generation, reply: ParsedReply) -> ModelRe
         model=model,
     )
     response._hidden_params["dropped_turns"] = generation.dropped_turns
-    if reply.parse_error is not None:
-        response._hidden_params["parse_error"] = reply.parse_error
+    response._hidden_params.update(fields)
     return response
 
 
 class LocalLLM(CustomLLM):
-    """Serves ``local/<alias or path.gguf>`` with llama.cpp, in-process."""
+    """Serves ``local/<alias or path.gguf>`` with llama.cpp (``local/torch:...`` with torch), in-process."""
 
     def __init__(self, config: LocalModelConfig | None = None) -> None:
         super().__init__()
@@ -148,7 +159,8 @@ class LocalLLM(CustomLLM):
         try:
             grammar = _grammar(tools, optional_params)
             prefill = _prefill(tools, forced, grammar, optional_params)
-            generation = generate(
+            backend = torch_generate if is_torch_model(model) else generate
+            generation = backend(
                 model,
                 to_plain_messages(messages, tools),
                 max_tokens=max_tokens,

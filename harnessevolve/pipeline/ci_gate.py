@@ -24,7 +24,7 @@ from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
 from harnessevolve.pipeline.loop import sample_batch
 from harnessevolve.pipeline.references import load_references
-from harnessevolve.pipeline.run import RunHooks
+from harnessevolve.pipeline.run import RunHooks, default_concurrency
 from harnessevolve.pipeline.scoring import Scorer
 
 
@@ -37,7 +37,7 @@ class GateOptions:
     split: str = "validation"
     model: str | None = None
     batch_size: int = 40
-    concurrency: int = 4
+    concurrency: int | None = None
     seed: int = 0
     gates_file: Path | None = None
 
@@ -78,7 +78,7 @@ def run_gate(options: GateOptions, hooks: RunHooks) -> GateReport:
         if quality.passed:
             candidate = load_harness(cand_dir)
             scorer = Scorer(
-                EXECUTORS["local"](options.concurrency),
+                EXECUTORS["local"](default_concurrency(options.concurrency, options.model or baseline.model)),
                 model=options.model,
                 seed=options.seed,
                 references=references,

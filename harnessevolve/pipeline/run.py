@@ -29,7 +29,9 @@ class RunOptions:
     model: str | None = None
     """Agent model; ``None`` uses the harness's ``model``."""
     batch_size: int = 40
-    concurrency: int = 4
+    concurrency: int | None = None
+    """Rollouts at once; ``None``: 1 for the embedded model (one llama.cpp context, whose prompt
+    cache works best on one conversation at a time), 4 otherwise."""
     seed: int = 0
     proposers: tuple[str, ...] = ("auto",)
     """Proposer names tried in order; ``auto``: ``llm`` (with an optimizer model), ``demo``, ``rules``."""
@@ -46,6 +48,12 @@ class RunHooks:
 
     on_progress: Callable[[str, int], Callable[[], None]] | None = None
     log: Callable[[str], None] = lambda _m: None
+
+
+def default_concurrency(requested: int | None, model: str) -> int:
+    if requested is not None:
+        return requested
+    return 1 if model.startswith("local/") else 4
 
 
 def prepare_repo(options: RunOptions, run_id: str) -> HarnessRepo:
@@ -67,12 +75,14 @@ def start_run(options: RunOptions, hooks: RunHooks) -> tuple[RunState, Path]:
     """Validate everything, then run. Bad input raises before anything is written."""
     harness_dir = Path(options.harness_dir).resolve()
     options = RunOptions(**{**asdict(options), "harness_dir": harness_dir})
-    load_harness(harness_dir)
+    seed_harness = load_harness(harness_dir)
     benchmark = load_benchmark(options.benchmark)
     references = load_references(benchmark)
     gates = load_gate_config(options.gates_file)
     proposer = make_proposer(options.proposers, options.optimizer_model)
-    executor = EXECUTORS[options.executor](options.concurrency)
+    executor = EXECUTORS[options.executor](
+        default_concurrency(options.concurrency, options.model or seed_harness.model)
+    )
     run_id = new_run_id()
     lock = HarnessLock(harness_dir)
     lock.acquire(run_id)

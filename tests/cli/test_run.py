@@ -232,3 +232,26 @@ def test_unknown_proposer(harness_dir: Path, cli, learner, flag) -> None:
     result = cli.invoke(app, run_args(harness_dir, learner, *flag))
     assert result.exit_code == 2
     assert "unknown proposer 'magic'" in result.output
+
+
+def test_report_final_scores_the_test_split_once_and_logs_it(harness_dir: Path, cli, learner) -> None:
+    assert cli.invoke(app, run_args(harness_dir, learner)).exit_code == 0
+    ledger = only_run_dir(harness_dir) / "ledger.jsonl"
+    assert not any(e["event"] == "test_evaluated" for e in read_ledger(ledger))
+    # The run itself never touched the test split.
+    scored = {p.stem for p in (only_run_dir(harness_dir) / "trajectories").rglob("*.json")}
+    assert not any(task.endswith(("-07", "-08")) for task in scored)
+
+    result = cli.invoke(app, ["report", "--harness", str(harness_dir), "--final", "--model", learner])
+    assert result.exit_code == 0, result.output
+    assert "1 of 2 candidate edits accepted" in result.output
+    events = [e for e in read_ledger(ledger) if e["event"] == "test_evaluated"]
+    assert len(events) == 1
+    assert events[0]["scores"]["evolved"] > events[0]["scores"]["seed"]
+    assert f"{(events[0]['scores']['evolved'] - events[0]['scores']['seed']) * 100:+.1f} points" in result.output
+
+
+def test_report_without_runs(harness_dir: Path, cli) -> None:
+    result = cli.invoke(app, ["report", "--harness", str(harness_dir)])
+    assert result.exit_code == 2
+    assert "no runs yet" in result.output

@@ -1,0 +1,103 @@
+"""The sealed test split: scored only here (``harnessevolve report --final``), once per call, and
+every evaluation is written to the run's ledger."""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harnessevolve.core.errors import HarnessEvolveError
+from harnessevolve.core.tasks import load_benchmark
+from harnessevolve.execute.executor import EXECUTORS
+from harnessevolve.gate.performance import mean
+from harnessevolve.harness.git import HarnessRepo
+from harnessevolve.harness.load import load_harness
+from harnessevolve.pipeline.ledger import Ledger, read_ledger
+from harnessevolve.pipeline.references import load_references
+from harnessevolve.pipeline.run import RunHooks, default_concurrency
+from harnessevolve.pipeline.rundir import STATE_DIR
+from harnessevolve.pipeline.scoring import Scorer
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    run_id: str
+    root: Path
+    events: list[dict[str, Any]]
+
+    def first(self, event: str) -> dict[str, Any] | None:
+        return next((e for e in self.events if e["event"] == event), None)
+
+    def last(self, event: str) -> dict[str, Any] | None:
+        return next((e for e in reversed(self.events) if e["event"] == event), None)
+
+    def all(self, event: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e["event"] == event]
+
+
+def find_run(harness_dir: Path, run_id: str | None) -> RunRecord:
+    runs = harness_dir / STATE_DIR / "runs"
+    candidates = sorted(p for p in runs.glob("*") if (p / "ledger.jsonl").is_file()) if runs.is_dir() else []
+    if run_id:
+        candidates = [p for p in candidates if p.name == run_id]
+    if not candidates:
+        raise HarnessEvolveError(
+            f"no run {run_id!r}" if run_id else "this harness has no runs yet",
+            file=str(runs),
+            field="--run",
+            hint="start one with `harnessevolve run`",
+        )
+    root = candidates[-1]
+    return RunRecord(root.name, root, read_ledger(root / "ledger.jsonl"))
+
+
+def score_test_split(
+    harness_dir: Path, run: RunRecord, *, model: str | None, seed: int, hooks: RunHooks
+) -> dict:
+    """Score the run's seed revision and its final revision on the test split; log it in the ledger."""
+    started, finished = run.first("run_started"), run.last("run_finished")
+    if started is None or finished is None:
+        raise HarnessEvolveError(
+            "the run has not finished",
+            file=str(run.root / "ledger.jsonl"),
+            hint="resume or wait for it first",
+        )
+    repo = HarnessRepo(harness_dir)
+    benchmark = load_benchmark(started["benchmark"])
+    tests = benchmark.split("test")
+    revisions = {"seed": started["rev"], "evolved": finished["rev"]}
+    scores: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="he-final-") as tmp:
+        harnesses = {k: load_harness(repo.export(rev, Path(tmp) / k)) for k, rev in revisions.items()}
+        agent_model = model or started.get("options", {}).get("model") or harnesses["seed"].model
+        if agent_model == "None":
+            agent_model = harnesses["seed"].model
+        scorer = Scorer(
+            EXECUTORS["local"](default_concurrency(None, agent_model)),
+            model=agent_model,
+            seed=seed,
+            references=load_references(benchmark),
+            out_dir=run.root / "final",
+            on_progress=hooks.on_progress,
+        )
+
+        async def score_both() -> None:
+            for name, harness in harnesses.items():
+                results = await scorer.score(harness, tests, f"test split: {name} harness")
+                scores[name] = mean([r.score for r in results])
+
+        asyncio.run(score_both())
+    ledger = Ledger(run.root / "ledger.jsonl")
+    record = ledger.append(
+        "test_evaluated",
+        split="test",
+        tasks=len(tests),
+        revisions=revisions,
+        scores=scores,
+        model=agent_model,
+    )
+    ledger.close()
+    return record
