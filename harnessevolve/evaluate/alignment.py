@@ -215,7 +215,7 @@ def _without_divergent_action(
             task_id, Cause.SETUP_ERROR, None, None, None, "the task's workspace setup failed", score
         )
     looped = _loop_start(run)
-    if stop == "step_limit" or looped is not None:
+    if stop in ("step_limit", "repeated") or looped is not None:
         where = looped or (run[-1] if run else None)
         return _signal(
             task_id,
@@ -255,6 +255,7 @@ def signal_without_reference(trajectory: Trajectory, *, score: float = 0.0) -> E
     stop = trajectory.extra.get("stop_reason")
     cause = {
         "step_limit": Cause.STEP_LIMIT,
+        "repeated": Cause.STEP_LIMIT,
         "model_error": Cause.MODEL_ERROR,
         "setup_error": Cause.SETUP_ERROR,
     }.get(stop, Cause.WRONG_ARGUMENT)

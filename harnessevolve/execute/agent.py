@@ -29,11 +29,23 @@ class StopReason:
 
     SUBMITTED = "submitted"
     STEP_LIMIT = "step_limit"
+    REPEATED = "repeated"
     MODEL_ERROR = "model_error"
 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def repeats_last(steps: list[Step], times: int) -> bool:
+    """True when the last ``times`` agent turns made the very same tool calls (0 disables)."""
+    if times < 2:
+        return False
+    recent = [s for s in steps if s.source == "agent"][-times:]
+    if len(recent) < times or not recent[-1].tool_calls:
+        return False
+    key = [(c.function_name, c.arguments) for c in recent[-1].tool_calls]
+    return all([(c.function_name, c.arguments) for c in s.tool_calls] == key for s in recent)
 
 
 def _metrics(reply: ModelReply) -> dict[str, Any]:
@@ -160,6 +172,9 @@ async def run_agent(harness: Harness, task: Task, workspace: Path, *, model: str
         ]
         if answer is not None:
             stop = StopReason.SUBMITTED
+            break
+        if repeats_last(steps, loop.stop_on_repeat):
+            stop = StopReason.REPEATED
             break
     agent_steps = [s for s in steps if s.source == "agent"]
     return Trajectory(

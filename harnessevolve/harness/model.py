@@ -49,6 +49,8 @@ class LoopSettings:
     """Wall-clock limit of one tool command."""
     json_grammar: bool = False
     """Ask the local provider for grammar-constrained JSON tool calls."""
+    stop_on_repeat: int = 0
+    """End the run when the model makes the same call this many turns in a row (0: never)."""
     observation_note: str = ""
     """Text appended to every tool result the model sees (e.g. a reminder to submit)."""
 

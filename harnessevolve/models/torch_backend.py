@@ -29,9 +29,11 @@ sampled ids (the end-of-turn token included when it ended the reply), as
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -174,26 +176,43 @@ def _end_ids(tokenizer: Any, model: Any) -> tuple[int, ...]:
     return tuple(dict.fromkeys(int(i) for i in ids))
 
 
-def _load(source: ModelSource) -> _LoadedModel:
-    torch, transformers = _import_stack(gguf=source.gguf_file is not None)
+@contextmanager
+def _no_progress_bars(gguf: bool) -> Iterator[None]:
+    """Hide transformers' loading bars (the CLI draws its own); the GGUF one ignores the switch."""
     from transformers.utils import logging as hf_logging
 
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    module, bar = None, None
+    if gguf:
+        import transformers.modeling_gguf_pytorch_utils as module
+
+        bar = getattr(module, "tqdm", None)
+        if bar is not None:
+            module.tqdm = functools.partial(bar, disable=True)
+    try:
+        yield
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+        if module is not None and bar is not None:
+            module.tqdm = bar
+
+
+def _load(source: ModelSource) -> _LoadedModel:
+    torch, transformers = _import_stack(gguf=source.gguf_file is not None)
     device = os.environ.get(DEVICE_ENV, "").strip() or ("cuda" if torch.cuda.is_available() else "cpu")
     options: dict[str, Any] = {"local_files_only": True}
     if source.gguf_file:
         options["gguf_file"] = source.gguf_file
-    bars = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()  # the CLI draws its own progress; put it back after
     try:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(str(source.folder), **options)
-        model = transformers.AutoModelForCausalLM.from_pretrained(
-            str(source.folder), dtype=torch.float32 if device == "cpu" else "auto", **options
-        )
+        with _no_progress_bars(gguf=source.gguf_file is not None):
+            tokenizer = transformers.AutoTokenizer.from_pretrained(str(source.folder), **options)
+            model = transformers.AutoModelForCausalLM.from_pretrained(
+                str(source.folder), dtype=torch.float32 if device == "cpu" else "auto", **options
+            )
     except (OSError, ValueError, KeyError, RuntimeError) as exc:
         raise LocalModelError(f"could not load {source.key} with transformers: {exc}") from exc
-    finally:
-        if bars:
-            hf_logging.enable_progress_bar()
     model.to(device).eval()
     end_ids = _end_ids(tokenizer, model)
     # sampling settings stored with a checkpoint must not leak into ours

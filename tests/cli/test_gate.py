@@ -75,7 +75,7 @@ def test_gate_fails_a_worse_candidate(tmp_path: Path, harness_dir: Path, cli, le
 def test_gate_rejects_a_non_editable_change(harness_dir: Path, cli, learner) -> None:
     base = git.Repo(harness_dir).head.commit.hexsha
     path = harness_dir / "harness.yaml"
-    path.write_text(path.read_text().replace("max_steps: 6", "max_steps: 7"))
+    path.write_text(path.read_text().replace("max_steps: 5", "max_steps: 7"))
     repo = git.Repo(harness_dir)
     repo.git.commit("-qam", "touch loop settings")
     result = cli.invoke(app, gate_args(harness_dir, learner, base, "HEAD", "--json"))

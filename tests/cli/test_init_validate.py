@@ -65,7 +65,7 @@ def test_validate_ok(harness_dir: Path, cli) -> None:
 
 
 def test_validate_names_file_and_field(harness_dir: Path, cli) -> None:
-    text = (harness_dir / "harness.yaml").read_text().replace("max_steps: 6", "max_steps: -1")
+    text = (harness_dir / "harness.yaml").read_text().replace("max_steps: 5", "max_steps: -1")
     (harness_dir / "harness.yaml").write_text(text)
     result = cli.invoke(app, ["validate", str(harness_dir), "--json"])
     assert result.exit_code == 2

@@ -184,7 +184,7 @@ def test_a_reply_without_a_tool_call_is_recorded_and_nudged(model: str, workspac
 
 def test_step_limit(model: str, workspace: Path) -> None:
     trajectory = run(
-        model, lambda m, t: call("bash", {"command": "ls"}), workspace, harness=with_loop(max_steps=3)
+        model, lambda m, t: call("bash", {"command": "ls"}), workspace, harness=with_loop(max_steps=3, stop_on_repeat=0)
     )
     assert trajectory.extra["stop_reason"] == "step_limit"
     assert trajectory.extra["answer"] is None
@@ -358,3 +358,25 @@ def test_a_failing_setup_is_a_rollout_not_an_exception(model: str) -> None:
     assert rollout.workspace is None
     assert rollout.stop_reason == "setup_error"
     assert "setup command failed (4)" in rollout.trajectory.steps[0].extra["error"]
+
+
+def test_stop_on_repeat_ends_a_looping_run(tmp_path) -> None:
+    import asyncio
+    import dataclasses
+    from pathlib import Path
+
+    from harnessevolve.core.tasks import Check, Task
+    from harnessevolve.execute.agent import run_agent
+    from harnessevolve.harness.load import load_harness
+    from harnessevolve.models.scripted import register_script, unregister_script
+
+    base = load_harness(Path(__file__).parents[2] / "harnesses" / "shell-agent")
+    harness = dataclasses.replace(base, loop=dataclasses.replace(base.loop, max_steps=6, stop_on_repeat=3))
+    task = Task("loop-1", "Say hi.", "train", (Check("answer", expected="hi"),))
+    register_script("looper", lambda m, t: {"tool_calls": [{"name": "bash", "arguments": {"command": "true"}}]})
+    try:
+        trajectory = asyncio.run(run_agent(harness, task, tmp_path, model="scripted/looper", seed=0))
+    finally:
+        unregister_script("looper")
+    assert trajectory.extra["stop_reason"] == "repeated"
+    assert len(trajectory.agent_steps) == 3

@@ -163,7 +163,7 @@ def test_quality_passes_an_edit_of_an_editable_file(harness_dir: Path) -> None:
 def test_quality_fails_an_edit_of_a_non_editable_path(harness_dir: Path) -> None:
     before = read_files(harness_dir)
     yaml_path = harness_dir / "harness.yaml"
-    yaml_path.write_text(yaml_path.read_text().replace("max_steps: 6", "max_steps: 50"))
+    yaml_path.write_text(yaml_path.read_text().replace("max_steps: 5", "max_steps: 50"))
     verdict = quality_gate(harness_dir, before, EDITABLE, QualityConfig())
     assert not verdict.passed
     assert verdict.reason == "edits a path that is not editable: harness.yaml"
@@ -211,7 +211,7 @@ def test_quality_does_not_count_example_headings_mid_line(harness_dir: Path) -> 
 def test_quality_fails_an_invalid_harness_yaml(harness_dir: Path) -> None:
     before = read_files(harness_dir)
     yaml_path = harness_dir / "harness.yaml"
-    yaml_path.write_text(yaml_path.read_text().replace("max_steps: 6", "max_steps: 0"))
+    yaml_path.write_text(yaml_path.read_text().replace("max_steps: 5", "max_steps: 0"))
     verdict = quality_gate(harness_dir, before, EDITABLE + ("harness.yaml",), QualityConfig())
     assert not verdict.passed
     assert verdict.reason.startswith("invalid harness:")

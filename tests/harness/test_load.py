@@ -44,12 +44,13 @@ def test_template_loads(harness_dir: Path) -> None:
     assert harness.tool("read_file").parameters["required"] == ["path"]
     assert harness.tool("nope") is None
     assert harness.loop == LoopSettings(
-        max_steps=6,
+        max_steps=5,
         temperature=0.0,
         max_tokens=128,
         tool_output_limit=1500,
         command_timeout_s=20,
         json_grammar=False,
+        stop_on_repeat=2,
     )
     assert harness.editable == ("prompts/*.md", "skills/*/SKILL.md", "tools/*.yaml")
     assert harness.skills == ()
@@ -108,8 +109,8 @@ def test_missing_tool_file(harness_dir: Path) -> None:
 
 
 def test_bad_yaml_names_the_line(harness_dir: Path) -> None:
-    edit(harness_dir / "harness.yaml", "  max_steps: 6\n", "  max_steps: 6: 7\n")
-    line = (harness_dir / "harness.yaml").read_text().splitlines().index("  max_steps: 6: 7") + 1
+    edit(harness_dir / "harness.yaml", "  max_steps: 5\n", "  max_steps: 5: 7\n")
+    line = (harness_dir / "harness.yaml").read_text().splitlines().index("  max_steps: 5: 7") + 1
     error = load_error(harness_dir)
     assert error.message.startswith("invalid YAML")
     assert error.file is not None and error.file.endswith("harness.yaml")
@@ -119,13 +120,13 @@ def test_bad_yaml_names_the_line(harness_dir: Path) -> None:
 
 
 def test_schema_violation_names_the_json_path(harness_dir: Path) -> None:
-    edit(harness_dir / "harness.yaml", "max_steps: 6", "max_steps: 0")
+    edit(harness_dir / "harness.yaml", "max_steps: 5", "max_steps: 0")
     error = load_error(harness_dir)
     assert (error.file, error.field) == ("harness.yaml", "loop.max_steps")
 
 
 def test_validate_lists_every_schema_violation(harness_dir: Path) -> None:
-    edit(harness_dir / "harness.yaml", "max_steps: 6", "max_steps: 0")
+    edit(harness_dir / "harness.yaml", "max_steps: 5", "max_steps: 0")
     edit(harness_dir / "harness.yaml", "temperature: 0.0", "temperature: hot")
     edit(harness_dir / "harness.yaml", "editable:", "colour: blue\neditable:")
     problems = validate_harness(harness_dir)

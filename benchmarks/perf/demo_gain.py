@@ -1,0 +1,87 @@
+"""Measure what `make demo` claims: the evolved harness's test-split gain over the seed harness.
+
+For each seed: a fresh harness from the template, `harnessevolve run` (default: the embedded model),
+then the sealed test split scored for the seed and the evolved revision. Prints one row per seed,
+the mean and spread of the gain, and the run phase's wall time, next to the targets
+(gain >= +15 points, run phase <= 15 minutes).
+
+    .venv/bin/python benchmarks/perf/demo_gain.py [--seeds 3] [--benchmark shell-onecall]
+        [--generations 3] [--batch-size 8] [--model local/smollm2-135m]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = [sys.executable, "-m", "harnessevolve.cli"]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--benchmark", default="shell-onecall")
+    parser.add_argument("--generations", type=int, default=3)
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument(
+        "--model", default=None, help="agent model (default: the harness's, the embedded one)"
+    )
+    args = parser.parse_args()
+
+    from harnessevolve.pipeline.final import find_run, score_test_split
+    from harnessevolve.pipeline.run import RunHooks, RunOptions, start_run
+
+    rows = []
+    for seed in range(args.seeds):
+        with tempfile.TemporaryDirectory(prefix="he-demo-gain-") as tmp:
+            harness = Path(tmp) / "harness"
+            subprocess.run([*CLI, "init", str(harness)], check=True, cwd=ROOT, capture_output=True)
+            options = RunOptions(
+                harness_dir=harness,
+                benchmark=args.benchmark,
+                generations=args.generations,
+                model=args.model,
+                batch_size=args.batch_size,
+                seed=seed,
+            )
+            started = time.monotonic()
+            state, _ = start_run(options, RunHooks())
+            run_s = time.monotonic() - started
+            record = score_test_split(
+                harness, find_run(harness, state.run_id), model=args.model, seed=seed, hooks=RunHooks()
+            )
+            seed_score, evolved = record["scores"]["seed"], record["scores"]["evolved"]
+            rows.append((seed, len(state.accepted), seed_score, evolved, run_s))
+            print(
+                f"seed {seed}: accepted {len(state.accepted)}, test {seed_score:.3f} -> {evolved:.3f} "
+                f"({(evolved - seed_score) * 100:+.1f} points), run phase {run_s / 60:.1f} min",
+                flush=True,
+            )
+    gains = [(r[3] - r[2]) * 100 for r in rows]
+    spread = statistics.stdev(gains) if len(gains) > 1 else 0.0
+    print()
+    print(
+        f"{'seed':>4} {'accepted':>8} {'seed test':>9} {'evolved test':>12} {'gain (pts)':>10} "
+        f"{'run (min)':>9}"
+    )
+    for (seed, accepted, s, e, run_s), gain in zip(rows, gains, strict=True):
+        print(f"{seed:>4} {accepted:>8} {s:>9.3f} {e:>12.3f} {gain:>+10.1f} {run_s / 60:>9.1f}")
+    worst_run = max(r[4] for r in rows) / 60
+    print(
+        f"\nmean gain {statistics.mean(gains):+.1f} points (sd {spread:.1f}) over {len(rows)} seeds; "
+        f"target >= +15.0: {'met' if statistics.mean(gains) >= 15 else 'MISSED'}"
+    )
+    print(f"slowest run phase {worst_run:.1f} min; target <= 15: {'met' if worst_run <= 15 else 'MISSED'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

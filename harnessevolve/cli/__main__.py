@@ -1,0 +1,5 @@
+"""``python -m harnessevolve.cli``."""
+
+from harnessevolve.cli.app import main
+
+main()
