@@ -5,8 +5,9 @@ BIN := $(VENV)/bin
 # llama-cpp-python has no wheel here; its default build uses CPU features (AMX) some machines lack.
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 DEMO_DIR := .demo
-DEMO_GENERATIONS ?= 3
+DEMO_GENERATIONS ?= 4
 DEMO_BATCH ?= 8
+DEMO_BENCHMARK ?= shell-onecall
 
 .PHONY: install demo test test-fast lint format clean
 
@@ -21,7 +22,7 @@ $(VENV)/.installed: pyproject.toml
 demo: install
 	rm -rf $(DEMO_DIR)
 	$(BIN)/harnessevolve init $(DEMO_DIR)/harness
-	$(BIN)/harnessevolve run --harness $(DEMO_DIR)/harness --benchmark shell-basics \
+	$(BIN)/harnessevolve run --harness $(DEMO_DIR)/harness --benchmark $(DEMO_BENCHMARK) \
 		--generations $(DEMO_GENERATIONS) --batch-size $(DEMO_BATCH) || test $$? -eq 1
 	$(BIN)/harnessevolve report --harness $(DEMO_DIR)/harness --final
 
