@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import tarfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,8 +47,11 @@ class HarnessRepo:
         import git
 
         try:
-            git.Repo(harness_dir, search_parent_directories=True)
+            outer = git.Repo(harness_dir, search_parent_directories=True)
         except git.InvalidGitRepositoryError:
+            outer = None
+        if outer is None or outer.ignored(str(Path(harness_dir).resolve())):
+            # Outside any repository, or in a folder the enclosing repository ignores: its own repo.
             git.Repo.init(harness_dir, initial_branch="main")
         return HarnessRepo(harness_dir)
 
@@ -120,13 +125,29 @@ class HarnessRepo:
 
     def commit_all(self, message: str) -> str:
         """Stage everything inside the harness folder and commit it; returns the new sha."""
-        self.repo.git.add("--all", "--", self.rel)
-        return self._git_commit(message)
+        with self._git_errors("commit"):
+            self.repo.git.add("--all", "--", self.rel)
+            return self._git_commit(message)
 
     def revert(self, sha: str, message: str) -> str:
         """Undo ``sha`` with a new commit carrying ``message``; history keeps both."""
-        self.repo.git.revert("--no-commit", sha)
-        return self._git_commit(message)
+        with self._git_errors(f"revert {sha[:8]}"):
+            self.repo.git.revert("--no-commit", sha)
+            return self._git_commit(message)
+
+    @contextlib.contextmanager
+    def _git_errors(self, what: str) -> Iterator[None]:
+        import git
+
+        try:
+            yield
+        except git.GitCommandError as exc:
+            detail = (exc.stderr or str(exc)).strip().splitlines()
+            raise HarnessGitError(
+                f"git could not {what}: {detail[0] if detail else exc}",
+                file=str(self.dir),
+                hint="check the repository with `git status`; nothing was committed",
+            ) from None
 
     def discard_changes(self) -> None:
         """Throw away uncommitted changes inside the harness folder (after a failed apply)."""

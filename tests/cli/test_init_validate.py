@@ -85,3 +85,14 @@ def test_validate_missing_tool_file(harness_dir: Path, cli) -> None:
     result = cli.invoke(app, ["validate", str(harness_dir), "--json"])
     assert result.exit_code == 2
     assert "tools/bash.yaml does not exist" in result.output
+
+
+def test_init_in_an_ignored_folder_of_a_repo_makes_its_own_repo(tmp_path: Path, cli) -> None:
+    outer = tmp_path / "project"
+    outer.mkdir()
+    subprocess.run(["git", "init", "-q", str(outer)], check=True)
+    (outer / ".gitignore").write_text(".scratch/\n")
+    result = cli.invoke(app, ["init", str(outer / ".scratch" / "agent")])
+    assert result.exit_code == 0, result.output
+    assert "its own new repository" in result.output
+    assert (outer / ".scratch" / "agent" / ".git").is_dir()
