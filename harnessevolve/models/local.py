@@ -228,6 +228,17 @@ def fit_turns(
     return [turns[i] for i in keep], dropped
 
 
+def build_chatml_prompt(
+    turns: Sequence[Mapping[str, str]], count: Callable[[str], int], prefill: str, max_tokens: int, n_ctx: int
+) -> tuple[str, int]:
+    """The ChatML prompt for ``turns`` fitted to the window (room kept for ``max_tokens``), opening
+    the assistant turn with ``prefill``; and how many turns were dropped to fit."""
+    opening = f"{IM_START}assistant\n{prefill}"
+    reserve = min(max_tokens, n_ctx // 2)
+    kept, dropped = fit_turns(turns, count, n_ctx - reserve - count(opening))
+    return "".join(chatml_turn(t["role"], t["content"]) for t in kept) + opening, dropped
+
+
 def generate(
     model: str,
     turns: Sequence[Mapping[str, str]],
@@ -260,10 +271,7 @@ def generate(
     def count(text: str) -> int:
         return len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
-    opening = f"{IM_START}assistant\n{prefill}"
-    reserve = min(max_tokens, config.n_ctx // 2)
-    kept, dropped = fit_turns(turns, count, config.n_ctx - reserve - count(opening))
-    prompt = "".join(chatml_turn(t["role"], t["content"]) for t in kept) + opening
+    prompt, dropped = build_chatml_prompt(turns, count, prefill, max_tokens, config.n_ctx)
     grammar = None
     if grammar_gbnf is not None:
         from llama_cpp import LlamaGrammar

@@ -32,7 +32,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +40,6 @@ from typing import Any
 
 from harnessevolve.models.local import (
     DEFAULT_MODEL,
-    IM_START,
     MODEL_ALIASES,
     PROVIDER,
     STOP_STRINGS,
@@ -49,8 +48,7 @@ from harnessevolve.models.local import (
     LocalModelError,
     LocalModelNotFoundError,
     LocalModelUnavailableError,
-    chatml_turn,
-    fit_turns,
+    build_chatml_prompt,
     resolve_model_path,
 )
 from harnessevolve.models.tool_text import call_finished
@@ -238,19 +236,6 @@ def release_models(model: str | None = None) -> int:
         return sum(_MODELS.pop(key, None) is not None for key in keys)
 
 
-def chatml_prompt(
-    turns: Sequence[Mapping[str, str]], count: Callable[[str], int], prefill: str, max_tokens: int, n_ctx: int
-) -> tuple[str, int]:
-    """The ChatML prompt for ``turns`` fitted to the window, and how many turns were dropped.
-
-    Mirrors the prompt building inside ``local.generate`` (candidate to move there).
-    """
-    opening = f"{IM_START}assistant\n{prefill}"
-    reserve = min(max_tokens, n_ctx // 2)
-    kept, dropped = fit_turns(turns, count, n_ctx - reserve - count(opening))
-    return "".join(chatml_turn(t["role"], t["content"]) for t in kept) + opening, dropped
-
-
 class _Penalties:
     """llama.cpp's repeat/frequency/presence penalties over the last ``PENALTY_LAST_N`` tokens."""
 
@@ -336,7 +321,7 @@ def generate(
     def encode(text: str) -> list[int]:
         return tokenizer.encode(text, add_special_tokens=False)
 
-    prompt, dropped = chatml_prompt(turns, lambda text: len(encode(text)), prefill, max_tokens, n_ctx)
+    prompt, dropped = build_chatml_prompt(turns, lambda text: len(encode(text)), prefill, max_tokens, n_ctx)
     prompt_ids = encode(prompt)
     stops = [*STOP_STRINGS, *stop]
     chain = _logits_processors(
