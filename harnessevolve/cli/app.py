@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from harnessevolve import __version__
-from harnessevolve.cli import gate_cmd, harness_cmds, refs_cmd, report_cmd, run_cmd
+from harnessevolve.cli import diff_cmd, gate_cmd, harness_cmds, refs_cmd, report_cmd, run_cmd, traj_cmd
 
 app = typer.Typer(
     name="harnessevolve",
@@ -21,6 +21,8 @@ app.command()(run_cmd.run)
 app.command()(gate_cmd.gate)
 app.command()(report_cmd.report)
 app.add_typer(refs_cmd.app, name="refs")
+app.add_typer(traj_cmd.app, name="traj")
+app.command()(diff_cmd.diff)
 
 
 def _version(value: bool) -> None:

@@ -14,7 +14,7 @@ from harnessevolve.cli.ui import console
 from harnessevolve.core import paths
 from harnessevolve.core.tasks import load_benchmark
 from harnessevolve.harness.load import load_harness
-from harnessevolve.pipeline.references import replay_gold, save_reference
+from harnessevolve.pipeline.references import import_atif, replay_gold, save_reference
 
 app = typer.Typer(
     help="Reference trajectories: genuine successful runs the evaluator aligns failures against.",
@@ -41,9 +41,24 @@ def import_gold(
         Path | None,
         typer.Option(help="Folder to write <task-id>.json into (default: the benchmark's reference folder)."),
     ] = None,
+    from_atif: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--from-atif",
+            help="Import these ATIF files (each naming its task in extra.task_id) instead of replaying gold.",
+        ),
+    ] = None,
 ) -> None:
-    """Build references by replaying each task's gold tool calls, so every observation is real."""
+    """Build references by replaying each task's gold tool calls (so every observation is real), or
+    import ATIF files with ``--from-atif``. Every file is checked before any is written."""
     bench = load_benchmark(benchmark)
+    if from_atif:
+        imported = import_atif(bench, from_atif)
+        folder = out or bench.references_dir
+        for task_id, trajectory in imported:
+            save_reference(trajectory, folder, task_id)
+        console.print(f"imported {len(imported)} reference trajectories into {folder}")
+        return
     agent = load_harness(harness or paths.builtin_dir("harnesses") / "shell-agent")
     tasks = bench.tasks if split == "all" else bench.split(split)  # type: ignore[arg-type]
     folder = out or bench.references_dir

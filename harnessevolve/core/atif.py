@@ -1,5 +1,9 @@
 """Trajectories in ATIF (Agent Trajectory Interchange Format, v1.4): in-memory values and JSON.
 
+Beyond the JSON Schema, loading checks what a schema cannot say: step ids count up from 1, the
+agent-only fields (``tool_calls``, ``metrics``, ``model_name``, ``reasoning_*``) appear on agent
+steps only, and every observation's ``source_call_id`` names a tool call of its own step.
+
 Our own additions live in the format's ``extra`` objects: on a step, ``extra.error`` (a tool or
 parse error) and ``extra.parse_error``; at the root, ``extra.task_id``, ``extra.stop_reason``,
 ``extra.answer`` and ``extra.harness_rev``.
@@ -42,6 +46,8 @@ class Step:
     extra: dict[str, Any] = field(default_factory=dict)
     timestamp: str | None = None
     model_name: str | None = None
+    reasoning_content: str | None = None
+    reasoning_effort: str | float | None = None
 
     @property
     def is_action(self) -> bool:
@@ -58,6 +64,7 @@ class Trajectory:
     extra: dict[str, Any] = field(default_factory=dict)
     final_metrics: dict[str, Any] = field(default_factory=dict)
     notes: str = ""
+    agent_extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def agent_steps(self) -> tuple[Step, ...]:
@@ -74,7 +81,7 @@ class Trajectory:
         doc: dict[str, Any] = {
             "schema_version": ATIF_VERSION,
             "session_id": self.session_id,
-            "agent": {"name": self.agent_name, "version": self.agent_version, "model_name": self.model_name},
+            "agent": self._agent_dict(),
             "steps": [_step_to_dict(s) for s in self.steps],
         }
         if self.notes:
@@ -85,6 +92,16 @@ class Trajectory:
             doc["extra"] = dict(self.extra)
         return doc
 
+    def _agent_dict(self) -> dict[str, Any]:
+        agent: dict[str, Any] = {"name": self.agent_name, "version": self.agent_version}
+        agent["model_name"] = self.model_name
+        if self.agent_extra:
+            agent["extra"] = dict(self.agent_extra)
+        return agent
+
+
+AGENT_ONLY_FIELDS = ("model_name", "reasoning_effort", "reasoning_content", "tool_calls", "metrics")
+
 
 def _step_to_dict(step: Step) -> dict[str, Any]:
     doc: dict[str, Any] = {"step_id": step.step_id, "source": step.source, "message": step.message}
@@ -92,6 +109,10 @@ def _step_to_dict(step: Step) -> dict[str, Any]:
         doc["timestamp"] = step.timestamp
     if step.model_name:
         doc["model_name"] = step.model_name
+    if step.reasoning_effort is not None:
+        doc["reasoning_effort"] = step.reasoning_effort
+    if step.reasoning_content is not None:
+        doc["reasoning_content"] = step.reasoning_content
     if step.tool_calls:
         doc["tool_calls"] = [
             {"tool_call_id": c.tool_call_id, "function_name": c.function_name, "arguments": c.arguments}
@@ -127,6 +148,7 @@ def from_dict(doc: Any, *, file: str = "<trajectory>") -> Trajectory:
                 file=file,
                 field=f"steps[{i}].step_id",
             )
+        _check_step(s, i, file)
         steps.append(
             Step(
                 step_id=s["step_id"],
@@ -144,6 +166,8 @@ def from_dict(doc: Any, *, file: str = "<trajectory>") -> Trajectory:
                 extra=s.get("extra", {}),
                 timestamp=s.get("timestamp"),
                 model_name=s.get("model_name"),
+                reasoning_content=s.get("reasoning_content"),
+                reasoning_effort=s.get("reasoning_effort"),
             )
         )
     agent = doc["agent"]
@@ -156,7 +180,29 @@ def from_dict(doc: Any, *, file: str = "<trajectory>") -> Trajectory:
         extra=doc.get("extra", {}),
         final_metrics=doc.get("final_metrics", {}),
         notes=doc.get("notes", ""),
+        agent_extra=agent.get("extra", {}),
     )
+
+
+def _check_step(step: dict[str, Any], index: int, file: str) -> None:
+    """The rules of ATIF v1.4 that its JSON Schema cannot express."""
+    if step["source"] != "agent":
+        for name in AGENT_ONLY_FIELDS:
+            if name in step:
+                raise TrajectoryError(
+                    f"{name} is only allowed on agent steps (this step's source is {step['source']!r})",
+                    file=file,
+                    field=f"steps[{index}].{name}",
+                )
+    call_ids = {c["tool_call_id"] for c in step.get("tool_calls", [])}
+    for j, result in enumerate(step.get("observation", {}).get("results", [])):
+        ref = result.get("source_call_id")
+        if ref is not None and ref not in call_ids:
+            raise TrajectoryError(
+                f"source_call_id {ref!r} names no tool call of this step",
+                file=file,
+                field=f"steps[{index}].observation.results[{j}].source_call_id",
+            )
 
 
 def load(path: Path) -> Trajectory:

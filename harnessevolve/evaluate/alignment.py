@@ -1,7 +1,10 @@
 """Align a failed run with its reference trajectory and find the first divergent action.
 
-Actions are compared in order: the tool, then the arguments (normalised text similarity; the
-submitted answer must match exactly after normalisation). At the first mismatch a one-step
+Actions are compared in order: the tool, then the arguments. Two calls of one tool are the same
+action when their arguments are similar as text (normalised similarity >= ``ARGUMENT_SIMILARITY``)
+*and* name the same operands (the words that decide the effect on the workspace: file names,
+numbers, words to write or replace), so ``wc -l  a.txt`` matches ``wc -l a.txt`` but ``wc -l b.txt``
+does not; the submitted answer must match exactly after normalisation. At the first mismatch a one-step
 look-ahead tells a skipped step (the run does the reference's *next* action) from an extra step
 (the run's *next* action is the reference's current one).
 """
@@ -57,6 +60,22 @@ def argument_similarity(a: dict[str, Any], b: dict[str, Any]) -> float:
     return total / len(keys)
 
 
+_OPERAND = re.compile(r"""[^\s'"`;&|<>(){}]+""")
+
+
+def operands(value: Any) -> frozenset[str]:
+    """The words of an argument that decide its effect, ignoring quoting, shell punctuation, a
+    leading ``./`` and a trailing ``/``: ``mv a.txt old/`` and ``mv ./a.txt 'old'`` have the same."""
+    words = (w.removeprefix("./") for w in _OPERAND.findall(str(value)))
+    return frozenset(w.rstrip("/") or w for w in words)
+
+
+def same_arguments(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    if argument_similarity(a, b) < ARGUMENT_SIMILARITY:
+        return False
+    return all(operands(a[key]) == operands(b[key]) for key in set(a) & set(b))
+
+
 def same_action(run: Action, ref: Action) -> bool:
     if run.tool != ref.tool:
         return False
@@ -64,7 +83,7 @@ def same_action(run: Action, ref: Action) -> bool:
         return (
             _norm(run.arguments.get("answer", "")).lower() == _norm(ref.arguments.get("answer", "")).lower()
         )
-    return argument_similarity(run.arguments, ref.arguments) >= ARGUMENT_SIMILARITY
+    return same_arguments(run.arguments, ref.arguments)
 
 
 def _describe(action: Action | None) -> str:
@@ -261,3 +280,62 @@ def signal_without_reference(trajectory: Trajectory, *, score: float = 0.0) -> E
     }.get(stop, Cause.WRONG_ARGUMENT)
     hint = f"no reference trajectory; the run ended with {stop} and the checker failed"
     return ErrorSignal(task_id, cause, BASE_SEVERITY[cause] * (1 - 0.5 * score), hint)
+
+
+@dataclass(frozen=True)
+class AlignedRow:
+    """One row of a full alignment: a run action, a reference action, or both side by side."""
+
+    run: Action | None
+    reference: Action | None
+    reference_index: int | None
+    """1-based index of ``reference`` among the reference's actions."""
+    match: bool
+
+
+GAP_COST, SAME_TOOL_COST, OTHER_TOOL_COST = 1.0, 1.0, 1.5
+
+
+def align(trajectory: Trajectory, reference: Trajectory) -> list[AlignedRow]:
+    """Every action of the run against every action of the reference (a global alignment: the
+    fewest unmatched actions, a changed argument costing less than a changed tool), for display.
+
+    ``first_divergence`` is what decides the divergent step; this only lays the two runs out.
+    """
+    run, ref = actions(trajectory), [a for a in actions(reference) if a.tool is not None]
+    n, m = len(run), len(ref)
+
+    def pair_cost(a: Action, b: Action) -> float:
+        if same_action(a, b):
+            return 0.0
+        return SAME_TOOL_COST if a.tool == b.tool else OTHER_TOOL_COST
+
+    cost = [[0.0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n + 1):
+        for j in range(m + 1):
+            if i == 0 or j == 0:
+                cost[i][j] = (i + j) * GAP_COST
+                continue
+            cost[i][j] = min(
+                cost[i - 1][j - 1] + pair_cost(run[i - 1], ref[j - 1]),
+                cost[i - 1][j] + GAP_COST,
+                cost[i][j - 1] + GAP_COST,
+            )
+    rows: list[AlignedRow] = []
+    i, j = n, m
+    while i or j:
+        if i and j and cost[i][j] == cost[i - 1][j - 1] + pair_cost(run[i - 1], ref[j - 1]):
+            rows.append(AlignedRow(run[i - 1], ref[j - 1], j, same_action(run[i - 1], ref[j - 1])))
+            i, j = i - 1, j - 1
+        elif i and cost[i][j] == cost[i - 1][j] + GAP_COST:
+            rows.append(AlignedRow(run[i - 1], None, None, False))
+            i -= 1
+        else:
+            rows.append(AlignedRow(None, ref[j - 1], j, False))
+            j -= 1
+    return rows[::-1]
+
+
+def describe(action: Action | None) -> str:
+    """``tool(key='value', ...)``, or ``nothing`` for a turn without a tool call."""
+    return _describe(action)

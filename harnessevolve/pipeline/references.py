@@ -67,6 +67,34 @@ async def replay_gold(harness: Harness, task: Task) -> Trajectory:
     return trajectory.with_extra(reference="gold-replay", score=result.score, passed=True)
 
 
+def import_atif(benchmark: Benchmark, files: list[Path]) -> list[tuple[str, Trajectory]]:
+    """Read ATIF reference files for ``benchmark``: each must be valid and name a task of it in
+    ``extra.task_id``. Raises on the first bad file, before anything is written."""
+    known = {t.id for t in benchmark.tasks}
+    out: list[tuple[str, Trajectory]] = []
+    for path in files:
+        trajectory = atif.load(path)
+        task_id = trajectory.task_id
+        if task_id is None:
+            raise TrajectoryError(
+                "no extra.task_id: which task is this a reference for?",
+                file=str(path),
+                field="extra.task_id",
+                hint="set it with `harnessevolve traj convert FILE --to atif --task-id ID --out FILE`",
+            )
+        if task_id not in known:
+            raise BenchmarkError(
+                f"reference for unknown task {task_id!r}",
+                file=str(path),
+                field="extra.task_id",
+                hint=f"task ids of {benchmark.name} are the files in {benchmark.root / 'tasks'}",
+            )
+        if not any(s.source == "agent" for s in trajectory.steps):
+            raise TrajectoryError("a reference needs at least one agent step", file=str(path), field="steps")
+        out.append((task_id, trajectory.with_extra(reference="imported-atif")))
+    return out
+
+
 def save_reference(trajectory: Trajectory, folder: Path, task_id: str) -> Path:
     path = folder / f"{task_id}.json"
     atif.save(trajectory, path)

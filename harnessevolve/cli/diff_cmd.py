@@ -1,0 +1,105 @@
+"""``diff RUN REF``: a run and its reference side by side, the first divergent step marked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from harnessevolve.cli._errors import handle_errors
+from harnessevolve.cli.options import JsonOut
+from harnessevolve.cli.traj_cmd import read_trajectory
+from harnessevolve.cli.ui import console
+from harnessevolve.core.signals import ErrorSignal
+from harnessevolve.evaluate.alignment import AlignedRow, align, describe, first_divergence
+
+
+def divergent_row(rows: list[AlignedRow], signal: ErrorSignal) -> int | None:
+    """The row that shows the signal's divergence: the first unmatched row holding its run step or
+    its reference action; else the row of its run step."""
+    for i, row in enumerate(rows):
+        run_step = row.run.step_id if row.run else None
+        if not row.match and (
+            (run_step is not None and run_step == signal.step)
+            or (row.reference_index is not None and row.reference_index == signal.reference_step)
+        ):
+            return i
+    return next((i for i, r in enumerate(rows) if r.run and r.run.step_id == signal.step), None)
+
+
+@handle_errors
+def diff(
+    run: Annotated[
+        Path, typer.Argument(help="The run's trajectory (ATIF or OpenAI chat).", show_default=False)
+    ],
+    reference: Annotated[
+        Path,
+        typer.Argument(metavar="REF", help="The reference trajectory of the same task.", show_default=False),
+    ],
+    json_out: JsonOut = False,
+) -> None:
+    """Print a run and its reference aligned action by action, the first divergence marked.
+
+    Below the table: the divergence's cause, severity and fix hint (as the evaluator records them).
+    """
+    _diff(run, reference, json_out)
+
+
+def _diff(run_path: Path, ref_path: Path, json_out: bool) -> None:
+    run, reference = read_trajectory(run_path), read_trajectory(ref_path)
+    passed = run.extra.get("passed") is True
+    score = float(run.extra.get("score", 0.0) or 0.0)
+    rows = align(run, reference)
+    signal = None if passed else first_divergence(run, reference, score=score)
+    marked = divergent_row(rows, signal) if signal else None
+    if json_out:
+        document = {
+            "rows": [
+                {
+                    "step": r.run.step_id if r.run else None,
+                    "run": r.run.as_dict() if r.run else None,
+                    "reference_index": r.reference_index,
+                    "reference": r.reference.as_dict() if r.reference else None,
+                    "match": r.match,
+                    "divergent": i == marked,
+                }
+                for i, r in enumerate(rows)
+            ],
+            "signal": signal.to_dict() if signal else None,
+        }
+        typer.echo(json.dumps(document, indent=2))
+        return
+    table = Table(
+        title=escape(f"{run_path.name} vs {ref_path.name} ({run.task_id or reference.task_id or '?'})")
+    )
+    table.add_column("step", justify="right")
+    table.add_column("run action", overflow="fold")
+    table.add_column("ref", justify="right")
+    table.add_column("reference action", overflow="fold")
+    table.add_column("", justify="center")
+    for i, row in enumerate(rows):
+        mark = "[green]✓[/]" if row.match else "[red]✗[/]"
+        style = None
+        if i == marked:
+            mark, style = "[bold red]◀ first divergence[/]", "bold"
+        table.add_row(
+            str(row.run.step_id) if row.run else "-",
+            escape(describe(row.run) if row.run else "-"),
+            str(row.reference_index) if row.reference_index else "-",
+            escape(describe(row.reference) if row.reference else "-"),
+            mark,
+            style=style,
+        )
+    console.print(table)
+    if signal is None:
+        console.print("[green]the run passed its checker; nothing to diagnose[/]")
+        return
+    where = f"step {signal.step}" if signal.step is not None else "no step"
+    ref_where = f" (reference action {signal.reference_step})" if signal.reference_step else ""
+    console.print(f"first divergence: {where}{ref_where}")
+    console.print(f"cause: [bold]{signal.cause.value}[/]   severity: {signal.severity:.2f}")
+    console.print(f"hint: {escape(signal.hint)}")

@@ -1,0 +1,59 @@
+"""`refs import --from-atif`: validated, task must exist, nothing written unless every file is good."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harnessevolve.cli.app import app
+from harnessevolve.core import atif
+from harnessevolve.core.paths import builtin_dir
+
+REFERENCE = builtin_dir("trajectories") / "shell-basics" / "lookup-key-01.json"
+
+
+def copy_with(tmp_path: Path, name: str, **extra) -> Path:
+    doc = json.loads(REFERENCE.read_text())
+    doc["extra"].update(extra)
+    for key, value in extra.items():
+        if value is None:
+            del doc["extra"][key]
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_import_from_atif_writes_one_reference_per_task(cli, tmp_path: Path) -> None:
+    source = copy_with(tmp_path, "mine.json", task_id="lookup-key-02")
+    out = tmp_path / "refs"
+    result = cli.invoke(
+        app, ["refs", "import", "-b", "shell-basics", "--from-atif", str(source), "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert [p.name for p in out.iterdir()] == ["lookup-key-02.json"]
+    written = atif.load(out / "lookup-key-02.json")
+    assert written.task_id == "lookup-key-02" and written.extra["reference"] == "imported-atif"
+    assert written.steps == atif.load(REFERENCE).steps
+
+
+def test_unknown_task_or_invalid_file_is_one_line_exit_2_and_writes_nothing(cli, tmp_path: Path) -> None:
+    good = copy_with(tmp_path, "good.json")
+    unknown = copy_with(tmp_path, "unknown.json", task_id="no-such-task")
+    missing = copy_with(tmp_path, "missing.json", task_id=None)
+    invalid = tmp_path / "invalid.json"
+    invalid.write_text(
+        json.dumps({**json.loads(REFERENCE.read_text()), "steps": [{"step_id": 1, "source": "x"}]})
+    )
+    out = tmp_path / "refs"
+    cases = [
+        (unknown, "extra.task_id: reference for unknown task 'no-such-task'"),
+        (missing, "extra.task_id: no extra.task_id"),
+        (invalid, "steps[0]"),
+    ]
+    for bad, message in cases:
+        args = ["refs", "import", "-b", "shell-basics", "--from-atif", str(good), "--from-atif", str(bad)]
+        result = cli.invoke(app, [*args, "--out", str(out)])
+        assert result.exit_code == 2, result.output
+        assert result.output.splitlines()[0].startswith(f"Error: {bad}: "), result.output
+        assert message in result.output
+        assert not out.exists()
