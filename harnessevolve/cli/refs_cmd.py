@@ -7,14 +7,16 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.table import Table
 
 from harnessevolve.cli._errors import handle_errors
-from harnessevolve.cli.options import Benchmark
+from harnessevolve.cli.options import Benchmark, Model, Seed
 from harnessevolve.cli.ui import console
 from harnessevolve.core import paths
 from harnessevolve.core.tasks import load_benchmark
 from harnessevolve.harness.load import load_harness
 from harnessevolve.pipeline.references import import_atif, replay_gold, save_reference
+from harnessevolve.pipeline.refgen import Generated, generate_reference, write_regret
 
 app = typer.Typer(
     help="Reference trajectories: genuine successful runs the evaluator aligns failures against.",
@@ -70,3 +72,61 @@ def import_gold(
     for task_id, trajectory in built:
         save_reference(trajectory, folder, task_id)  # type: ignore[arg-type]
     console.print(f"wrote {len(built)} reference trajectories to {folder}")
+
+
+@app.command("generate")
+@handle_errors
+def generate(
+    benchmark: Benchmark,
+    harness: Annotated[
+        Path | None,
+        typer.Option("--harness", "-H", help="The agent's harness (default: the shell-agent template)."),
+    ] = None,
+    model: Model = None,
+    attempts: Annotated[int, typer.Option(min=1, help="Hinted attempts per task (T_att).")] = 5,
+    probes: Annotated[
+        int, typer.Option(min=0, help="Unhinted runs per task, for the pass rate without hint.")
+    ] = 2,
+    task: Annotated[
+        list[str] | None, typer.Option("--task", help="Only these task ids (repeatable).")
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Folder to write <task-id>.json into (default: the benchmark's reference folder)."),
+    ] = None,
+    seed: Seed = 0,
+) -> None:
+    """Let the agent build references with the answer as a privileged hint; keep only genuine runs
+    (the answer came from tool observations). Writes each task's pass rates and regret to regret.json."""
+    bench = load_benchmark(benchmark)
+    agent = load_harness(harness or paths.builtin_dir("harnesses") / "shell-agent")
+    tasks = [bench.task(t) for t in task] if task else list(bench.split("train"))
+    folder = out or bench.references_dir
+    agent_model = model or agent.model
+
+    async def build() -> list[Generated]:
+        return [
+            await generate_reference(agent, t, model=agent_model, attempts=attempts, probes=probes, seed=seed)
+            for t in tasks
+        ]
+
+    results = asyncio.run(build())
+    table = Table(
+        "task", "kept", "pass w/o hint", "pass with hint", "regret", "why", title=f"refs for {bench.name}"
+    )
+    for r in results:
+        if r.reference is not None:
+            save_reference(r.reference, folder, r.task_id)
+        table.add_row(
+            r.task_id,
+            "yes" if r.reference else "no",
+            f"{r.pass_without:.2f}",
+            f"{r.pass_with:.2f}",
+            f"{r.regret:+.2f}",
+            r.reason,
+        )
+    console.print(table)
+    console.print(
+        f"{sum(r.reference is not None for r in results)} of {len(results)} kept; "
+        f"pass rates in {write_regret(folder, results)}"
+    )

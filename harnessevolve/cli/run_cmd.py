@@ -46,6 +46,12 @@ def run(
     allow_dirty: Annotated[
         bool, typer.Option(help="Snapshot uncommitted harness changes in a commit first.")
     ] = False,
+    sampling: Annotated[
+        str,
+        typer.Option(
+            help="Minibatch sampling: uniform, or regret (prefer tasks solvable but not yet solved)."
+        ),
+    ] = "uniform",
     as_json: JsonOut = False,
 ) -> None:
     """Evolve the harness: each generation runs a train minibatch, proposes one edit, and gates it.
@@ -66,6 +72,7 @@ def run(
         gates_file=gates,
         allow_dirty=allow_dirty,
         optimizer_model=optimizer_model,
+        sampling=sampling,
     )
     with progress_hooks(enabled=not as_json) as hooks:
         state, run_dir = start_run(options, hooks)

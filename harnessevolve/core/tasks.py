@@ -104,6 +104,15 @@ def _safe_relative(path: str, *, file: str, field: str) -> str:
     return str(pure)
 
 
+def gold_calls(doc: dict) -> tuple[GoldCall, ...]:
+    """The task's gold solution as tool calls; a ``gold_script`` becomes one bash call per line."""
+    if "gold_script" not in doc:
+        return tuple(GoldCall(g["tool"], g["arguments"]) for g in doc.get("gold", []))
+    lines = [ln.strip() for ln in doc["gold_script"].splitlines()]
+    calls = [GoldCall("bash", {"command": ln}) for ln in lines if ln and not ln.startswith("#")]
+    return (*calls, GoldCall("submit", {"answer": doc.get("answer", "done")}))
+
+
 def load_task(path: Path) -> Task:
     doc = read_yaml(path, error=BenchmarkError)
     check(doc, "task", file=str(path), error=BenchmarkError)
@@ -132,7 +141,7 @@ def load_task(path: Path) -> Task:
         setup_files=files,
         setup_commands=tuple(setup.get("commands", [])),
         answer=doc.get("answer"),
-        gold=tuple(GoldCall(g["tool"], g["arguments"]) for g in doc.get("gold", [])),
+        gold=gold_calls(doc),
         tags=tuple(doc.get("tags", [])),
     )
 

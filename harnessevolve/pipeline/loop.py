@@ -54,9 +54,16 @@ class RunState:
     pending_sha: str | None = None
 
 
-def sample_batch(train: tuple[Task, ...], size: int, seed: int, generation: int) -> list[Task]:
+def sample_batch(
+    train: tuple[Task, ...], size: int, seed: int, generation: int, weights: dict[str, float] | None = None
+) -> list[Task]:
+    """A seeded minibatch; with ``weights`` (task id -> regret), tasks that are solvable but not yet
+    solved are drawn more often (weighted sampling without replacement, every task keeps a floor)."""
     rng = random.Random(f"{seed}:{generation}")
-    return rng.sample(list(train), min(size, len(train)))
+    if not weights:
+        return rng.sample(list(train), min(size, len(train)))
+    keyed = sorted(train, key=lambda t: rng.random() ** (1.0 / (0.1 + max(0.0, weights.get(t.id, 0.0)))))
+    return keyed[::-1][: min(size, len(train))]
 
 
 def reference_actions(reference: Trajectory) -> tuple[ReferenceAction, ...]:
@@ -93,6 +100,7 @@ class GenerationLoop:
         run_dir: Path,
         state: RunState,
         batch_size: int,
+        weights: dict[str, float] | None = None,
         seed: int,
         log: Callable[[str], None] = lambda _m: None,
     ) -> None:
@@ -106,6 +114,7 @@ class GenerationLoop:
         self.run_dir = run_dir
         self.state = state
         self.batch_size = batch_size
+        self.weights = weights
         self.seed = seed
         self.log = log
         self.batches: list[list[Task]] = []
@@ -136,7 +145,9 @@ class GenerationLoop:
         row = GenerationRow(generation, validation=mean([r.score for r in val_current]))
         self.state.rows.append(row)
         self.ledger.append("generation_started", generation=generation, rev=self.repo.head())
-        batch = sample_batch(self.benchmark.split("train"), self.batch_size, self.seed, generation)
+        batch = sample_batch(
+            self.benchmark.split("train"), self.batch_size, self.seed, generation, self.weights
+        )
         self.state.stage = "execute"
         results = await self.scorer.score(current, batch, f"gen {generation}: run current harness")
         row.train_current = mean([r.score for r in results])

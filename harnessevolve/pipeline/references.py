@@ -26,7 +26,7 @@ def load_references(benchmark: Benchmark) -> dict[str, Trajectory]:
         return {}
     known = {t.id for t in benchmark.tasks}
     out: dict[str, Trajectory] = {}
-    for path in sorted(folder.glob("*.json")):
+    for path in sorted(p for p in folder.glob("*.json") if p.name != "regret.json"):
         if path.stem not in known:
             raise BenchmarkError(
                 f"reference for unknown task {path.stem!r}",

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from harnessevolve.core.errors import HarnessGitError
+from harnessevolve.core.errors import HarnessEvolveError, HarnessGitError
 from harnessevolve.core.tasks import load_benchmark
 from harnessevolve.execute.executor import EXECUTORS
 from harnessevolve.gate.config import load_gate_config
@@ -17,6 +17,7 @@ from harnessevolve.optimize.registry import make_proposer
 from harnessevolve.pipeline.ledger import Ledger
 from harnessevolve.pipeline.loop import GenerationLoop, RunState
 from harnessevolve.pipeline.references import load_references
+from harnessevolve.pipeline.refgen import load_regret
 from harnessevolve.pipeline.rundir import HarnessLock, RunDir, new_run_id
 from harnessevolve.pipeline.scoring import Scorer
 
@@ -40,6 +41,9 @@ class RunOptions:
     gates_file: Path | None = None
     allow_dirty: bool = False
     executor: str = "local"
+    sampling: str = "uniform"
+    """Minibatch sampling: ``uniform``, or ``regret`` (prefer tasks with a high pass-rate gap, from
+    the benchmark's regret.json written by ``refs generate``)."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,10 @@ def start_run(options: RunOptions, hooks: RunHooks) -> tuple[RunState, Path]:
     harness_dir = Path(options.harness_dir).resolve()
     options = RunOptions(**{**asdict(options), "harness_dir": harness_dir})
     seed_harness = load_harness(harness_dir)
+    if options.sampling not in ("uniform", "regret"):
+        raise HarnessEvolveError(
+            f"unknown sampling {options.sampling!r}", field="--sampling", hint="use uniform or regret"
+        )
     benchmark = load_benchmark(options.benchmark)
     references = load_references(benchmark)
     gates = load_gate_config(options.gates_file)
@@ -124,6 +132,7 @@ def start_run(options: RunOptions, hooks: RunHooks) -> tuple[RunState, Path]:
             run_dir=run_dir.root,
             state=state,
             batch_size=options.batch_size,
+            weights=load_regret(benchmark.references_dir) if options.sampling == "regret" else None,
             seed=options.seed,
             log=hooks.log,
         )
