@@ -6,7 +6,7 @@ the mean and spread of the gain, and the run phase's wall time, next to the targ
 (gain >= +15 points, run phase <= 15 minutes).
 
     .venv/bin/python benchmarks/perf/demo_gain.py [--seeds 3] [--benchmark shell-onecall]
-        [--generations 3] [--batch-size 8] [--model local/smollm2-135m]
+        [--generations 4] [--batch-size 8] [--model local/smollm2-135m]
 """
 
 from __future__ import annotations
@@ -29,10 +29,13 @@ def main() -> int:
     )
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--benchmark", default="shell-onecall")
-    parser.add_argument("--generations", type=int, default=3)
+    parser.add_argument("--generations", type=int, default=4)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument(
         "--model", default=None, help="agent model (default: the harness's, the embedded one)"
+    )
+    parser.add_argument(
+        "--gates", type=Path, default=None, help="gate thresholds YAML (default: gates/default.yaml)"
     )
     args = parser.parse_args()
 
@@ -51,6 +54,7 @@ def main() -> int:
                 model=args.model,
                 batch_size=args.batch_size,
                 seed=seed,
+                gates_file=args.gates,
             )
             started = time.monotonic()
             state, _ = start_run(options, RunHooks())

@@ -22,7 +22,13 @@ from harnessevolve.cli.options import (
 )
 from harnessevolve.cli.ui import console, mark, progress_hooks
 from harnessevolve.core.files import atomic_write_text
-from harnessevolve.pipeline.ci_gate import GateOptions, junit_xml, markdown_summary, run_gate
+from harnessevolve.pipeline.ci_gate import (
+    GateOptions,
+    junit_xml,
+    markdown_summary,
+    run_gate,
+    verdict_headline,
+)
 
 
 @handle_errors
@@ -67,9 +73,11 @@ def gate(
     if as_json:
         console.print_json(json.dumps(report.to_dict()))
     else:
-        table = Table("gate", "verdict", "reason", title=f"{report.baseline[:8]} -> {report.candidate[:8]}")
+        table = Table(
+            "gate", "verdict", "reason", "numbers", title=f"{report.baseline[:8]} -> {report.candidate[:8]}"
+        )
         for v in report.verdicts:
-            table.add_row(v.gate, mark(v.passed), v.reason)
+            table.add_row(v.gate, mark(v.passed), v.reason, verdict_headline(v))
         console.print(table)
         console.print("[green]candidate passes[/]" if report.passed else "[red]candidate fails[/]")
     if not report.passed:

@@ -1,12 +1,14 @@
 """Gate thresholds from ``gates/*.yaml`` (schema ``gates.schema.json``); unknown keys are errors.
 
-Defaults are HarnessEvolve's published values.
+Defaults are HarnessEvolve's published values; the noise-aware performance mode is opt-in
+(``performance.mode: sequential``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from harnessevolve.core import paths
 from harnessevolve.core.errors import GateConfigError
@@ -23,13 +25,44 @@ class QualityConfig:
 
 
 @dataclass(frozen=True)
+class LeakageConfig:
+    threshold: float = 0.8
+    """Reject when any protected task's leakage score (0-1) reaches this (HarnessEvolve: 0.8)."""
+    ngram: int = 8
+    """Word n-gram length for instruction overlap; shorter instructions must appear whole."""
+    min_answer_chars: int = 4
+    """Answers shorter than this ('12', 'yes') are never matched: they would block every edit."""
+    allow_train_demonstrations: bool = True
+    """Train tasks may be embedded (the ``demo`` proposer adds their reference runs as examples);
+    validation and test tasks never may. ``false`` protects every split."""
+    judge_model: str | None = None
+    """Also ask this model (any litellm name) to score leakage 0-1 against ``threshold``."""
+    judge_max_tasks: int = 10
+    """How many of the most similar protected tasks the judge sees."""
+
+
+@dataclass(frozen=True)
 class PerformanceConfig:
+    mode: Literal["fixed", "sequential"] = "fixed"
+    """fixed: HarnessEvolve's rule on one batch; sequential: a paired sequential test (gate/noise.py)."""
     min_gain: float = 0.0
-    """delta: the candidate's batch score minus the current harness's must be at least this."""
+    """fixed mode, delta: the candidate's batch score minus the current harness's must be at least this."""
     max_recent_drop: float = 0.025
-    """epsilon: the worst allowed drop on each of the previous batches."""
+    """epsilon: the worst allowed drop on each of the previous batches (both modes)."""
     recent_batches: int = 2
-    """R: how many previous batches are re-checked."""
+    """R: how many previous batches are re-checked (both modes)."""
+    confidence: float = 0.99
+    """Level of the reported confidence intervals; in sequential mode P(accepting a candidate
+    that is no better) <= 1 - confidence, exactly (Ville's inequality)."""
+    power: float = 0.95
+    """sequential: the aimed-at probability of accepting a candidate that gains ``effect``."""
+    effect: float = 0.1
+    """sequential: the gain (score points) the test is designed to detect with ``power``."""
+    increment: int = 10
+    """sequential: tasks scored (for both harnesses) between two looks at the evidence."""
+    max_rollouts_per_task: int = 32
+    """sequential: repetitions per task before the gate gives up (and rejects); stochastic
+    harnesses only: at temperature 0 every task is run once."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +76,7 @@ class HeldoutConfig:
 class GateConfig:
     source: str = "(defaults)"
     quality: QualityConfig = field(default_factory=QualityConfig)
+    leakage: LeakageConfig = field(default_factory=LeakageConfig)
     performance: PerformanceConfig = field(default_factory=PerformanceConfig)
     heldout: HeldoutConfig = field(default_factory=HeldoutConfig)
 
@@ -56,9 +90,18 @@ def load_gate_config(path: Path | None = None) -> GateConfig:
         path = default
     doc = read_yaml(Path(path), error=GateConfigError)
     check(doc, "gates", file=str(path), error=GateConfigError)
+    performance = PerformanceConfig(**doc.get("performance", {}))
+    if performance.power <= 1 - performance.confidence:
+        raise GateConfigError(
+            f"power {performance.power} must exceed 1 - confidence ({1 - performance.confidence:.3g})",
+            file=str(path),
+            field="performance.power",
+            hint="e.g. confidence: 0.95 with power: 0.8",
+        )
     return GateConfig(
         source=str(path),
         quality=QualityConfig(**doc.get("quality", {})),
-        performance=PerformanceConfig(**doc.get("performance", {})),
+        leakage=LeakageConfig(**doc.get("leakage", {})),
+        performance=performance,
         heldout=HeldoutConfig(**doc.get("heldout", {})),
     )

@@ -1,5 +1,7 @@
 """Performance gate (HarnessEvolve's rule): gain on this batch >= delta, and on each of the previous
-R batches the candidate drops by at most epsilon."""
+R batches the candidate drops by at most epsilon. In ``mode: sequential`` the gain part is decided
+by ``noise.SequentialGate`` instead (see ``performance_verdict``); the recent-batch check stays.
+Every verdict carries a confidence interval of the gain (``gain_ci``)."""
 
 from __future__ import annotations
 
@@ -7,10 +9,10 @@ import math
 from collections.abc import Sequence
 
 from harnessevolve.gate.config import HeldoutConfig, PerformanceConfig
+from harnessevolve.gate.noise import TOLERANCE, Decision, Pair, decide_fixed, paired_gain_ci
 from harnessevolve.gate.verdict import GateVerdict
 
-# Scores are fractions (1/3, 2/3 ...): compare with a tolerance so float noise never decides a gate.
-TOLERANCE = 1e-9
+__all__ = ["TOLERANCE", "heldout_gate", "mean", "performance_gate", "performance_verdict"]
 
 
 def mean(values: Sequence[float]) -> float:
@@ -22,23 +24,31 @@ def performance_gate(
     candidate: Sequence[float],
     recent: Sequence[tuple[Sequence[float], Sequence[float]]],
     config: PerformanceConfig,
+    task_ids: Sequence[str] | None = None,
 ) -> GateVerdict:
-    """``current``/``candidate``: per-task scores on this batch, same task order; ``recent``: the
-    same pairs for the previous batches, newest first."""
-    gain = mean(candidate) - mean(current)
+    """Fixed mode. ``current``/``candidate``: per-task scores on this batch, same task order;
+    ``recent``: the same pairs for the previous batches, newest first."""
+    return performance_verdict(decide_fixed(current, candidate, config, task_ids), recent, config)
+
+
+def performance_verdict(
+    decision: Decision,
+    recent: Sequence[tuple[Sequence[float], Sequence[float]]],
+    config: PerformanceConfig,
+) -> GateVerdict:
+    """The performance verdict from a final gain decision (``decide_fixed`` or a finished
+    ``SequentialGate``) plus HarnessEvolve's check of the previous ``recent_batches`` batches."""
+    if not decision.final:
+        raise ValueError("the performance decision is not final yet")
     drops = [mean(cur) - mean(cand) for cur, cand in recent[: config.recent_batches]]
     worst = max(drops, default=0.0)
     numbers = {
-        "current": round(mean(current), 4),
-        "candidate": round(mean(candidate), 4),
-        "gain": round(gain, 4),
-        "min_gain": config.min_gain,
+        **decision.numbers,
         "recent_drops": [round(d, 4) for d in drops],
         "max_recent_drop": config.max_recent_drop,
-        "tasks": len(current),
     }
-    if gain < config.min_gain - TOLERANCE:
-        return GateVerdict("performance", False, f"batch gain {gain:+.3f} < {config.min_gain:+.3f}", numbers)
+    if not decision.accepted:
+        return GateVerdict("performance", False, decision.reason, numbers)
     if worst > config.max_recent_drop + TOLERANCE:
         return GateVerdict(
             "performance",
@@ -46,16 +56,28 @@ def performance_gate(
             f"drop {worst:.3f} on a previous batch > {config.max_recent_drop:.3f}",
             numbers,
         )
-    return GateVerdict("performance", True, f"batch gain {gain:+.3f}, worst recent drop {worst:.3f}", numbers)
+    gain = f"batch gain {numbers['gain']:+.3f}" if numbers["mode"] == "fixed" else decision.reason
+    return GateVerdict("performance", True, f"{gain}, worst recent drop {worst:.3f}", numbers)
 
 
-def heldout_gate(current: Sequence[float], candidate: Sequence[float], config: HeldoutConfig) -> GateVerdict:
+def heldout_gate(
+    current: Sequence[float],
+    candidate: Sequence[float],
+    config: HeldoutConfig,
+    *,
+    confidence: float = PerformanceConfig.confidence,
+    task_ids: Sequence[str] | None = None,
+) -> GateVerdict:
     drop = mean(current) - mean(candidate)
+    ids = list(task_ids) if task_ids is not None else [str(i) for i in range(len(current))]
+    ci = paired_gain_ci([Pair(t, a, b) for t, a, b in zip(ids, current, candidate, strict=True)], confidence)
     numbers = {
         "split": config.split,
         "current": round(mean(current), 4),
         "candidate": round(mean(candidate), 4),
         "drop": round(drop, 4),
+        "drop_ci": [round(-ci[1], 4) + 0.0, round(-ci[0], 4) + 0.0] if ci else None,
+        "confidence": confidence,
         "max_drop": config.max_drop,
         "tasks": len(current),
     }

@@ -1,13 +1,16 @@
 """``harnessevolve gate``: judge a candidate revision of a harness against a baseline revision.
 
 Both revisions are exported from git into temporary folders (the working tree is not touched),
-scored on the same train minibatch and the held-out split, and passed through the same quality,
-performance and held-out gates as ``run`` uses.
+checked by the quality and leakage gates (leakage against every task of the benchmark), scored
+on the same train minibatch and the held-out split, and passed through the same performance and
+held-out gates as ``run`` uses. With ``performance.mode: sequential`` the performance gate runs
+paired rollouts increment by increment until ``SequentialGate`` decides (pipeline/sequential.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,15 +20,17 @@ from xml.etree import ElementTree as ET
 from harnessevolve.core.tasks import load_benchmark
 from harnessevolve.execute.executor import EXECUTORS
 from harnessevolve.gate.config import HeldoutConfig, load_gate_config
-from harnessevolve.gate.performance import heldout_gate, performance_gate
+from harnessevolve.gate.leakage import leakage_gate
+from harnessevolve.gate.performance import heldout_gate, performance_gate, performance_verdict
 from harnessevolve.gate.quality import quality_gate
 from harnessevolve.gate.verdict import GateVerdict
 from harnessevolve.harness.git import HarnessRepo
-from harnessevolve.harness.load import load_harness
+from harnessevolve.harness.load import load_harness, read_files
 from harnessevolve.pipeline.loop import sample_batch
 from harnessevolve.pipeline.references import load_references
 from harnessevolve.pipeline.run import RunHooks, default_concurrency
 from harnessevolve.pipeline.scoring import Scorer
+from harnessevolve.pipeline.sequential import RepeatedScorer, repetitions, sequential_decision
 
 
 @dataclass(frozen=True)
@@ -74,8 +79,9 @@ def run_gate(options: GateOptions, hooks: RunHooks) -> GateReport:
         cand_dir = repo.export(cand_sha, Path(tmp) / "candidate")
         baseline = load_harness(base_dir)
         quality = quality_gate(cand_dir, baseline.files, baseline.editable, gates.quality)
-        verdicts = [quality]
-        if quality.passed:
+        leakage = leakage_gate(baseline.files, read_files(cand_dir), benchmark.tasks, gates.leakage)
+        verdicts = [quality, leakage]
+        if quality.passed and leakage.passed:
             candidate = load_harness(cand_dir)
             scorer = Scorer(
                 EXECUTORS["local"](default_concurrency(options.concurrency, options.model or baseline.model)),
@@ -84,33 +90,122 @@ def run_gate(options: GateOptions, hooks: RunHooks) -> GateReport:
                 references=references,
                 on_progress=hooks.on_progress,
             )
-            batch = sample_batch(benchmark.split("train"), options.batch_size, options.seed, 1)
+            train = benchmark.split("train")
+            batch = sample_batch(train, options.batch_size, options.seed, 1)
             held = benchmark.split(options.split)  # type: ignore[arg-type]
+            perf_config = gates.performance
 
-            async def score_all() -> list[list[float]]:
-                out = []
-                for harness, tasks, label in (
-                    (baseline, batch, "baseline: train batch"),
-                    (candidate, batch, "candidate: train batch"),
-                    (baseline, held, f"baseline: {options.split}"),
-                    (candidate, held, f"candidate: {options.split}"),
-                ):
-                    out.append([r.score for r in await scorer.score(harness, tasks, label)])
-                return out
+            async def score_all() -> tuple[GateVerdict, list[float], list[float]]:
+                if perf_config.mode == "sequential":
+                    # deterministic harnesses run each task once: give them the whole train split
+                    stochastic = repetitions(baseline, candidate, perf_config) > 1
+                    pool = batch if stochastic else list(train)
+                    decision = await sequential_decision(
+                        RepeatedScorer(scorer),
+                        baseline,
+                        candidate,
+                        pool,
+                        perf_config,
+                        seed=options.seed,
+                        label="train",
+                    )
+                    performance = performance_verdict(decision, [], perf_config)
+                else:
+                    base_batch = [
+                        r.score for r in await scorer.score(baseline, batch, "baseline: train batch")
+                    ]
+                    cand_batch = [
+                        r.score for r in await scorer.score(candidate, batch, "candidate: train batch")
+                    ]
+                    ids = [t.id for t in batch]
+                    performance = performance_gate(base_batch, cand_batch, [], perf_config, ids)
+                base_held = [
+                    r.score for r in await scorer.score(baseline, held, f"baseline: {options.split}")
+                ]
+                cand_held = [
+                    r.score for r in await scorer.score(candidate, held, f"candidate: {options.split}")
+                ]
+                return performance, base_held, cand_held
 
-            base_batch, cand_batch, base_held, cand_held = asyncio.run(score_all())
-            verdicts.append(performance_gate(base_batch, cand_batch, [], gates.performance))
+            performance, base_held, cand_held = asyncio.run(score_all())
+            verdicts.append(performance)
             verdicts.append(
                 heldout_gate(
-                    base_held, cand_held, HeldoutConfig(split=options.split, max_drop=gates.heldout.max_drop)
+                    base_held,
+                    cand_held,
+                    HeldoutConfig(split=options.split, max_drop=gates.heldout.max_drop),
+                    confidence=perf_config.confidence,
+                    task_ids=[t.id for t in held],
                 )
             )
     return GateReport(
         baseline=base_sha,
         candidate=cand_sha,
         verdicts=tuple(verdicts),
-        extra={"benchmark": benchmark.name, "split": options.split, "gates": gates.source},
+        extra={
+            "benchmark": benchmark.name,
+            "split": options.split,
+            "gates": gates.source,
+            "performance_mode": gates.performance.mode,
+        },
     )
+
+
+def _pct(level: Any) -> str:
+    return f"{100 * float(level):g}%"
+
+
+def _ci(values: Any, level: Any) -> str:
+    if not values:
+        return ""
+    return f" ({_pct(level)} CI {values[0]:+.3f} to {values[1]:+.3f})"
+
+
+def verdict_headline(verdict: GateVerdict) -> str:
+    """The numbers behind a verdict in one line, confidence intervals included."""
+    n = verdict.numbers
+    if verdict.gate == "quality" and "prompt_chars" in n:
+        return (
+            f"prompt {n['prompt_chars']}/{n['max_prompt_chars']} chars; "
+            f"{n['new_examples']}/{n['max_new_examples']} new examples; {len(n['changed'])} file(s) changed"
+        )
+    if verdict.gate == "leakage" and "max_score" in n:
+        worst = f" ({n['max_task']})" if n.get("max_task") else ""
+        text = (
+            f"max score {n['max_score']:.2f}{worst}, threshold {n['threshold']}; "
+            f"{n['added_words']} words added"
+        )
+        if n.get("train_demonstrations"):
+            text += f"; train demonstrations: {', '.join(n['train_demonstrations'])}"
+        if "judge_score" in n:
+            text += f"; judge {n['judge_model']}: {n['judge_score']:.2f}"
+        return text
+    if verdict.gate == "performance" and "gain" in n:
+        text = (
+            f"{n['current']:.3f} -> {n['candidate']:.3f}, gain {n['gain']:+.3f}"
+            f"{_ci(n.get('gain_ci'), n['confidence'])}; "
+            f"wins {n['wins']}, losses {n['losses']}, ties {n['ties']}"
+        )
+        if n["mode"] == "sequential":
+            text += (
+                f"; {n['pairs']} pairs ({n['rollouts']} rollouts), log LR {n['llr']:.2f} "
+                f"(accept >= {n['accept_at']:.2f}, reject <= {n['reject_at']:.2f})"
+            )
+        else:
+            text += f"; one-sided McNemar p = {n['p_value']:.3g}"
+        if n.get("recent_drops"):
+            text += f"; recent drops {n['recent_drops']} (max {n['max_recent_drop']})"
+        return text
+    if verdict.gate == "heldout" and "drop" in n:
+        return (
+            f"{n['split']} {n['current']:.3f} -> {n['candidate']:.3f}, drop {n['drop']:+.3f}"
+            f"{_ci(n.get('drop_ci'), n.get('confidence', 0.95))}, max {n['max_drop']}; {n['tasks']} tasks"
+        )
+    return ", ".join(f"{k} {v}" for k, v in n.items() if not isinstance(v, list | dict))
+
+
+def _number_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def junit_xml(report: GateReport) -> str:
@@ -122,23 +217,40 @@ def junit_xml(report: GateReport) -> str:
     )
     for verdict in report.verdicts:
         case = ET.SubElement(suite, "testcase", classname="harnessevolve.gate", name=verdict.gate)
+        properties = ET.SubElement(case, "properties")
+        for key, value in verdict.numbers.items():
+            ET.SubElement(properties, "property", name=key, value=_number_text(value))
         if not verdict.passed:
             failure = ET.SubElement(case, "failure", message=verdict.reason)
-            failure.text = "\n".join(f"{k}: {v}" for k, v in verdict.numbers.items())
+            failure.text = "\n".join(f"{k}: {_number_text(v)}" for k, v in verdict.numbers.items())
         out = ET.SubElement(case, "system-out")
-        out.text = verdict.reason
+        out.text = f"{verdict.reason}\n{verdict_headline(verdict)}"
     return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def markdown_summary(report: GateReport) -> str:
     status = "passed" if report.passed else "FAILED"
+    where = f" on `{report.extra['benchmark']}`" if "benchmark" in report.extra else ""
     lines = [
         f"### harnessevolve gate: {status}",
         "",
-        f"Baseline `{report.baseline[:8]}` vs candidate `{report.candidate[:8]}`",
+        f"Baseline `{report.baseline[:8]}` vs candidate `{report.candidate[:8]}`{where}",
         "",
-        "| gate | verdict | reason |",
-        "|---|---|---|",
+        "| gate | verdict | reason | numbers |",
+        "|---|---|---|---|",
     ]
-    lines += [f"| {v.gate} | {'pass' if v.passed else 'FAIL'} | {v.reason} |" for v in report.verdicts]
+    lines += [
+        f"| {v.gate} | {'pass' if v.passed else 'FAIL'} | {_cell(v.reason)} | {_cell(verdict_headline(v))} |"
+        for v in report.verdicts
+    ]
+    lines += ["", "<details><summary>All gate numbers</summary>", ""]
+    for v in report.verdicts:
+        lines.append(
+            f"- **{v.gate}**: " + ", ".join(f"{k} `{_number_text(x)}`" for k, x in v.numbers.items())
+        )
+    lines += ["", "</details>"]
     return "\n".join(lines) + "\n"

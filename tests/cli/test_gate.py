@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -53,8 +54,8 @@ def test_gate_passes_a_better_candidate(tmp_path: Path, harness_dir: Path, cli, 
     )
     assert result.exit_code == 0, result.output
     suite = ET.parse(junit).getroot()
-    assert suite.get("tests") == "3" and suite.get("failures") == "0"
-    assert [c.get("name") for c in suite.iter("testcase")] == ["quality", "performance", "heldout"]
+    assert suite.get("tests") == "4" and suite.get("failures") == "0"
+    assert [c.get("name") for c in suite.iter("testcase")] == ["quality", "leakage", "performance", "heldout"]
     summary = md.read_text()
     assert "gate: passed" in summary and "| heldout | pass |" in summary
 
@@ -67,7 +68,7 @@ def test_gate_fails_a_worse_candidate(tmp_path: Path, harness_dir: Path, cli, le
     result = cli.invoke(app, gate_args(harness_dir, learner, base, cand, "--junit", str(junit)))
     assert result.exit_code == 1, result.output
     failures = {c.get("name"): c.find("failure") for c in ET.parse(junit).getroot().iter("testcase")}
-    assert failures["quality"] is None
+    assert failures["quality"] is None and failures["leakage"] is None
     assert failures["performance"] is not None and "batch gain" in failures["performance"].get("message")
     assert failures["heldout"] is not None
 
@@ -96,3 +97,111 @@ def test_gate_does_not_touch_the_working_tree(harness_dir: Path, cli, learner) -
     result = cli.invoke(app, gate_args(harness_dir, learner, base, cand))
     assert result.exit_code == 0, result.output
     assert (harness_dir / "prompts" / "system.md").read_text() == "work in progress\n"
+
+
+# --- leakage and the noise-aware performance mode ---------------------------------------------------
+
+LEAK = """## Example
+Task: The file password.txt contains a single word. Submit that word.
+Step 1: call read_file {"path": "password.txt"}
+Result: zebra
+Step 2: call submit {"answer": "zebra"}
+"""  # validation task read-word-06
+
+
+def test_gate_rejects_a_candidate_that_embeds_a_validation_task(
+    tmp_path: Path, harness_dir: Path, cli, learner
+) -> None:
+    base = git.Repo(harness_dir).head.commit.hexsha
+    cand = commit_examples(harness_dir, LEAK, "a demonstration of a held-out task")
+    junit, md = tmp_path / "gate.xml", tmp_path / "gate.md"
+    result = cli.invoke(
+        app, gate_args(harness_dir, learner, base, cand, "--junit", str(junit), "--markdown", str(md))
+    )
+    assert result.exit_code == 1, result.output
+    cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
+    assert list(cases) == ["quality", "leakage"]  # nothing is scored for a leaking candidate
+    failure = cases["leakage"].find("failure")
+    assert failure is not None
+    assert failure.get("message") == "embeds validation task read-word-06: instruction scores 1.00 >= 0.80"
+    properties = {p.get("name"): p.get("value") for p in cases["leakage"].iter("property")}
+    assert properties["max_task"] == "read-word-06" and properties["threshold"] == "0.8"
+    summary = md.read_text()
+    assert "gate: FAILED" in summary and "| leakage | FAIL | embeds validation task read-word-06" in summary
+
+
+def test_gate_summaries_carry_confidence_intervals(tmp_path: Path, harness_dir: Path, cli, learner) -> None:
+    base = git.Repo(harness_dir).head.commit.hexsha
+    cand = commit_examples(harness_dir, DEMO, "add a demonstration")
+    junit, md = tmp_path / "gate.xml", tmp_path / "gate.md"
+    result = cli.invoke(
+        app, gate_args(harness_dir, learner, base, cand, "--junit", str(junit), "--markdown", str(md))
+    )
+    assert result.exit_code == 0, result.output
+    summary = md.read_text()
+    assert "| leakage | pass | no validation/test task embedded" in summary
+    # the demonstration shows read-word-01, and its answer 'falcon' is train task lookup-key-02's
+    assert "train demonstrations: lookup-key-02, read-word-01" in summary
+    performance_row = next(line for line in summary.splitlines() if line.startswith("| performance |"))
+    assert "99% CI" in performance_row and "McNemar p =" in performance_row
+    heldout_row = next(line for line in summary.splitlines() if line.startswith("| heldout |"))
+    assert "drop" in heldout_row and "99% CI" in heldout_row
+    cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
+    properties = {p.get("name"): p.get("value") for p in cases["performance"].iter("property")}
+    assert properties["mode"] == "fixed" and properties["gain_ci"].startswith("[")
+
+
+SEQUENTIAL = """version: 1
+performance:
+  mode: sequential
+  confidence: 0.8
+  power: 0.9
+  effect: 0.3
+  increment: 8
+"""
+
+
+def test_gate_sequential_mode_accepts_a_better_candidate(
+    tmp_path: Path, harness_dir: Path, cli, learner
+) -> None:
+    gates = tmp_path / "sequential.yaml"
+    gates.write_text(SEQUENTIAL)
+    base = git.Repo(harness_dir).head.commit.hexsha
+    cand = commit_examples(harness_dir, DEMO, "add a demonstration")
+    md = tmp_path / "gate.md"
+    result = cli.invoke(
+        app,
+        gate_args(harness_dir, learner, base, cand, "--gates", str(gates), "--markdown", str(md), "--json"),
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    performance = next(v for v in report["verdicts"] if v["gate"] == "performance")
+    numbers = performance["numbers"]
+    assert report["performance_mode"] == "sequential" and numbers["mode"] == "sequential"
+    assert performance["passed"] and performance["reason"].startswith("better: ")
+    assert numbers["losses"] == 0 and numbers["wins"] >= 3
+    assert (
+        numbers["pairs"] <= 32 and numbers["rollouts"] == 2 * numbers["pairs"]
+    )  # temperature 0: each task once
+    assert numbers["llr"] >= numbers["accept_at"]
+    assert "log LR" in md.read_text() and "80% CI" in md.read_text()
+
+
+def test_gate_sequential_mode_rejects_a_worse_candidate_early(
+    tmp_path: Path, harness_dir: Path, cli, learner
+) -> None:
+    gates = tmp_path / "sequential.yaml"
+    gates.write_text(SEQUENTIAL)
+    base = commit_examples(harness_dir, DEMO, "one demonstration")
+    worse = DEMO + "\n" + DEMO.replace("password.txt", "secret.txt")
+    cand = commit_examples(harness_dir, worse, "two demonstrations confuse the agent")
+    junit = tmp_path / "gate.xml"
+    result = cli.invoke(
+        app, gate_args(harness_dir, learner, base, cand, "--gates", str(gates), "--junit", str(junit))
+    )
+    assert result.exit_code == 1, result.output
+    cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
+    failure = cases["performance"].find("failure")
+    assert failure is not None and failure.get("message").startswith("not better: 0 wins vs ")
+    properties = {p.get("name"): p.get("value") for p in cases["performance"].iter("property")}
+    assert properties["mode"] == "sequential" and int(properties["pairs"]) < 32

@@ -248,7 +248,9 @@ def test_report_final_scores_the_test_split_once_and_logs_it(harness_dir: Path, 
     events = [e for e in read_ledger(ledger) if e["event"] == "test_evaluated"]
     assert len(events) == 1
     assert events[0]["scores"]["evolved"] > events[0]["scores"]["seed"]
-    assert f"{(events[0]['scores']['evolved'] - events[0]['scores']['seed']) * 100:+.1f} points" in result.output
+    assert (
+        f"{(events[0]['scores']['evolved'] - events[0]['scores']['seed']) * 100:+.1f} points" in result.output
+    )
 
 
 def test_report_without_runs(harness_dir: Path, cli) -> None:

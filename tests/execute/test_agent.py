@@ -184,7 +184,10 @@ def test_a_reply_without_a_tool_call_is_recorded_and_nudged(model: str, workspac
 
 def test_step_limit(model: str, workspace: Path) -> None:
     trajectory = run(
-        model, lambda m, t: call("bash", {"command": "ls"}), workspace, harness=with_loop(max_steps=3, stop_on_repeat=0)
+        model,
+        lambda m, t: call("bash", {"command": "ls"}),
+        workspace,
+        harness=with_loop(max_steps=3, stop_on_repeat=0),
     )
     assert trajectory.extra["stop_reason"] == "step_limit"
     assert trajectory.extra["answer"] is None
@@ -373,7 +376,9 @@ def test_stop_on_repeat_ends_a_looping_run(tmp_path) -> None:
     base = load_harness(Path(__file__).parents[2] / "harnesses" / "shell-agent")
     harness = dataclasses.replace(base, loop=dataclasses.replace(base.loop, max_steps=6, stop_on_repeat=3))
     task = Task("loop-1", "Say hi.", "train", (Check("answer", expected="hi"),))
-    register_script("looper", lambda m, t: {"tool_calls": [{"name": "bash", "arguments": {"command": "true"}}]})
+    register_script(
+        "looper", lambda m, t: {"tool_calls": [{"name": "bash", "arguments": {"command": "true"}}]}
+    )
     try:
         trajectory = asyncio.run(run_agent(harness, task, tmp_path, model="scripted/looper", seed=0))
     finally:

@@ -12,6 +12,7 @@ from harnessevolve.core.errors import GateConfigError
 from harnessevolve.gate.config import (
     GateConfig,
     HeldoutConfig,
+    LeakageConfig,
     PerformanceConfig,
     QualityConfig,
     load_gate_config,
@@ -286,3 +287,51 @@ def test_load_gate_config_yaml_syntax_error_names_the_line(tmp_path: Path) -> No
 def test_load_gate_config_missing_file_is_an_error_not_defaults(tmp_path: Path) -> None:
     with pytest.raises(GateConfigError, match="file not found"):
         load_gate_config(tmp_path / "nope.yaml")
+
+
+# --- leakage and noise-aware performance settings ---------------------------------------------------
+
+
+def test_default_gate_config_has_leakage_and_a_fixed_performance_mode() -> None:
+    config = load_gate_config()
+    assert config.leakage == LeakageConfig()
+    assert config.leakage.threshold == 0.8 and config.leakage.allow_train_demonstrations is True
+    assert config.leakage.judge_model is None
+    assert config.performance == PerformanceConfig()
+    assert config.performance.mode == "fixed"
+
+
+def test_load_gate_config_sequential_mode(tmp_path: Path) -> None:
+    path = tmp_path / "noise.yaml"
+    path.write_text(
+        "version: 1\nperformance:\n  mode: sequential\n  confidence: 0.9\n  power: 0.85\n"
+        "  effect: 0.2\n  increment: 4\n  max_rollouts_per_task: 3\n"
+        "leakage:\n  judge_model: openai/gpt-4o-mini\n  allow_train_demonstrations: false\n"
+    )
+    config = load_gate_config(path)
+    assert config.performance == PerformanceConfig(
+        mode="sequential", confidence=0.9, power=0.85, effect=0.2, increment=4, max_rollouts_per_task=3
+    )
+    assert config.leakage == LeakageConfig(judge_model="openai/gpt-4o-mini", allow_train_demonstrations=False)
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "word"),
+    [
+        ("performance:\n  mode: bayes\n", "performance.mode", "bayes"),
+        ("performance:\n  confidence: 1.0\n", "performance.confidence", "1.0"),
+        ("performance:\n  max_rollouts_per_task: 0\n", "performance.max_rollouts_per_task", "0"),
+        ("performance:\n  sequential: true\n", "performance", "unknown key"),
+        ("leakage:\n  threshhold: 0.5\n", "leakage", "unknown key"),
+        ("leakage:\n  threshold: 0\n", "leakage.threshold", "0"),
+        ("leakage:\n  ngram: 1\n", "leakage.ngram", "1"),
+        ("performance:\n  confidence: 0.9\n  power: 0.05\n", "performance.power", "must exceed"),
+    ],
+)
+def test_noise_and_leakage_settings_are_checked(tmp_path: Path, text: str, field: str, word: str) -> None:
+    path = tmp_path / "gate.yaml"
+    path.write_text("version: 1\n" + text)
+    with pytest.raises(GateConfigError) as info:
+        load_gate_config(path)
+    assert info.value.field == field
+    assert word in info.value.message
