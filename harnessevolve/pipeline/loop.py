@@ -20,7 +20,8 @@ from harnessevolve.core.files import atomic_write_json, atomic_write_text
 from harnessevolve.core.tasks import Benchmark, Task
 from harnessevolve.evaluate.clustering import cluster_signals
 from harnessevolve.gate.config import GateConfig
-from harnessevolve.gate.performance import heldout_gate, mean, performance_gate
+from harnessevolve.gate.leakage import aleakage_gate
+from harnessevolve.gate.performance import heldout_gate, mean, performance_gate, performance_verdict
 from harnessevolve.gate.quality import quality_gate
 from harnessevolve.gate.verdict import GateVerdict
 from harnessevolve.harness.git import HarnessRepo
@@ -29,6 +30,7 @@ from harnessevolve.harness.model import Harness
 from harnessevolve.optimize.proposal import Candidate, ProposalContext, Proposer, ReferenceAction
 from harnessevolve.pipeline.ledger import Ledger
 from harnessevolve.pipeline.scoring import Scorer, TaskResult
+from harnessevolve.pipeline.sequential import RepeatedScorer, repetitions, sequential_decision
 
 
 @dataclass
@@ -115,6 +117,7 @@ class GenerationLoop:
         self.state = state
         self.batch_size = batch_size
         self.weights = weights
+        self.repeated = RepeatedScorer(scorer)
         self.seed = seed
         self.log = log
         self.batches: list[list[Task]] = []
@@ -277,6 +280,13 @@ class GenerationLoop:
         if not quality.passed:
             return verdicts, None, []
         candidate = load_harness(self.harness_dir)
+        leakage = await aleakage_gate(
+            current.files, candidate.files, self.benchmark.tasks, self.gates.leakage
+        )
+        verdicts.append(leakage)
+        row.verdicts["quality"] = leakage.passed  # the run table folds leakage into quality
+        if not leakage.passed:
+            return verdicts, None, []
         label = f"gen {row.generation}: run candidate {sha[:8]}"
         cand = await self.scorer.score(candidate, batch, label)
         row.train_candidate = mean([r.score for r in cand])
@@ -285,12 +295,17 @@ class GenerationLoop:
             cur_prev = await self.scorer.score(current, tasks, f"{label} (recent batch, current)")
             cand_prev = await self.scorer.score(candidate, tasks, f"{label} (recent batch)")
             recent.append(([r.score for r in cur_prev], [r.score for r in cand_prev]))
-        perf = performance_gate(
-            [r.score for r in await self.scorer.score(current, batch, label)],
-            [r.score for r in cand],
-            recent,
-            self.gates.performance,
-        )
+        config = self.gates.performance
+        if config.mode == "sequential":
+            perf = await self.sequential_performance(current, candidate, batch, recent, row, label)
+        else:
+            perf = performance_gate(
+                [r.score for r in await self.scorer.score(current, batch, label)],
+                [r.score for r in cand],
+                recent,
+                config,
+                task_ids=[t.id for t in batch],
+            )
         verdicts.append(perf)
         row.verdicts["performance"] = perf.passed
         if not perf.passed:
@@ -299,11 +314,47 @@ class GenerationLoop:
         val_current = await self.scorer.score(current, validation, f"{label} (validation, current)")
         val_candidate = await self.scorer.score(candidate, validation, f"{label} (validation)")
         held = heldout_gate(
-            [r.score for r in val_current], [r.score for r in val_candidate], self.gates.heldout
+            [r.score for r in val_current],
+            [r.score for r in val_candidate],
+            self.gates.heldout,
+            confidence=config.confidence,
+            task_ids=[t.id for t in validation],
         )
         verdicts.append(held)
         row.verdicts["heldout"] = held.passed
         return verdicts, candidate, val_candidate
+
+    async def sequential_performance(
+        self,
+        current: Harness,
+        candidate: Harness,
+        batch: list[Task],
+        recent: list,
+        row: GenerationRow,
+        label: str,
+    ) -> GateVerdict:
+        """Noise-aware mode: paired rollouts fed to the SPRT until it decides. A sampling harness
+        repeats the batch; a deterministic one (temperature 0) runs each train task once, batch first."""
+        config = self.gates.performance
+        if repetitions(current, candidate, config) > 1:
+            pool = batch
+        else:
+            pool = batch + [t for t in self.benchmark.split("train") if t not in batch]
+        generation = row.generation
+        decision = await sequential_decision(
+            self.repeated,
+            current,
+            candidate,
+            pool,
+            config,
+            seed=self.seed * 100_003 + generation,
+            label=label,
+            on_increment=lambda d: self.ledger.append(
+                "performance_increment", generation=generation, **d.numbers
+            ),
+        )
+        row.train_candidate = decision.numbers.get("candidate", row.train_candidate)
+        return performance_verdict(decision, recent, config)
 
     def revert(self, sha: str, generation: int, verdict: GateVerdict, candidate: Candidate | None) -> str:
         numbers = ", ".join(f"{k}={v}" for k, v in verdict.numbers.items() if not isinstance(v, list | dict))

@@ -153,8 +153,8 @@ def start_run(options: RunOptions, hooks: RunHooks) -> tuple[RunState, Path]:
             accepted=state.accepted,
             reverted=state.reverted,
             rev=repo.head(),
-            rollouts=scorer.rollouts,
-            tokens=scorer.tokens,
+            rollouts=loop.repeated.rollouts,
+            tokens=loop.repeated.tokens,
         )
         ledger.close()
     finally:

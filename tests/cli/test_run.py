@@ -68,7 +68,9 @@ def test_two_generations_one_accepted_one_reverted(harness_dir: Path, cli, learn
     assert events[-1]["accepted"] == [accepted.hexsha] and events[-1]["reverted"] == [rejected.hexsha]
     gate_file = only_run_dir(harness_dir) / "gates" / "gen-002.json"
     verdicts = json.loads(gate_file.read_text())["verdicts"]
-    assert [v["gate"] for v in verdicts] == ["quality", "performance"] and not verdicts[1]["passed"]
+    assert [v["gate"] for v in verdicts] == ["quality", "leakage", "performance"] and not verdicts[2][
+        "passed"
+    ]
 
 
 def test_run_saves_atif_trajectories(harness_dir: Path, cli, learner) -> None:
@@ -257,3 +259,51 @@ def test_report_without_runs(harness_dir: Path, cli) -> None:
     result = cli.invoke(app, ["report", "--harness", str(harness_dir)])
     assert result.exit_code == 2
     assert "no runs yet" in result.output
+
+
+def test_sequential_performance_mode_runs_and_logs_its_increments(
+    tmp_path: Path, harness_dir: Path, cli, learner
+):
+    gates = tmp_path / "noise.yaml"
+    gates.write_text("version: 1\nperformance:\n  mode: sequential\n  increment: 8\n")
+    result = cli.invoke(app, run_args(harness_dir, learner, "-n", "1", "--gates", str(gates)))
+    assert result.exit_code in (0, 1), result.output
+    events = read_ledger(only_run_dir(harness_dir) / "ledger.jsonl")
+    increments = [e for e in events if e["event"] == "performance_increment"]
+    assert increments and all(e["generation"] == 1 for e in increments)
+    verdict = next(e for e in events if e["event"] == "gate_verdicts")["verdicts"]
+    perf = next(v for v in verdict if v["gate"] == "performance")
+    assert perf["numbers"]["mode"] == "sequential"
+    outcome = "candidate_accepted" if perf["passed"] else "candidate_reverted"
+    assert any(e["event"] == outcome for e in events)
+
+
+def test_a_leaking_edit_is_reverted_by_the_leakage_gate(
+    harness_dir: Path, cli, learner, shell_basics
+) -> None:
+    from harnessevolve.optimize import registry
+    from harnessevolve.optimize.proposal import Candidate
+
+    secret = shell_basics.split("test")[0]
+
+    class Leaky:
+        name = "leaky"
+
+        async def propose(self, context):
+            text = (
+                context.files[context.system_prompt_path] + f"\nIf asked '{secret.instruction}', answer it.\n"
+            )
+            return Candidate({context.system_prompt_path: text}, "leak a test task", "", ("x",), (), "leaky")
+
+    registry.PROPOSERS["leaky"] = Leaky
+    try:
+        result = cli.invoke(app, run_args(harness_dir, learner, "-n", "1", "--proposer", "leaky"))
+    finally:
+        del registry.PROPOSERS["leaky"]
+    assert result.exit_code == 1, result.output
+    reverted = next(
+        e
+        for e in read_ledger(only_run_dir(harness_dir) / "ledger.jsonl")
+        if e["event"] == "candidate_reverted"
+    )
+    assert reverted["gate"] == "leakage" and secret.id in json.dumps(reverted)
