@@ -22,6 +22,8 @@ class QualityConfig:
     """Cap on the assembled system prompt (prompt bloat)."""
     max_new_examples: int = 5
     """In-context examples one edit may add."""
+    max_prompt_tokens: int = 4000
+    """Cap on the assembled system prompt in the agent model's tokens."""
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 from harnessevolve.gate.config import QualityConfig
 from harnessevolve.gate.verdict import GateVerdict
 from harnessevolve.harness.load import load_harness, validate_harness
+from harnessevolve.models.tokens import count_tokens
 
 EXAMPLE_HEADING = re.compile(r"^## Example\b", re.MULTILINE)
 
@@ -22,8 +23,14 @@ def count_examples(text: str) -> int:
 
 
 def quality_gate(
-    candidate_dir: Path, before: dict[str, str], editable: tuple[str, ...], config: QualityConfig
+    candidate_dir: Path,
+    before: dict[str, str],
+    editable: tuple[str, ...],
+    config: QualityConfig,
+    *,
+    model: str | None = None,
 ) -> GateVerdict:
+    """``model``: the agent model whose tokenizer counts the prompt (default: the harness's)."""
     problems = validate_harness(candidate_dir)
     if problems:
         return GateVerdict("quality", False, f"invalid harness: {problems[0]}", {"problems": len(problems)})
@@ -31,12 +38,15 @@ def quality_gate(
     changed = changed_paths(before, harness.files)
     forbidden = [p for p in changed if not any(fnmatch(p, pattern) for pattern in editable)]
     prompt_chars = len(harness.assembled_prompt())
+    prompt_tokens = count_tokens(harness.assembled_prompt(), model or harness.model)
     examples_before = sum(count_examples(t) for p, t in before.items() if p.endswith(".md"))
     examples_after = sum(count_examples(t) for p, t in harness.files.items() if p.endswith(".md"))
     numbers = {
         "changed": changed,
         "prompt_chars": prompt_chars,
         "max_prompt_chars": config.max_prompt_chars,
+        "prompt_tokens": prompt_tokens,
+        "max_prompt_tokens": config.max_prompt_tokens,
         "new_examples": examples_after - examples_before,
         "max_new_examples": config.max_new_examples,
     }
@@ -45,6 +55,13 @@ def quality_gate(
     if prompt_chars > config.max_prompt_chars:
         return GateVerdict(
             "quality", False, f"prompt bloat: {prompt_chars} chars > cap {config.max_prompt_chars}", numbers
+        )
+    if prompt_tokens > config.max_prompt_tokens:
+        return GateVerdict(
+            "quality",
+            False,
+            f"prompt bloat: {prompt_tokens} tokens > cap {config.max_prompt_tokens}",
+            numbers,
         )
     if examples_after - examples_before > config.max_new_examples:
         return GateVerdict(

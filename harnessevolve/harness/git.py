@@ -135,6 +135,14 @@ class HarnessRepo:
             self.repo.git.revert("--no-commit", sha)
             return self._git_commit(message)
 
+    def restore(self, sha: str, message: str) -> str | None:
+        """Make the harness folder what it was at ``sha``, as a new commit; None if nothing changed."""
+        with self._git_errors(f"restore {sha[:8]}"):
+            self.repo.git.restore(f"--source={sha}", "--staged", "--worktree", "--", self.rel)
+            if not self.dirty_paths():
+                return None
+            return self.commit_all(message)
+
     @contextlib.contextmanager
     def _git_errors(self, what: str) -> Iterator[None]:
         import git

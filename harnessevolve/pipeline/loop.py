@@ -28,8 +28,9 @@ from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
 from harnessevolve.harness.model import Harness
 from harnessevolve.optimize.proposal import Candidate, ProposalContext, Proposer, ReferenceAction
+from harnessevolve.pipeline.epochs import EpochClock, Snapshot, SnapshotPool
 from harnessevolve.pipeline.ledger import Ledger
-from harnessevolve.pipeline.scoring import Scorer, TaskResult
+from harnessevolve.pipeline.scoring import Scorer, TaskResult, mean_score
 from harnessevolve.pipeline.sequential import RepeatedScorer, repetitions, sequential_decision
 
 
@@ -103,6 +104,7 @@ class GenerationLoop:
         state: RunState,
         batch_size: int,
         weights: dict[str, float] | None = None,
+        epoch_patience: int = 10,
         seed: int,
         log: Callable[[str], None] = lambda _m: None,
     ) -> None:
@@ -118,6 +120,7 @@ class GenerationLoop:
         self.batch_size = batch_size
         self.weights = weights
         self.repeated = RepeatedScorer(scorer)
+        self.epochs = EpochClock(epoch_patience)
         self.seed = seed
         self.log = log
         self.batches: list[list[Task]] = []
@@ -136,11 +139,56 @@ class GenerationLoop:
             score=round(mean([r.score for r in val_current]), 4),
             tasks=len(validation),
         )
+        pool = SnapshotPool([Snapshot(self.repo.head(), current.content_hash(), mean_score(val_current), 0)])
         for generation in range(1, generations + 1):
             self.state.generation = generation
+            accepted_before = len(self.state.accepted)
             current, val_current = await self.generation(generation, current, val_current)
+            accepted = len(self.state.accepted) > accepted_before
+            if accepted:
+                pool.add(
+                    Snapshot(self.repo.head(), current.content_hash(), mean_score(val_current), generation)
+                )
+            ended_epoch = self.epochs.epoch
+            if self.epochs.tick(accepted) or generation == generations:
+                current, val_current = await self.end_epoch(
+                    pool, current, val_current, validation, ended_epoch
+                )
         self.state.stage = "finished"
         return self.state
+
+    async def end_epoch(
+        self,
+        pool: SnapshotPool,
+        current: Harness,
+        val_current: list[TaskResult],
+        validation: tuple[Task, ...],
+        epoch: int,
+    ) -> tuple[Harness, list[TaskResult]]:
+        """The best snapshot on validation becomes current (a restoring commit when it is not)."""
+        self.state.stage = "epoch_end"
+        best = pool.best()
+        restored = None
+        if best.harness_hash != current.content_hash() and best.validation > mean_score(val_current):
+            restored = self.repo.restore(
+                best.sha,
+                f"harnessevolve: restore snapshot {best.sha[:8]} at the end of epoch {epoch}\n\n"
+                f"Its validation score {best.validation:.3f} beats the current "
+                f"{mean_score(val_current):.3f}.\n\n"
+                f"Restores: {best.sha}\nRun: {self.state.run_id}\n",
+            )
+            current = load_harness(self.harness_dir)
+            val_current = await self.scorer.score(current, validation, "validation: restored snapshot")
+        self.ledger.append(
+            "epoch_finished",
+            epoch=self.epochs.epoch,
+            best=best.sha,
+            best_validation=round(best.validation, 4),
+            snapshots=len(pool.snapshots),
+            restored=restored,
+            rev=self.repo.head(),
+        )
+        return current, val_current
 
     async def generation(
         self, generation: int, current: Harness, val_current: list[TaskResult]
@@ -288,6 +336,11 @@ class GenerationLoop:
         if not leakage.passed:
             return verdicts, None, []
         label = f"gen {row.generation}: run candidate {sha[:8]}"
+        smoke = await self.smoke_run(candidate, batch[0], label)
+        if not smoke.passed:
+            verdicts.append(smoke)
+            row.verdicts["quality"] = False
+            return verdicts, None, []
         cand = await self.scorer.score(candidate, batch, label)
         row.train_candidate = mean([r.score for r in cand])
         recent = []
@@ -323,6 +376,19 @@ class GenerationLoop:
         verdicts.append(held)
         row.verdicts["heldout"] = held.passed
         return verdicts, candidate, val_candidate
+
+    async def smoke_run(self, candidate: Harness, task: Task, label: str) -> GateVerdict:
+        """Part of the quality gate: the candidate runs one task to the end without a provider or
+        setup failure (a prompt too long for the model's context shows up here, before a whole batch)."""
+        result = (await self.scorer.score(candidate, [task], f"{label} (smoke run)"))[0]
+        stop = result.trajectory.extra.get("stop_reason")
+        errors = [s.extra["error"] for s in result.trajectory.steps if s.extra.get("error")]
+        numbers = {"task": task.id, "stop_reason": stop, "score": result.score}
+        if stop in ("model_error", "setup_error"):
+            return GateVerdict(
+                "smoke", False, f"smoke run on {task.id} ended with {stop}: {errors[-1]}", numbers
+            )
+        return GateVerdict("smoke", True, f"smoke run on {task.id} ended with {stop}", numbers)
 
     async def sequential_performance(
         self,

@@ -41,6 +41,9 @@ class RunOptions:
     gates_file: Path | None = None
     allow_dirty: bool = False
     executor: str = "local"
+    epoch_patience: int = 10
+    """Straight generations without an accepted edit that end an epoch (then the best snapshot on
+    validation becomes current; the run's end also ends an epoch)."""
     sampling: str = "uniform"
     """Minibatch sampling: ``uniform``, or ``regret`` (prefer tasks with a high pass-rate gap, from
     the benchmark's regret.json written by ``refs generate``)."""
@@ -132,6 +135,7 @@ def start_run(options: RunOptions, hooks: RunHooks) -> tuple[RunState, Path]:
             run_dir=run_dir.root,
             state=state,
             batch_size=options.batch_size,
+            epoch_patience=options.epoch_patience,
             weights=load_regret(benchmark.references_dir) if options.sampling == "regret" else None,
             seed=options.seed,
             log=hooks.log,

@@ -307,3 +307,29 @@ def test_a_leaking_edit_is_reverted_by_the_leakage_gate(
         if e["event"] == "candidate_reverted"
     )
     assert reverted["gate"] == "leakage" and secret.id in json.dumps(reverted)
+
+
+def test_a_candidate_that_breaks_the_model_call_fails_the_smoke_run(
+    harness_dir: Path, cli, shell_basics
+) -> None:
+    from policies import FamilyLearner
+
+    inner = FamilyLearner(shell_basics)
+
+    def fragile(messages, tools):
+        if "## Example" in messages[0]["content"]:
+            raise RuntimeError("context window exceeded")
+        return inner(messages, tools)
+
+    register_script("fragile", fragile)
+    try:
+        result = cli.invoke(app, run_args(harness_dir, "scripted/fragile", "-n", "1"))
+    finally:
+        unregister_script("fragile")
+    assert result.exit_code == 1, result.output
+    reverted = next(
+        e
+        for e in read_ledger(only_run_dir(harness_dir) / "ledger.jsonl")
+        if e["event"] == "candidate_reverted"
+    )
+    assert reverted["gate"] == "smoke" and "model_error" in reverted["reason"]

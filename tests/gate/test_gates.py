@@ -335,3 +335,23 @@ def test_noise_and_leakage_settings_are_checked(tmp_path: Path, text: str, field
         load_gate_config(path)
     assert info.value.field == field
     assert word in info.value.message
+
+
+def test_quality_gate_caps_prompt_tokens(tmp_path) -> None:
+    import shutil
+    from pathlib import Path
+
+    from harnessevolve.gate.config import QualityConfig
+    from harnessevolve.gate.quality import quality_gate
+    from harnessevolve.harness.load import load_harness
+
+    target = tmp_path / "h"
+    shutil.copytree(Path(__file__).parents[2] / "harnesses" / "shell-agent", target)
+    before = load_harness(target).files
+    (target / "prompts" / "system.md").write_text("Use the tools carefully. " * 200)
+    tight = QualityConfig(max_prompt_chars=100_000, max_prompt_tokens=300)
+    verdict = quality_gate(target, before, ("prompts/*.md",), tight, model="gpt-4o-mini")
+    assert not verdict.passed and "tokens > cap 300" in verdict.reason
+    assert verdict.numbers["prompt_tokens"] > 300
+    roomy = QualityConfig(max_prompt_chars=100_000, max_prompt_tokens=10_000)
+    assert quality_gate(target, before, ("prompts/*.md",), roomy, model="gpt-4o-mini").passed
