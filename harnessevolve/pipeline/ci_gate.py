@@ -21,14 +21,16 @@ from harnessevolve.core.tasks import load_benchmark
 from harnessevolve.execute.executor import EXECUTORS
 from harnessevolve.gate.config import HeldoutConfig, load_gate_config
 from harnessevolve.gate.leakage import leakage_gate
-from harnessevolve.gate.performance import heldout_gate, performance_gate, performance_verdict
+from harnessevolve.gate.performance import heldout_gate, mean, performance_gate, performance_verdict
 from harnessevolve.gate.quality import quality_gate
 from harnessevolve.gate.verdict import GateVerdict
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness, read_files
+from harnessevolve.pipeline.ledger import Ledger
 from harnessevolve.pipeline.loop import sample_batch
 from harnessevolve.pipeline.references import load_references
 from harnessevolve.pipeline.run import RunHooks, default_concurrency
+from harnessevolve.pipeline.rundir import STATE_DIR
 from harnessevolve.pipeline.scoring import Scorer
 from harnessevolve.pipeline.sequential import RepeatedScorer, repetitions, sequential_decision
 
@@ -128,6 +130,8 @@ def run_gate(options: GateOptions, hooks: RunHooks) -> GateReport:
                 return performance, base_held, cand_held
 
             performance, base_held, cand_held = asyncio.run(score_all())
+            if options.split == "test":
+                record_sealed_test(repo, benchmark.name, base_sha, cand_sha, base_held, cand_held)
             verdicts.append(performance)
             verdicts.append(
                 heldout_gate(
@@ -206,6 +210,25 @@ def verdict_headline(verdict: GateVerdict) -> str:
 
 def _number_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
+
+
+SEALED_TEST_LEDGER = "sealed-test.jsonl"
+
+
+def record_sealed_test(
+    repo: HarnessRepo, benchmark: str, baseline: str, candidate: str, base: list[float], cand: list[float]
+) -> None:
+    """Every look at the sealed test split outside a run goes to ``DIR/.harnessevolve/sealed-test.jsonl``."""
+    ledger = Ledger(repo.dir / STATE_DIR / SEALED_TEST_LEDGER)
+    ledger.append(
+        "test_evaluated",
+        source="gate",
+        benchmark=benchmark,
+        tasks=len(base),
+        revisions={"baseline": baseline, "candidate": candidate},
+        scores={"baseline": round(mean(base), 4), "candidate": round(mean(cand), 4)},
+    )
+    ledger.close()
 
 
 def junit_xml(report: GateReport) -> str:

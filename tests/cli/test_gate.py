@@ -205,3 +205,17 @@ def test_gate_sequential_mode_rejects_a_worse_candidate_early(
     assert failure is not None and failure.get("message").startswith("not better: 0 wins vs ")
     properties = {p.get("name"): p.get("value") for p in cases["performance"].iter("property")}
     assert properties["mode"] == "sequential" and int(properties["pairs"]) < 32
+
+
+def test_gate_on_the_test_split_is_recorded(harness_dir: Path, cli, learner) -> None:
+    import json
+
+    base = git.Repo(harness_dir).head.commit.hexsha
+    cand = commit_examples(harness_dir, DEMO, "add a demonstration")
+    result = cli.invoke(app, gate_args(harness_dir, learner, base, cand, "--split", "test"))
+    assert result.exit_code in (0, 1), result.output
+    lines = (harness_dir / ".harnessevolve" / "sealed-test.jsonl").read_text().splitlines()
+    assert len(lines) == 1
+    event = json.loads(lines[0])
+    assert event["event"] == "test_evaluated" and event["revisions"] == {"baseline": base, "candidate": cand}
+    assert not git.Repo(harness_dir).is_dirty(untracked_files=True)
