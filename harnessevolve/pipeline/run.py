@@ -15,7 +15,8 @@ from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
 from harnessevolve.optimize.registry import make_proposer
 from harnessevolve.pipeline.ledger import Ledger
-from harnessevolve.pipeline.loop import GenerationLoop, RunState
+from harnessevolve.pipeline.loop import GenerationLoop
+from harnessevolve.pipeline.state import RunState
 from harnessevolve.pipeline.references import load_references
 from harnessevolve.pipeline.refgen import load_regret
 from harnessevolve.pipeline.rundir import HarnessLock, RunDir, new_run_id
@@ -157,8 +158,8 @@ def start_run(options: RunOptions, hooks: RunHooks) -> tuple[RunState, Path]:
             accepted=state.accepted,
             reverted=state.reverted,
             rev=repo.head(),
-            rollouts=loop.repeated.rollouts,
-            tokens=loop.repeated.tokens,
+            rollouts=loop.judging.repeated.rollouts,
+            tokens=loop.judging.repeated.tokens,
         )
         ledger.close()
     finally:
