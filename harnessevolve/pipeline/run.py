@@ -16,11 +16,11 @@ from harnessevolve.harness.load import load_harness
 from harnessevolve.optimize.registry import make_proposer
 from harnessevolve.pipeline.ledger import Ledger
 from harnessevolve.pipeline.loop import GenerationLoop
-from harnessevolve.pipeline.state import RunState
 from harnessevolve.pipeline.references import load_references
 from harnessevolve.pipeline.refgen import load_regret
 from harnessevolve.pipeline.rundir import HarnessLock, RunDir, new_run_id
 from harnessevolve.pipeline.scoring import Scorer
+from harnessevolve.pipeline.state import RunState
 
 
 @dataclass(frozen=True)
