@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from harnessevolve.core.atif import Trajectory
-from harnessevolve.core.errors import HarnessGitError
+from harnessevolve.core.errors import HarnessGitError, ModelError
 from harnessevolve.core.files import atomic_write_json, atomic_write_text
+from harnessevolve.core.signals import Cause
 from harnessevolve.core.tasks import Benchmark, Task
 from harnessevolve.evaluate.clustering import cluster_signals
 from harnessevolve.gate.config import GateConfig
@@ -30,6 +31,21 @@ from harnessevolve.pipeline.judge import CandidateJudge
 from harnessevolve.pipeline.ledger import Ledger
 from harnessevolve.pipeline.scoring import Scorer, TaskResult, mean_score
 from harnessevolve.pipeline.state import GenerationRow, RunState
+
+NOT_HARNESS = (Cause.MODEL_ERROR, Cause.SETUP_ERROR)
+
+
+def refuse_if_model_unusable(results: list[TaskResult], model: str) -> None:
+    """Every rollout failed in the model call (no key, unknown model, no network): stop with that
+    error instead of evolving a harness against an outage."""
+    if not results or any(r.trajectory.extra.get("stop_reason") != "model_error" for r in results):
+        return
+    errors = [s.extra["error"] for s in results[0].trajectory.steps if s.extra.get("error")]
+    raise ModelError(
+        f"every rollout failed calling {model}: {errors[-1] if errors else 'model_error'}"[:400],
+        field="--model",
+        hint="check the model name and its API key (e.g. OPENAI_API_KEY) or use local/smollm2-135m",
+    )
 
 
 def sample_batch(
@@ -108,6 +124,7 @@ class GenerationLoop:
         validation = self.benchmark.split("validation")
         self.state.stage = "baseline"
         val_current = await self.scorer.score(current, validation, "validation: seed harness")
+        refuse_if_model_unusable(val_current, self.scorer.model_for(current))
         self.ledger.append(
             "baseline",
             split="validation",
@@ -179,7 +196,10 @@ class GenerationLoop:
         self.state.stage = "execute"
         results = await self.scorer.score(current, batch, f"gen {generation}: run current harness")
         row.train_current = mean([r.score for r in results])
-        failed = [r for r in results if not r.passed and r.signal is not None]
+        # Provider and setup failures say nothing about the harness: no edit is aimed at them.
+        failed = [
+            r for r in results if not r.passed and r.signal is not None and r.signal.cause not in NOT_HARNESS
+        ]
         self.state.stage = "evaluate"
         clusters = cluster_signals(r.signal for r in failed)
         self.ledger.append(

@@ -333,3 +333,21 @@ def test_a_candidate_that_breaks_the_model_call_fails_the_smoke_run(
         if e["event"] == "candidate_reverted"
     )
     assert reverted["gate"] == "smoke" and "model_error" in reverted["reason"]
+
+
+def test_a_model_that_always_fails_stops_the_run_as_bad_input(harness_dir: Path, cli) -> None:
+    def broken(messages, tools):
+        raise RuntimeError("401 missing API key")
+
+    register_script("broken", broken)
+    head = git.Repo(harness_dir).head.commit.hexsha
+    try:
+        result = cli.invoke(app, run_args(harness_dir, "scripted/broken"))
+    finally:
+        unregister_script("broken")
+    assert result.exit_code == 2, result.output
+    assert "every rollout failed calling scripted/broken" in result.output and "API key" in result.output
+    assert git.Repo(harness_dir).head.commit.hexsha == head
+    events = read_ledger(only_run_dir(harness_dir) / "ledger.jsonl")
+    assert events[-1]["event"] == "run_failed" and events[-1]["stage"] == "baseline"
+    assert not (harness_dir / ".harnessevolve" / "lock").exists()
