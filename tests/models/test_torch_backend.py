@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tool_specs import tool_specs
 
 from harnessevolve.models import torch_backend
 from harnessevolve.models.local import LocalModelNotFoundError, LocalModelUnavailableError
@@ -22,24 +23,7 @@ from harnessevolve.models.tool_text import call_prefill, render_tools_prompt
 
 NEEDS = "needs torch and transformers (pip install 'harnessevolve[train]')"
 
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {
-                "type": "object",
-                "properties": {arg: {"type": "string"} for arg in args},
-                "required": list(args),
-            },
-        },
-    }
-    for name, description, args in [
-        ("bash", "Run a shell command.", ["command"]),
-        ("submit", "Submit the final answer.", ["answer"]),
-    ]
-]
+TOOLS = tool_specs("bash", "submit")
 AGENT = [
     {"role": "system", "content": "You are an agent in a shell workspace."},
     {"role": "user", "content": "Read notes.txt and submit the secret word in it."},

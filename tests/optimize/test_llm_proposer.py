@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from run_args import run_args
 
 from harnessevolve.cli.app import app
 from harnessevolve.core.signals import Cause, Cluster, ErrorSignal
@@ -99,24 +100,7 @@ def test_gives_up_after_the_attempts_and_says_why(script) -> None:
 
 def test_run_records_a_failed_llm_proposal_and_falls_back(harness_dir: Path, cli, learner, script) -> None:
     model = script(lambda m, t: "I would rather not answer in JSON.")
-    result = cli.invoke(
-        app,
-        [
-            "run",
-            "--harness",
-            str(harness_dir),
-            "--benchmark",
-            "shell-basics",
-            "-n",
-            "1",
-            "--batch-size",
-            "8",
-            "--model",
-            learner,
-            "--optimizer-model",
-            model,
-        ],
-    )
+    result = cli.invoke(app, run_args(harness_dir, learner, "--optimizer-model", model, generations=1))
     assert result.exit_code == 0, result.output
     ledger = next((harness_dir / ".harnessevolve" / "runs").iterdir()) / "ledger.jsonl"
     events = read_ledger(ledger)
