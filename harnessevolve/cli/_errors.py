@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 from harnessevolve.core.errors import HarnessEvolveError
+from harnessevolve.core.redact import redact
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -25,7 +26,7 @@ def debug() -> bool:
 def fail(message: str, hint: str = "", code: int = EXIT_BAD_INPUT) -> typer.Exit:
     err_console.print(f"[bold red]Error:[/] {message}", markup=True, highlight=False)
     if hint:
-        err_console.print(f"[dim]Hint:[/] {hint}")
+        err_console.print("[dim]Hint:[/] " + hint.replace("[", r"\["))  # hints name extras: [train]
     return typer.Exit(code)
 
 
@@ -37,7 +38,7 @@ def handle_errors(command: F) -> F:
         except HarnessEvolveError as exc:
             if debug():
                 raise
-            raise fail(exc.one_line().replace("[", r"\["), exc.hint, exc.exit_code) from None
+            raise fail(redact(exc.one_line()).replace("[", r"\["), redact(exc.hint), exc.exit_code) from None
         except KeyboardInterrupt:
             if debug():
                 raise

@@ -17,6 +17,7 @@ from typing import Any
 
 from harnessevolve.core.errors import TrajectoryError
 from harnessevolve.core.files import atomic_write_json, read_json
+from harnessevolve.core.redact import redact_obj
 from harnessevolve.core.schema import check
 
 ATIF_VERSION = "ATIF-v1.4"
@@ -210,4 +211,4 @@ def load(path: Path) -> Trajectory:
 
 
 def save(trajectory: Trajectory, path: Path) -> None:
-    atomic_write_json(path, trajectory.to_dict())
+    atomic_write_json(path, redact_obj(trajectory.to_dict()))

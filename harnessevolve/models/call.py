@@ -1,12 +1,18 @@
-"""One chat-completion call through litellm, reduced to the plain data the agent loop needs."""
+"""One chat-completion call through litellm, reduced to the plain data the agent loop needs;
+with retries, per-model limits and usage metering around it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from harnessevolve.models.limits import concurrency_slot, limits_for, rate_limiter
 from harnessevolve.models.registry import litellm_module
+from harnessevolve.models.retry import RetryPolicy, call_with_retries, retry_policy
+from harnessevolve.models.tracing import traced_call
+from harnessevolve.models.usage import current_scope
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,10 @@ def _parse_arguments(raw: Any) -> dict[str, Any] | None:
     return parsed if isinstance(parsed, dict) else None
 
 
+_UNPRICED: set[str] = set()
+"""Models litellm has no price data for (their calls cost 0)."""
+
+
 async def acomplete(
     model: str,
     messages: list[dict[str, Any]],
@@ -49,9 +59,17 @@ async def acomplete(
     max_tokens: int | None = None,
     seed: int | None = None,
     extra_params: dict[str, Any] | None = None,
+    retry: RetryPolicy | None = None,
 ) -> ModelReply:
-    """Ask ``model`` (any litellm model name) for the next assistant turn."""
+    """Ask ``model`` (any litellm model name) for the next assistant turn.
+
+    Transient faults (rate limits, server errors, timeouts, lost connections) are retried per
+    ``retry`` (default: :func:`retry_policy`); each retry is listed in ``extra["retries"]`` of the
+    reply. The model's :mod:`~harnessevolve.models.limits` apply to every attempt, and the call is
+    recorded in the current :func:`~harnessevolve.models.usage.usage_scope`, failed or not. A call
+    that still fails raises litellm's exception, with the retries in its ``harnessevolve_retries``."""
     litellm = litellm_module()
+    limits = limits_for(model)
     params: dict[str, Any] = {"temperature": temperature}
     if tools:
         params["tools"] = tools
@@ -59,8 +77,57 @@ async def acomplete(
         params["max_tokens"] = max_tokens
     if seed is not None:
         params["seed"] = seed
+    if limits.request_timeout_s is not None:
+        params["timeout"] = limits.request_timeout_s
     params.update(extra_params or {})
-    response = await litellm.acompletion(model=model, messages=messages, **params)
+    retries: list[dict[str, Any]] = []
+
+    async def attempt() -> Any:
+        slot = concurrency_slot(model, limits)
+        limiter = rate_limiter(model, limits)
+        if slot is None:
+            if limiter is not None:
+                await limiter.acquire()
+            return await litellm.acompletion(model=model, messages=messages, **params)
+        async with slot:
+            if limiter is not None:
+                await limiter.acquire()
+            return await litellm.acompletion(model=model, messages=messages, **params)
+
+    try:
+        response = await traced_call(
+            model,
+            call_with_retries(attempt, retry or retry_policy(), retries),
+            messages=messages,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            seed=seed,
+        )
+    except Exception as exc:
+        _meter(model, failed=True, retries=len(retries))
+        with contextlib.suppress(AttributeError):  # exceptions with __slots__ cannot carry them
+            exc.harnessevolve_retries = retries  # type: ignore[attr-defined]
+        raise
+    reply = _to_reply(litellm, response, model)
+    if retries:
+        reply.extra["retries"] = retries
+    _meter(
+        model,
+        prompt_tokens=reply.prompt_tokens,
+        completion_tokens=reply.completion_tokens,
+        cost_usd=reply.cost_usd,
+        retries=len(retries),
+    )
+    return reply
+
+
+def _meter(model: str, **usage: Any) -> None:
+    scope = current_scope()
+    if scope is not None:
+        scope.meter.record(stage=scope.stage, proposer=scope.proposer, model=model, **usage)
+
+
+def _to_reply(litellm: Any, response: Any, model: str) -> ModelReply:
     message = response.choices[0].message
     calls = tuple(
         ModelToolCall(
@@ -74,10 +141,12 @@ async def acomplete(
         for i, c in enumerate(message.tool_calls or [])
     )
     usage = getattr(response, "usage", None)
-    try:
-        cost = float(litellm.completion_cost(completion_response=response) or 0.0)
-    except Exception:  # noqa: BLE001 - models without price data (local, scripted) cost nothing
-        cost = 0.0
+    cost = 0.0
+    if model not in _UNPRICED:
+        try:
+            cost = float(litellm.completion_cost(completion_response=response) or 0.0)
+        except Exception:  # noqa: BLE001 - models without price data (local, scripted) cost nothing
+            _UNPRICED.add(model)  # looking it up again costs ~1 ms a call for nothing
     specific = getattr(message, "provider_specific_fields", None) or {}
     return ModelReply(
         content=message.content or "",

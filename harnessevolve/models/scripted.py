@@ -10,22 +10,27 @@ A model named ``scripted/<spec>`` answers from a script:
 A reply is a string (plain content), or a dict with ``content`` and/or ``tool_calls``
 (``[{"name": ..., "arguments": {...} or "raw json text"}]``); a string ``arguments`` is passed on
 unparsed, which is how tests send malformed tool calls. ``usage`` may give token counts.
+
+A policy may be an ``async`` function (awaited; slow providers without blocking the event loop)
+and may raise a litellm exception (``litellm.RateLimitError(...)``) to simulate provider faults.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
+import inspect
 import json
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from harnessevolve.core.errors import ModelError
 
 Reply = str | dict[str, Any]
-Policy = Callable[[list[dict[str, Any]], list[dict[str, Any]]], Reply]
+Policy = Callable[[list[dict[str, Any]], list[dict[str, Any]]], Reply | Awaitable[Reply]]
 
 
 class Script:
@@ -37,7 +42,9 @@ class Script:
         self.queue: deque[Reply] = deque() if callable(replies) else deque(replies)
         self.calls = 0
 
-    def next_reply(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
+    def next_reply(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> Reply | Awaitable[Reply]:
         with self._lock:
             self.calls += 1
             if self.policy is None:
@@ -119,6 +126,10 @@ def reply_to_message(reply: Reply, call_prefix: str) -> dict[str, Any]:
     return message
 
 
+async def _awaited(reply: Awaitable[Reply]) -> Reply:
+    return await reply
+
+
 def make_scripted_handler() -> Any:
     """The litellm ``CustomLLM`` for ``scripted/``; litellm is imported here, not at module import."""
     import litellm
@@ -126,8 +137,19 @@ def make_scripted_handler() -> Any:
     class ScriptedLLM(litellm.CustomLLM):
         def _respond(self, model: str, messages: list, optional_params: dict) -> Any:
             script = resolve_script(model)
-            tools = optional_params.get("tools") or []
-            reply = script.next_reply(messages, tools)
+            reply = script.next_reply(messages, optional_params.get("tools") or [])
+            if inspect.isawaitable(reply):
+                reply = asyncio.run(_awaited(reply))
+            return self._response(model, script, messages, reply)
+
+        async def _arespond(self, model: str, messages: list, optional_params: dict) -> Any:
+            script = resolve_script(model)
+            reply = script.next_reply(messages, optional_params.get("tools") or [])
+            if inspect.isawaitable(reply):
+                reply = await reply
+            return self._response(model, script, messages, reply)
+
+        def _response(self, model: str, script: Script, messages: list, reply: Reply) -> Any:
             message = reply_to_message(reply, f"call-{script.calls}")
             usage = reply.get("usage") if isinstance(reply, dict) else None
             text = json.dumps(message)
@@ -145,6 +167,6 @@ def make_scripted_handler() -> Any:
             return self._respond(model, messages, kwargs.get("optional_params") or {})
 
         async def acompletion(self, model, messages, *args, **kwargs):  # noqa: ANN001
-            return self._respond(model, messages, kwargs.get("optional_params") or {})
+            return await self._arespond(model, messages, kwargs.get("optional_params") or {})
 
     return ScriptedLLM()
