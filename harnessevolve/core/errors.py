@@ -67,3 +67,24 @@ class RunLockedError(HarnessEvolveError):
     """Another run holds the harness's lock."""
 
     default_hint = "wait for it to finish, or remove the lock file if its process is gone"
+
+
+class EditError(HarnessEvolveError):
+    """An edit operation is malformed or cannot be applied; nothing of its edit list was applied.
+
+    ``index`` is the position of the offending edit in its list (None: the list as a whole),
+    ``reason`` what is wrong with it."""
+
+    default_hint = "fix that edit; the operations are described in harnessevolve/schemas/edits.schema.json"
+
+    def __init__(self, reason: str, *, index: int | None = None, file: str | None = None) -> None:
+        where = f"edits[{index}]" if index is not None else None
+        super().__init__(reason, file=file, field=where)
+        self.index = index
+        self.reason = reason
+
+
+class SandboxError(HarnessEvolveError):
+    """The sandbox for agent commands is unknown, missing or cannot start on this machine."""
+
+    default_hint = "install bubblewrap (apt-get install bubblewrap) or pass --unsafe-no-sandbox"

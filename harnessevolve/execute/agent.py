@@ -16,6 +16,7 @@ from typing import Any
 from harnessevolve import __version__
 from harnessevolve.core.atif import ObservationResult, Step, ToolCall, Trajectory
 from harnessevolve.core.tasks import Task
+from harnessevolve.execute.sandbox import Sandbox
 from harnessevolve.execute.tools import run_tool
 from harnessevolve.harness.model import Harness
 from harnessevolve.models import ModelReply, acomplete
@@ -53,11 +54,24 @@ def _metrics(reply: ModelReply) -> dict[str, Any]:
         "prompt_tokens": reply.prompt_tokens,
         "completion_tokens": reply.completion_tokens,
         "cost_usd": reply.cost_usd,
+        # Provider faults that were retried before this reply (rate limits, 5xx, timeouts).
+        **({"extra": {"retries": reply.extra["retries"]}} if reply.extra.get("retries") else {}),
     }
 
 
-async def run_agent(harness: Harness, task: Task, workspace: Path, *, model: str, seed: int) -> Trajectory:
-    """Run the harness's agent on ``task`` in ``workspace``; returns the full trajectory."""
+def _token_ids(reply: ModelReply) -> dict[str, Any]:
+    """The exact prompt/completion token ids when the provider returns them (``local/torch:``),
+    kept in the step's ``extra`` for the policy trainer."""
+    return {k: reply.extra[k] for k in ("prompt_token_ids", "completion_token_ids") if k in reply.extra}
+
+
+async def run_agent(
+    harness: Harness, task: Task, workspace: Path, *, model: str, seed: int, sandbox: Sandbox | None = None
+) -> Trajectory:
+    """Run the harness's agent on ``task`` in ``workspace``; returns the full trajectory.
+
+    Its commands run in ``sandbox`` (the default sandbox when None).
+    """
     loop = harness.loop
     tools = [t.openai_schema() for t in harness.tools]
     system = harness.assembled_prompt()
@@ -89,7 +103,10 @@ async def run_agent(harness: Harness, task: Task, workspace: Path, *, model: str
                     len(steps) + 1,
                     "agent",
                     "",
-                    extra={"error": f"model_error: {text}"},
+                    extra={
+                        "error": f"model_error: {text}",
+                        "retries": getattr(exc, "harnessevolve_retries", []),
+                    },
                     timestamp=_now(),
                     model_name=model,
                 )
@@ -105,7 +122,7 @@ async def run_agent(harness: Harness, task: Task, workspace: Path, *, model: str
                     "agent",
                     reply.content,
                     metrics=_metrics(reply),
-                    extra={"error": error},
+                    extra={"error": error, **_token_ids(reply)},
                     timestamp=_now(),
                     model_name=model,
                 )
@@ -129,7 +146,12 @@ async def run_agent(harness: Harness, task: Task, workspace: Path, *, model: str
                 errors.append(f"bad_arguments: {call.name}")
             else:
                 result = await run_tool(
-                    spec, arguments, workspace, timeout_s=loop.command_timeout_s, limit=loop.tool_output_limit
+                    spec,
+                    arguments,
+                    workspace,
+                    timeout_s=loop.command_timeout_s,
+                    limit=loop.tool_output_limit,
+                    sandbox=sandbox,
                 )
                 output = result.output
                 if result.error:
@@ -138,6 +160,7 @@ async def run_agent(harness: Harness, task: Task, workspace: Path, *, model: str
                     answer = result.submitted
             observations.append(ObservationResult(call.id, output))
         extra = {"error": "; ".join(errors)} if errors else {}
+        extra.update(_token_ids(reply))
         steps.append(
             Step(
                 step_id,

@@ -18,6 +18,7 @@ from typing import Protocol
 from harnessevolve.core.atif import Step, Trajectory
 from harnessevolve.core.tasks import Task
 from harnessevolve.execute.agent import run_agent
+from harnessevolve.execute.sandbox import Sandbox
 from harnessevolve.execute.workspace import WorkspaceError, create_workspace
 from harnessevolve.harness.model import Harness
 
@@ -57,8 +58,10 @@ class Executor(Protocol):
 class LocalExecutor:
     """Runs rollouts as asyncio tasks in this process, at most ``concurrency`` at once."""
 
-    def __init__(self, concurrency: int = 4) -> None:
+    def __init__(self, concurrency: int = 4, sandbox: Sandbox | None = None) -> None:
+        """``sandbox`` runs every command of every rollout; None means the default sandbox."""
         self.concurrency = max(1, concurrency)
+        self.sandbox = sandbox
 
     async def run(
         self,
@@ -73,7 +76,9 @@ class LocalExecutor:
 
         async def one(task: Task) -> Rollout:
             async with gate:
-                rollout = await run_one(harness, task, model=model, seed=rollout_seed(seed, task.id))
+                rollout = await run_one(
+                    harness, task, model=model, seed=rollout_seed(seed, task.id), sandbox=self.sandbox
+                )
             if on_done:
                 on_done(rollout)
             return rollout
@@ -81,9 +86,12 @@ class LocalExecutor:
         return list(await asyncio.gather(*(one(t) for t in tasks)))
 
 
-async def run_one(harness: Harness, task: Task, *, model: str, seed: int) -> Rollout:
+async def run_one(
+    harness: Harness, task: Task, *, model: str, seed: int, sandbox: Sandbox | None = None
+) -> Rollout:
+    """One rollout: set up the workspace, run the agent; setup and commands run in ``sandbox``."""
     try:
-        workspace = await create_workspace(task)
+        workspace = await create_workspace(task, sandbox=sandbox)
     except (WorkspaceError, OSError, TimeoutError) as exc:
         trajectory = Trajectory(
             session_id=f"setup-{task.id}",
@@ -100,7 +108,15 @@ async def run_one(harness: Harness, task: Task, *, model: str, seed: int) -> Rol
             },
         )
         return Rollout(task.id, trajectory, None)
-    return Rollout(task.id, await run_agent(harness, task, workspace, model=model, seed=seed), workspace)
+    trajectory = await run_agent(harness, task, workspace, model=model, seed=seed, sandbox=sandbox)
+    return Rollout(task.id, trajectory, workspace)
 
 
-EXECUTORS: dict[str, Callable[[int], Executor]] = {"local": LocalExecutor}
+def _ray_executor(concurrency: int, sandbox: Sandbox | None = None) -> Executor:
+    from harnessevolve.execute.ray_executor import make_ray_executor
+
+    return make_ray_executor(concurrency, sandbox)
+
+
+EXECUTORS: dict[str, Callable[..., Executor]] = {"local": LocalExecutor, "ray": _ray_executor}
+"""Executor factories by name (``--executor``): ``factory(concurrency, sandbox=None)``."""

@@ -1,23 +1,21 @@
 """The agent's tools: built-ins (bash, read_file, write_file, submit) and shell-command tools.
 
-Commands run in the task workspace with a scrubbed environment, a wall-clock limit and an
-output cap. (The hardened sandbox -- no network, resource limits -- is a separate layer.)
+Commands run in the task workspace inside a sandbox (``execute/sandbox.py``; bubblewrap unless
+told otherwise) with a scrubbed environment, a wall-clock limit and an output cap; when they end
+or time out, their whole process group (and with it the sandbox) is killed.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harnessevolve.execute.sandbox import Sandbox, resolve_sandbox
+from harnessevolve.execute.sandbox_launch import READ_CHUNK, finish_process
 from harnessevolve.execute.workspace import inside, tool_env
 from harnessevolve.harness.model import ToolSpec
-
-READ_CHUNK = 65536
 
 
 @dataclass(frozen=True)
@@ -36,18 +34,35 @@ def truncate(text: str, limit: int) -> str:
 
 
 async def run_shell(
-    command: str, workspace: Path, *, timeout_s: float, limit: int, env: dict[str, str] | None = None
+    command: str,
+    workspace: Path,
+    *,
+    timeout_s: float,
+    limit: int,
+    env: dict[str, str] | None = None,
+    sandbox: Sandbox | None = None,
+) -> ToolResult:
+    """Run ``bash -c command`` in ``sandbox`` (the default one when None); output and errors as a result."""
+    sandbox = resolve_sandbox(sandbox)
+    with sandbox.launch(command, workspace, tool_env(workspace, env)) as launch:
+        try:
+            return await _run_launch(
+                launch.argv, launch.subprocess_options(), timeout_s=timeout_s, limit=limit
+            )
+        finally:
+            await launch.clean_up()
+
+
+async def _run_launch(
+    argv: tuple[str, ...], options: dict[str, Any], *, timeout_s: float, limit: int
 ) -> ToolResult:
     proc = await asyncio.create_subprocess_exec(
-        "bash",
-        "-c",
-        command,
-        cwd=workspace,
-        env=tool_env(workspace, env),
+        *argv,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
         start_new_session=True,
+        **options,
     )
     chunks: list[bytes] = []
     size = 0
@@ -66,15 +81,12 @@ async def run_shell(
     timed_out = False
     try:
         await asyncio.wait_for(read_capped(), timeout_s)
-        if size >= cap:
-            _kill_group(proc.pid)
-        await asyncio.wait_for(proc.wait(), max(1.0, timeout_s))
+        if size < cap:  # the output ended: give the command the same time again to exit
+            await asyncio.wait_for(proc.wait(), max(1.0, timeout_s))
     except TimeoutError:
         timed_out = True
-        _kill_group(proc.pid)
-        await proc.wait()
     finally:
-        _kill_group(proc.pid)  # leftovers a command put in the background
+        await finish_process(proc)
     text = truncate(b"".join(chunks).decode(errors="replace"), limit)
     if timed_out:
         return ToolResult(text + f"\n[timed out after {timeout_s:g}s]", error="timeout")
@@ -83,17 +95,18 @@ async def run_shell(
     return ToolResult(text)
 
 
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-
-
 def missing_arguments(spec: ToolSpec, arguments: dict[str, Any]) -> list[str]:
     return [name for name in spec.parameters.get("required", []) if name not in arguments]
 
 
 async def run_tool(
-    spec: ToolSpec, arguments: dict[str, Any], workspace: Path, *, timeout_s: float, limit: int
+    spec: ToolSpec,
+    arguments: dict[str, Any],
+    workspace: Path,
+    *,
+    timeout_s: float,
+    limit: int,
+    sandbox: Sandbox | None = None,
 ) -> ToolResult:
     """Run one tool call; failures come back as a ``ToolResult`` with ``error`` set, never raised."""
     missing = missing_arguments(spec, arguments)
@@ -105,7 +118,9 @@ async def run_tool(
         if spec.builtin == "submit":
             return ToolResult("submitted", submitted=str(arguments.get("answer", "")))
         if spec.builtin == "bash":
-            return await run_shell(str(arguments["command"]), workspace, timeout_s=timeout_s, limit=limit)
+            return await run_shell(
+                str(arguments["command"]), workspace, timeout_s=timeout_s, limit=limit, sandbox=sandbox
+            )
         if spec.builtin == "read_file":
             path = inside(workspace, str(arguments["path"]))
             return ToolResult(truncate(path.read_text(encoding="utf-8", errors="replace"), limit))
@@ -117,7 +132,9 @@ async def run_tool(
             return ToolResult(f"wrote {len(content.encode())} bytes to {arguments['path']}")
         if spec.command:
             env = {f"ARG_{k}": v if isinstance(v, str) else repr(v) for k, v in arguments.items()}
-            return await run_shell(spec.command, workspace, timeout_s=timeout_s, limit=limit, env=env)
+            return await run_shell(
+                spec.command, workspace, timeout_s=timeout_s, limit=limit, env=env, sandbox=sandbox
+            )
     except (OSError, PermissionError, ValueError) as exc:
         return ToolResult(f"error: {exc}", error=type(exc).__name__)
     return ToolResult(f"error: tool {spec.name} has no implementation", error="no implementation")

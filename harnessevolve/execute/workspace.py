@@ -9,6 +9,8 @@ import tempfile
 from pathlib import Path
 
 from harnessevolve.core.tasks import Task
+from harnessevolve.execute.sandbox import Sandbox, resolve_sandbox
+from harnessevolve.execute.sandbox_launch import finish_process
 
 SAFE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "TZ")
 
@@ -35,7 +37,8 @@ def inside(workspace: Path, relative: str) -> Path:
     return target
 
 
-async def create_workspace(task: Task, *, timeout_s: float = 60.0) -> Path:
+async def create_workspace(task: Task, *, timeout_s: float = 60.0, sandbox: Sandbox | None = None) -> Path:
+    """A fresh workspace with the task's files; its setup commands run in ``sandbox`` (default when None)."""
     workspace = Path(tempfile.mkdtemp(prefix=f"he-{task.id}-"))
     try:
         for rel, content in task.setup_files.items():
@@ -43,25 +46,32 @@ async def create_workspace(task: Task, *, timeout_s: float = 60.0) -> Path:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(content, encoding="utf-8")
         for command in task.setup_commands:
-            proc = await asyncio.create_subprocess_exec(
-                "bash",
-                "-c",
-                command,
-                cwd=workspace,
-                env=tool_env(workspace),
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.STDOUT,
-            )
-            out, _ = await asyncio.wait_for(proc.communicate(), timeout_s)
-            if proc.returncode != 0:
-                raise WorkspaceError(
-                    f"setup command failed ({proc.returncode}): {command}: "
-                    f"{out.decode(errors='replace')[-500:]}"
-                )
+            await _run_setup_command(command, workspace, timeout_s, resolve_sandbox(sandbox))
     except BaseException:
         remove_workspace(workspace)
         raise
     return workspace
+
+
+async def _run_setup_command(command: str, workspace: Path, timeout_s: float, sandbox: Sandbox) -> None:
+    with sandbox.launch(command, workspace, tool_env(workspace)) as launch:
+        proc = await asyncio.create_subprocess_exec(
+            *launch.argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+            **launch.subprocess_options(),
+        )
+        try:
+            out, _ = await asyncio.wait_for(proc.communicate(), timeout_s)
+        finally:
+            await finish_process(proc)
+            await launch.clean_up()
+    if proc.returncode != 0:
+        raise WorkspaceError(
+            f"setup command failed ({proc.returncode}): {command}: {out.decode(errors='replace')[-500:]}"
+        )
 
 
 def remove_workspace(workspace: Path) -> None:

@@ -1,0 +1,179 @@
+"""The default sandbox: bubblewrap (``bwrap``) namespaces plus kernel resource limits.
+
+Inside, a command sees the system directories (``/usr``, ``/etc``, the ``/bin``/``/lib`` links)
+read-only, its own workspace read-write at the same absolute path, an empty private ``/tmp``,
+its own ``/proc`` and a minimal ``/dev``; nothing else of the host (no ``/root``, ``/home``, the
+repository or other workspaces). It has no network (only its own loopback), its own PID, IPC, UTS
+and cgroup namespaces, no capabilities, no new privileges (setuid programs do not elevate) and a new
+terminal session. ``prlimit`` applies ``SandboxLimits``; ``--die-with-parent`` plus the PID
+namespace mean killing bwrap kills everything the command started.
+
+Two ways to get there, depending on who we are:
+
+- an ordinary user: bwrap makes an unprivileged user namespace (and forbids nested ones); the
+  command runs as us, which is harmless since it sees only the workspace and public system files;
+- root: bwrap needs no user namespace, and ``setpriv`` drops the command to the workspace's own uid
+  (``sandbox_launch.sandbox_uid``) -- root would ignore the process limit and could read
+  root-only files like /etc/shadow. The workspace is handed to that uid first. A second,
+  unprivileged bwrap inside then forbids user namespaces, as in the first case.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from harnessevolve.core.errors import SandboxError
+from harnessevolve.execute.sandbox_launch import Launch, SandboxLimits, hand_over, sandbox_uid
+
+SYSTEM_DIRS = ("/usr", "/etc")
+"""Bound read-only. Their contents are public: root-only files stay unreadable (never run as root)."""
+SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+"""Recreated as the same symlink (merged-/usr systems) or bound read-only (older layouts)."""
+TMP_SIZE_MB = 256
+"""Size of the private /tmp (a tmpfs in memory); the workspace is where work is meant to go."""
+NAMESPACES_AS_ROOT = (
+    "--unshare-ipc",
+    "--unshare-pid",
+    "--unshare-net",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+)
+NAMESPACES_AS_USER = ("--unshare-all", "--unshare-user", "--disable-userns")
+
+
+class BwrapSandbox:
+    """Runs each command under ``bwrap`` (see the module docstring for what it isolates)."""
+
+    name = "bwrap"
+
+    def __init__(
+        self,
+        limits: SandboxLimits | None = None,
+        *,
+        bwrap: str = "/usr/bin/bwrap",
+        read_only_paths: tuple[str, ...] = (),
+    ) -> None:
+        """``read_only_paths``: more host paths to show inside, read-only (e.g. a toolchain in /opt)."""
+        self.limits = limits or SandboxLimits()
+        self.bwrap = bwrap
+        self.read_only_paths = read_only_paths
+
+    def filesystem_args(self, workspace: Path) -> list[str]:
+        args: list[str] = []
+        for path in SYSTEM_DIRS + self.read_only_paths:
+            args += ["--ro-bind", path, path]
+        for path in SYSTEM_LINKS:
+            if os.path.islink(path):
+                args += ["--symlink", os.readlink(path), path]
+            elif os.path.isdir(path):
+                args += ["--ro-bind", path, path]
+        args += ["--proc", "/proc", "--dev", "/dev"]
+        args += ["--size", str(TMP_SIZE_MB << 20), "--perms", "1777", "--tmpfs", "/tmp"]
+        # The folders above the workspace exist only as empty mount points, open to the command's uid.
+        for parent in reversed(workspace.parents):
+            if str(parent) not in ("/", "/tmp") and not _under(parent, SYSTEM_DIRS + self.read_only_paths):
+                args += ["--perms", "0755", "--dir", str(parent)]
+        return args + ["--bind", str(workspace), str(workspace), "--chdir", str(workspace)]
+
+    def argv(self, command: str, workspace: Path, uid: int | None) -> tuple[str, ...]:
+        """The full command line; ``uid`` is the uid to drop to (we are root) or None (we are not)."""
+        if uid is None:
+            namespaces: tuple[str, ...] = NAMESPACES_AS_USER
+            drop: tuple[str, ...] = ()
+        else:
+            namespaces = (*NAMESPACES_AS_ROOT, "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID")
+            drop = (
+                "setpriv",
+                f"--reuid={uid}",
+                f"--regid={uid}",
+                "--clear-groups",
+                "--no-new-privs",
+                "--inh-caps=-all",
+                "--bounding-set=-all",
+                "--",
+                # A second, unprivileged bwrap only to forbid user namespaces (and so mounts) inside.
+                self.bwrap,
+                "--unshare-user",
+                "--disable-userns",
+                "--die-with-parent",
+                "--dev-bind",  # the outer sandbox's view as it is; its /dev holds only null, zero, tty...
+                "/",
+                "/",
+                "--",
+            )
+        return (
+            self.bwrap,
+            "--die-with-parent",
+            "--new-session",
+            *namespaces,
+            "--hostname",
+            "sandbox",
+            *self.filesystem_args(workspace),
+            *drop,
+            *self.limits.prlimit_argv(),
+            "bash",
+            "-c",
+            command,
+        )
+
+    @contextlib.contextmanager
+    def launch(self, command: str, workspace: Path, env: Mapping[str, str]) -> Iterator[Launch]:
+        self.check()
+        workspace = workspace.resolve()
+        uid = sandbox_uid(workspace)
+        hand_over(workspace, uid)
+        yield Launch(self.argv(command, workspace, uid), env, Path("/"))
+
+    def check(self) -> None:
+        """Raise ``SandboxError`` unless bwrap can start a sandbox here (probed once per process)."""
+        problem = probe_bwrap(self.bwrap, os.geteuid() == 0)
+        if problem:
+            raise SandboxError(problem)
+
+
+def _under(path: Path, roots: tuple[str, ...]) -> bool:
+    return any(path == Path(root) or Path(root) in path.parents for root in roots)
+
+
+@functools.lru_cache(maxsize=8)
+def probe_bwrap(bwrap: str, as_root: bool) -> str | None:
+    """None when ``bwrap`` runs a trivial command in a full sandbox; otherwise what went wrong."""
+    if not shutil.which(bwrap):
+        return f"bubblewrap is not installed ({bwrap} not found)"
+    missing = [tool for tool in ("prlimit", "setpriv" if as_root else "bash") if not shutil.which(tool)]
+    if missing:
+        return f"{' and '.join(missing)} (util-linux) not found; the sandbox needs it"
+    workspace = Path(tempfile.mkdtemp(prefix="he-probe-"))
+    try:
+        uid = sandbox_uid(workspace)
+        hand_over(workspace, uid)
+        proc = subprocess.run(
+            BwrapSandbox(bwrap=bwrap).argv("touch probe", workspace, uid),
+            cwd="/",
+            env={"PATH": "/usr/bin:/bin"},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        if proc.returncode != 0 or not (workspace / "probe").exists():
+            detail = (proc.stderr or proc.stdout).strip().splitlines()
+            return (
+                f"bubblewrap cannot create a sandbox here (exit {proc.returncode}: "
+                f"{detail[-1] if detail else 'no output'}); unprivileged user namespaces may be "
+                "disabled (sysctl kernel.unprivileged_userns_clone=1, "
+                "kernel.apparmor_restrict_unprivileged_userns=0)"
+            )
+        return None
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"bubblewrap cannot start: {exc}"
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)

@@ -1,0 +1,122 @@
+"""Sandboxes for the LLM-written commands the agent runs. Chosen by name (``--sandbox``).
+
+Contract (``Sandbox``): ``launch(command, workspace, env)`` is a context manager yielding a
+``Launch`` -- how to start ``bash -c command`` so that it
+
+- can write only inside ``workspace`` (seen at its own absolute path, its working directory),
+  nothing else of the host; reads only what a user's program may read (system directories);
+- has no network, unless the sandbox says otherwise;
+- runs under ``limits`` (``SandboxLimits``: CPU time, memory, processes, file size);
+- sees exactly ``env`` (already scrubbed of secrets by ``workspace.tool_env``);
+- dies, with everything it started, when the launched process's group is killed.
+
+The caller starts the process inside the ``with`` block, applies the wall-clock limit and the
+output cap, kills the process group, and leaves the block, which releases what the launch held
+(descriptors, containers). ``launch`` raises ``SandboxError`` when the sandbox cannot work on
+this machine; it never runs the command itself.
+
+Implementations: ``bwrap`` (default), ``docker`` (only when an engine answers) and ``none``
+(no isolation at all, reachable only with ``unsafe=True``, i.e. ``--unsafe-no-sandbox``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Protocol
+
+from harnessevolve.core.errors import SandboxError
+from harnessevolve.execute.bwrap_sandbox import BwrapSandbox
+from harnessevolve.execute.docker_sandbox import DockerSandbox
+from harnessevolve.execute.sandbox_launch import Launch, SandboxLimits
+
+__all__ = [
+    "SANDBOXES",
+    "BwrapSandbox",
+    "DockerSandbox",
+    "Launch",
+    "Sandbox",
+    "SandboxError",
+    "SandboxLimits",
+    "UnsafeNoSandbox",
+    "default_sandbox",
+    "default_sandbox_name",
+    "make_sandbox",
+    "resolve_sandbox",
+]
+
+DEFAULT_SANDBOX = "bwrap"
+UNSAFE_HINT = "pass --unsafe-no-sandbox to run agent commands without any isolation"
+
+
+class Sandbox(Protocol):
+    """Turns one shell command into an isolated process launch (contract in the module docstring)."""
+
+    name: str
+    limits: SandboxLimits
+
+    def launch(
+        self, command: str, workspace: Path, env: Mapping[str, str]
+    ) -> AbstractContextManager[Launch]: ...
+
+
+class UnsafeNoSandbox:
+    """No isolation: ``bash -c`` on the host, in the workspace, with the scrubbed environment.
+
+    Only the wall-clock limit, the output cap and the process-group kill of the caller apply;
+    ``limits`` are not enforced. For trusted commands on a machine without bubblewrap.
+    """
+
+    name = "none"
+
+    def __init__(self, limits: SandboxLimits | None = None) -> None:
+        self.limits = limits or SandboxLimits()
+
+    @contextlib.contextmanager
+    def launch(self, command: str, workspace: Path, env: Mapping[str, str]) -> Iterator[Launch]:
+        yield Launch(("bash", "-c", command), env, workspace)
+
+
+SANDBOXES: dict[str, Callable[..., Sandbox]] = {
+    "bwrap": BwrapSandbox,
+    "docker": DockerSandbox,
+    "none": UnsafeNoSandbox,
+}
+
+
+def default_sandbox_name() -> str:
+    """The sandbox used when none is chosen: always ``bwrap`` (never silently ``none``)."""
+    return DEFAULT_SANDBOX
+
+
+def make_sandbox(name: str, *, limits: SandboxLimits | None = None, unsafe: bool = False) -> Sandbox:
+    """The sandbox called ``name``, checked to work here; ``SandboxError`` (with a hint) otherwise.
+
+    ``none`` needs ``unsafe=True`` (the CLI's ``--unsafe-no-sandbox``). Availability is probed once
+    per process and cached.
+    """
+    if name not in SANDBOXES:
+        raise SandboxError(f"unknown sandbox {name!r}", hint=f"choose one of: {', '.join(sorted(SANDBOXES))}")
+    if name == "none" and not unsafe:
+        raise SandboxError(
+            "the 'none' sandbox runs agent commands unisolated on this machine", hint=UNSAFE_HINT
+        )
+    sandbox = SANDBOXES[name](limits)
+    check = getattr(sandbox, "check", None)
+    if check is not None:
+        check()
+    return sandbox
+
+
+@functools.lru_cache(maxsize=1)
+def default_sandbox() -> Sandbox:
+    """The default sandbox with default limits, made once; raises ``SandboxError`` when unusable."""
+    return make_sandbox(default_sandbox_name())
+
+
+def resolve_sandbox(sandbox: Sandbox | None) -> Sandbox:
+    """``sandbox`` itself, or the default one when None (what callers that pass nothing get)."""
+    return sandbox if sandbox is not None else default_sandbox()
