@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from fnmatch import fnmatch
 from typing import Any, Protocol
 
@@ -11,9 +12,22 @@ from harnessevolve.core.signals import Cluster
 
 @dataclass(frozen=True)
 class ReferenceAction:
+    """One tool call of a run and (the start of) its result: of a reference run, or of this batch's
+    failed and passed runs (``ProposalContext.failed_runs`` / ``passed_runs``)."""
+
     tool: str
     arguments: dict[str, Any]
     observation: str
+
+
+@dataclass(frozen=True)
+class PromptLimits:
+    """The quality gate's size caps, passed in so proposers stay clear of them without importing
+    gate/. Defaults mirror ``gate.config.QualityConfig``; the pipeline passes the configured ones."""
+
+    max_prompt_chars: int = 16000
+    max_prompt_tokens: int = 4000
+    max_new_examples: int = 5
 
 
 @dataclass(frozen=True)
@@ -29,14 +43,30 @@ class ProposalContext:
     clusters: tuple[Cluster, ...]
     """This batch's error clusters, largest and most severe first."""
     instructions: dict[str, str] = field(default_factory=dict)
-    """task id -> instruction, for the failed tasks."""
+    """task id -> instruction, for the failed tasks (and the passed ones, where known)."""
     references: dict[str, tuple[ReferenceAction, ...]] = field(default_factory=dict)
     """task id -> the reference trajectory's actions, for the failed tasks that have one."""
     rejected: tuple[str, ...] = ()
     """Summaries of this run's earlier candidates that a gate rejected (do not propose them again)."""
+    failed_runs: dict[str, tuple[ReferenceAction, ...]] = field(default_factory=dict)
+    """task id -> the actions of this batch's failed run of it (the ablation proposer looks for
+    demonstrations copied into them); without it only each cluster signal's ``actual`` is known."""
+    passed_runs: dict[str, tuple[ReferenceAction, ...]] = field(default_factory=dict)
+    """task id -> the actions of this batch's passed run of it (evidence of what is used)."""
+    limits: PromptLimits = field(default_factory=PromptLimits)
+    prompt_chars: int | None = None
+    """Size of the current harness's assembled prompt (``Harness.assembled_prompt()``), if measured."""
+    prompt_tokens: int | None = None
+    """The same in the agent model's tokens, if measured."""
 
     def may_edit(self, path: str) -> bool:
         return any(fnmatch(path, pattern) for pattern in self.editable)
+
+    def apply(self, edits: Sequence[Mapping[str, Any]]) -> dict[str, str | None]:
+        """``edits.apply_edits`` on this context's files and editable paths (raises ``EditError``)."""
+        from harnessevolve.optimize.edits import apply_edits
+
+        return apply_edits(self.files, edits, self.editable)
 
 
 @dataclass(frozen=True)
@@ -44,14 +74,23 @@ class Candidate:
     """One proposed edit: whole-file replacements, plus the credit assignment behind it."""
 
     changes: dict[str, str | None]
-    """path -> new content (``None`` deletes the file)."""
+    """path -> new content (``None`` deletes the file); relative to ``ProposalContext.files``."""
     summary: str
     rationale: str
     targets: tuple[str, ...]
-    """The causes of the clusters it targets."""
+    """The causes (cluster ids) of the clusters it targets."""
     target_tasks: tuple[str, ...]
     proposer: str
     model: str | None = None
+    edits: tuple[dict[str, Any], ...] = ()
+    """The edit operations (``schemas/edits.schema.json``) that produced ``changes``; empty for a
+    proposer that writes whole files."""
+    evidence: tuple[str, ...] = ()
+    """Observations the edit rests on (one line each), e.g. a demonstration copied into a failed run."""
+    revision: int = 0
+    """0 for a first proposal; n after n quality-gate rejections answered by ``Proposer.revise``."""
+    feedback: tuple[str, ...] = ()
+    """The gate reasons the revisions answered, oldest first (``len(feedback) == revision``)."""
 
     def commit_message(self, *, run_id: str, generation: int) -> str:
         trailers = [
@@ -62,7 +101,35 @@ class Candidate:
             f"Run: {run_id}",
             f"Generation: {generation}",
         ]
+        if self.edits:
+            trailers.append(f"Edit-Ops: {', '.join(e['op'] for e in self.edits)}")
+        trailers += [f"Evidence: {' '.join(line.split())}" for line in self.evidence]
+        if self.revision:
+            trailers.append(f"Revision: {self.revision}")
+            trailers += [f"Revision-Reason: {' '.join(reason.split())}" for reason in self.feedback]
         return f"harnessevolve: {self.summary}\n\n{self.rationale}\n\n" + "\n".join(trailers) + "\n"
+
+    def to_record(self) -> dict[str, Any]:
+        """The candidate as a ledger entry's fields (everything but the file contents)."""
+        from harnessevolve.optimize.edits import EDITS_VERSION
+
+        return {
+            "summary": self.summary,
+            "rationale": self.rationale,
+            "proposer": self.proposer,
+            "model": self.model,
+            "targets": list(self.targets),
+            "target_tasks": list(self.target_tasks),
+            "paths": sorted(self.changes),
+            "edits": {"version": EDITS_VERSION, "ops": list(self.edits)} if self.edits else None,
+            "evidence": list(self.evidence),
+            "revision": self.revision,
+            "feedback": list(self.feedback),
+        }
+
+    def revised(self, new: Candidate, reason: str) -> Candidate:
+        """``new`` as the revision of this candidate that answers ``reason``."""
+        return replace(new, revision=self.revision + 1, feedback=(*self.feedback, reason))
 
 
 class ProposalFailed(Exception):
@@ -75,14 +142,23 @@ class ProposalFailed(Exception):
 
 
 class Proposer(Protocol):
-    """Turns a batch's error clusters into at most one candidate edit.
+    """Turns a batch's error clusters into at most one candidate edit, and revises it on request.
 
     ``propose`` returns ``None`` when it has nothing new to offer (for example every fix it knows
     for these clusters was already tried and rejected). It only changes paths for which
     ``context.may_edit`` is true. It raises ``ProposalFailed`` (never anything else) when it
     tried and failed, so the failure is recorded and the next proposer gets its turn.
+
+    ``revise`` answers a quality-gate rejection of ``candidate`` (which this proposer made from the
+    same ``context``) whose written reason is ``reason``. It returns a replacement candidate (its
+    ``changes`` are relative to ``context.files``, not applied on top of ``candidate``) made with
+    ``candidate.revised(new, reason)`` so that ``revision`` and ``feedback`` record the history;
+    or raises ``ProposalFailed`` when it cannot answer that reason (never returns None). The
+    pipeline calls it at most T_rev times in a row for one generation.
     """
 
     name: str
 
     async def propose(self, context: ProposalContext) -> Candidate | None: ...
+
+    async def revise(self, context: ProposalContext, candidate: Candidate, reason: str) -> Candidate: ...

@@ -8,11 +8,15 @@
 from __future__ import annotations
 
 import json
+import re
 
 from harnessevolve.core.signals import Cause, Cluster
-from harnessevolve.optimize.proposal import Candidate, ProposalContext, ReferenceAction
+from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed, ReferenceAction
 
 OBSERVATION_CHARS = 160
+EXAMPLE_HEADING = re.compile(r"^## Example\b", re.MULTILINE)
+BLOAT_REASON = re.compile(r"prompt bloat: (\d+) (chars|tokens) > cap (\d+)")
+CHARS_PER_TOKEN = 4.0
 RULES_HEADING = "## Rules"
 
 RULES: dict[Cause, str] = {
@@ -41,6 +45,22 @@ def render_demonstration(instruction: str, steps: tuple[ReferenceAction, ...]) -
                 observation = observation[:OBSERVATION_CHARS] + " ..."
             lines.append(f"Result: {observation}")
     return "\n".join(lines) + "\n"
+
+
+def split_demonstrations(text: str) -> tuple[str, list[str]]:
+    """(the text before the first '## Example', each '## Example' section with its trailing text)."""
+    starts = [m.start() for m in EXAMPLE_HEADING.finditer(text)]
+    if not starts:
+        return text, []
+    bounds = [*starts, len(text)]
+    return text[: starts[0]], [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+def join_demonstrations(preamble: str, sections: list[str]) -> str:
+    body = "\n\n".join(s.strip("\n") for s in sections)
+    if not preamble.strip():
+        return body + "\n" if body else ""
+    return preamble.rstrip("\n") + ("\n\n" + body + "\n" if body else "\n")
 
 
 def cluster_candidate(
@@ -88,6 +108,42 @@ class DemoProposer:
                 return cluster_candidate(self.name, cluster, path, new, summary, why)
         return None
 
+    async def revise(self, context: ProposalContext, candidate: Candidate, reason: str) -> Candidate:
+        """Answers prompt bloat by dropping the oldest demonstrations (never the one it adds)."""
+        path = context.examples_path
+        bloat = BLOAT_REASON.search(reason)
+        if path is None or bloat is None or candidate.changes.get(path) is None:
+            raise ProposalFailed(
+                self.name, [f"cannot revise: the demo proposer only answers prompt bloat ({reason})"]
+            )
+        size, unit, cap = int(bloat.group(1)), bloat.group(2), int(bloat.group(3))
+        ratio = CHARS_PER_TOKEN
+        if context.prompt_chars and context.prompt_tokens:
+            ratio = context.prompt_chars / context.prompt_tokens
+        excess = (size - cap) * (1 if unit == "chars" else ratio) * 1.1 + 1
+        preamble, sections = split_demonstrations(candidate.changes[path] or "")
+        dropped = 0
+        while len(sections) > 1 and excess > 0:
+            excess -= len(sections.pop(0))
+            dropped += 1
+        if excess > 0:
+            raise ProposalFailed(
+                self.name, [f"cannot revise: no older demonstration left to drop for {reason}"]
+            )
+        new = join_demonstrations(preamble, sections)
+        summary = f"{candidate.summary} (dropping the {dropped} oldest demonstration(s))"
+        rationale = f"{candidate.rationale} Revised after: {reason}"
+        revised = Candidate(
+            changes={path: new},
+            summary=summary,
+            rationale=rationale,
+            targets=candidate.targets,
+            target_tasks=candidate.target_tasks,
+            proposer=self.name,
+            evidence=(*candidate.evidence, f"{size} {unit} > cap {cap}: dropped {dropped} demonstration(s)"),
+        )
+        return candidate.revised(revised, reason)
+
 
 class RuleProposer:
     """Adds the rule for the largest cluster's cause under '## Rules' in the system prompt."""
@@ -110,3 +166,6 @@ class RuleProposer:
                 new = current.rstrip() + f"\n\n{RULES_HEADING}\n- {rule}\n"
             return cluster_candidate(self.name, cluster, path, new, summary)
         return None
+
+    async def revise(self, context: ProposalContext, candidate: Candidate, reason: str) -> Candidate:
+        raise ProposalFailed(self.name, [f"cannot revise: a one-line rule has nothing to drop ({reason})"])

@@ -1,16 +1,31 @@
-"""Proposers by name (``--proposer demo,rules``); a list is tried in order, first proposal wins."""
+"""Proposers by name (``--proposer demo,rules``); a list is tried in order, first proposal wins.
+
+``auto`` is ``llm`` (when an optimizer model is given), then ``ablate``, ``demo``, ``rules``: the
+ablation proposer only speaks on evidence that a component hurts (a demonstration copied into other
+tasks' failed runs, a prompt near the size cap, a skill no passed run uses) and returns None
+otherwise, so it costs nothing when there is none; and where there is, removing the harmful part
+comes before adding more text to counter it. ``tools`` and ``loop`` (tool-spec and loop-setting
+edits) are opt-in by name: they need tools/*.yaml or harness.yaml to be editable."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
 from harnessevolve.core.errors import HarnessEvolveError
+from harnessevolve.optimize.ablation import AblationProposer
 from harnessevolve.optimize.llm_proposer import LLMProposer
 from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed, Proposer
 from harnessevolve.optimize.reference_diff import DemoProposer, RuleProposer
+from harnessevolve.optimize.settings_proposers import LoopSettingsProposer, ToolSpecProposer
 
-PROPOSERS: dict[str, Callable[[], Proposer]] = {"demo": DemoProposer, "rules": RuleProposer}
-DEFAULT_PROPOSERS = ("demo", "rules")
+PROPOSERS: dict[str, Callable[[], Proposer]] = {
+    "ablate": AblationProposer,
+    "demo": DemoProposer,
+    "rules": RuleProposer,
+    "tools": ToolSpecProposer,
+    "loop": LoopSettingsProposer,
+}
+DEFAULT_PROPOSERS = ("ablate", "demo", "rules")
 
 
 class ChainProposer:
@@ -20,7 +35,7 @@ class ChainProposer:
         self.proposers = list(proposers)
         self.name = "+".join(p.name for p in self.proposers)
         self.failures: list[ProposalFailed] = []
-        """The failed attempts of the last ``propose`` call."""
+        """The failed attempts of the last ``propose`` or ``revise`` call."""
 
     async def propose(self, context: ProposalContext) -> Candidate | None:
         self.failures = []
@@ -33,6 +48,20 @@ class ChainProposer:
             if candidate is not None:
                 return candidate
         return None
+
+    async def revise(self, context: ProposalContext, candidate: Candidate, reason: str) -> Candidate:
+        """The proposer that made ``candidate`` revises it; its failure is also kept in ``failures``."""
+        self.failures = []
+        owner = next((p for p in self.proposers if p.name == candidate.proposer), None)
+        try:
+            if owner is None or not hasattr(owner, "revise"):
+                raise ProposalFailed(
+                    candidate.proposer, [f"cannot revise: proposer {candidate.proposer!r} does not revise"]
+                )
+            return await owner.revise(context, candidate, reason)
+        except ProposalFailed as failed:
+            self.failures.append(failed)
+            raise
 
 
 def make_proposer(names: Sequence[str], optimizer_model: str | None = None) -> ChainProposer:

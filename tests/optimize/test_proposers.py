@@ -10,7 +10,7 @@ import pytest
 from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.core.signals import Cause, ErrorSignal
 from harnessevolve.evaluate.clustering import cluster_signals
-from harnessevolve.optimize.proposal import Candidate, ProposalContext, ReferenceAction
+from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed, ReferenceAction
 from harnessevolve.optimize.reference_diff import (
     OBSERVATION_CHARS,
     RULES,
@@ -261,3 +261,57 @@ def test_commit_message_has_subject_rationale_and_trailers() -> None:
     assert "Generation: 7" in trailers
     with_model = dataclasses.replace(candidate, model="scripted/p").commit_message(run_id="r", generation=0)
     assert "Proposer-Model: scripted/p" in with_model.splitlines()
+
+
+# --- revision -----------------------------------------------------------------------------------------
+
+
+def revise(proposer, ctx, candidate, reason):
+    return asyncio.run(proposer.revise(ctx, candidate, reason))
+
+
+def test_demo_revises_prompt_bloat_by_dropping_the_oldest_demonstrations() -> None:
+    old = [render_demonstration(f"Old task {i}?", REF_READ) for i in range(3)]
+    ctx = context(files={SYSTEM: SYSTEM_TEXT, EXAMPLES: "\n".join(old)})
+    first = propose(DemoProposer(), ctx)
+    assert first.changes[EXAMPLES].count("## Example") == 4
+    excess = len(old[0]) // 2  # just over half a demonstration too long: one must go
+    reason = f"prompt bloat: {16000 + excess} chars > cap 16000"
+    revised = revise(DemoProposer(), ctx, first, reason)
+    text = revised.changes[EXAMPLES]
+    assert text.count("## Example") == 3 and "Old task 0?" not in text
+    assert "Old task 1?" in text and text.rstrip().endswith(
+        '{"tool": "submit", "arguments": {"answer": "3"}}'
+    )
+    assert revised.revision == 1 and revised.feedback == (reason,) and revised.proposer == "demo"
+    assert "dropping the 1 oldest" in revised.summary
+    again = revise(DemoProposer(), ctx, revised, "prompt bloat: 4010 tokens > cap 4000")
+    assert again.revision == 2 and again.feedback == (reason, "prompt bloat: 4010 tokens > cap 4000")
+    assert again.changes[EXAMPLES].count("## Example") == 2
+
+
+def test_demo_cannot_revise_other_reasons_or_drop_its_own_demonstration() -> None:
+    first = propose(DemoProposer(), context())
+    with pytest.raises(ProposalFailed, match="cannot revise"):
+        revise(DemoProposer(), context(), first, "leakage: task t-1 scored 0.93")
+    with pytest.raises(ProposalFailed, match="no older demonstration"):
+        revise(DemoProposer(), context(), first, "prompt bloat: 20000 chars > cap 16000")
+
+
+def test_rules_cannot_revise() -> None:
+    first = propose(RuleProposer(), context())
+    with pytest.raises(ProposalFailed, match="cannot revise"):
+        revise(RuleProposer(), context(), first, "prompt bloat: 20000 chars > cap 16000")
+
+
+def test_chain_revise_goes_to_the_proposer_that_made_the_candidate() -> None:
+    old = [render_demonstration(f"Old task {i}?", REF_READ) for i in range(2)]
+    ctx = context(files={SYSTEM: SYSTEM_TEXT, EXAMPLES: "\n".join(old)})
+    chain = make_proposer(["rules", "demo"])
+    demo_candidate = propose(DemoProposer(), ctx)
+    revised = revise(chain, ctx, demo_candidate, "prompt bloat: 16010 chars > cap 16000")
+    assert revised.proposer == "demo" and revised.revision == 1
+    rules_candidate = propose(chain, ctx)
+    with pytest.raises(ProposalFailed):
+        revise(chain, ctx, rules_candidate, "prompt bloat: 16010 chars > cap 16000")
+    assert [f.proposer for f in chain.failures] == ["rules"]

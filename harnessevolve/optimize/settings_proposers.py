@@ -1,0 +1,147 @@
+"""Deterministic proposers that edit tool specs and loop settings (no model needed; opt-in by name).
+
+* ``tools``: a ``missing_argument`` cluster makes the argument the reference passed and the run left
+  out required, with a sentence in the tool's description; a ``wrong_tool`` cluster sharpens the
+  description of the tool the reference used, naming the tool the runs used instead;
+* ``loop``: a ``step_limit`` cluster whose runs repeat a call turns on ``stop_on_repeat`` (or, with
+  it already on, gives the agent two more steps, within the schema's bounds).
+
+Both answer with ``edit_tool`` / ``set_loop`` operations, so they only act where ``tools/*.yaml``
+or ``harness.yaml`` is editable; a revision is never possible (ProposalFailed).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harnessevolve.core.errors import EditError
+from harnessevolve.core.signals import Cause, Cluster, ErrorSignal
+from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed
+
+MAX_STEPS_CAP = 200
+EXTRA_STEPS = 2
+
+
+def _edit_candidate(
+    name: str, context: ProposalContext, cluster: Cluster, edits: list[dict[str, Any]], summary: str, why: str
+) -> Candidate | None:
+    if summary in context.rejected:
+        return None
+    try:
+        changes = context.apply(edits)
+    except EditError:
+        return None
+    return Candidate(
+        changes=changes,
+        summary=summary,
+        rationale=f"{cluster.size} failed run(s) share cause {cluster.cause.value}; {why}",
+        targets=(cluster.cause.value,),
+        target_tasks=cluster.task_ids,
+        proposer=name,
+        edits=tuple(edits),
+        evidence=tuple(s.hint for s in cluster.signals[:3]),
+    )
+
+
+def _tool_doc(context: ProposalContext, tool: str) -> dict[str, Any] | None:
+    import yaml
+
+    text = context.files.get(f"tools/{tool}.yaml")
+    try:
+        doc = yaml.safe_load(text) if text else None
+    except yaml.YAMLError:
+        return None
+    return doc if isinstance(doc, dict) and isinstance(doc.get("parameters"), dict) else None
+
+
+def _call(signal: ErrorSignal, which: str) -> tuple[str, dict[str, Any]]:
+    call = (signal.expected if which == "expected" else signal.actual) or {}
+    arguments = call.get("arguments")
+    return str(call.get("tool") or ""), arguments if isinstance(arguments, dict) else {}
+
+
+class ToolSpecProposer:
+    """Makes a left-out argument required, or sharpens the description of the tool that fits."""
+
+    name = "tools"
+
+    async def propose(self, context: ProposalContext) -> Candidate | None:
+        for cluster in context.clusters:
+            for signal in cluster.signals:
+                candidate = self._for_signal(context, cluster, signal)
+                if candidate is not None:
+                    return candidate
+        return None
+
+    async def revise(self, context: ProposalContext, candidate: Candidate, reason: str) -> Candidate:
+        raise ProposalFailed(self.name, [f"cannot revise a tool-spec edit ({reason})"])
+
+    def _for_signal(
+        self, context: ProposalContext, cluster: Cluster, signal: ErrorSignal
+    ) -> Candidate | None:
+        expected_tool, expected_args = _call(signal, "expected")
+        actual_tool, actual_args = _call(signal, "actual")
+        doc = _tool_doc(context, expected_tool)
+        if doc is None or expected_tool == "submit":
+            return None
+        description = str(doc.get("description", "")).rstrip()
+        if cluster.cause == Cause.MISSING_ARGUMENT and actual_tool == expected_tool:
+            params = doc["parameters"]
+            missing = [a for a in expected_args if a not in actual_args and a in params.get("properties", {})]
+            if not missing:
+                return None
+            arg = missing[0]
+            new_params = {**params, "required": sorted({*params.get("required", []), arg})}
+            sentence = f"Always pass {arg}."
+            edit: dict[str, Any] = {"op": "edit_tool", "name": expected_tool, "parameters": new_params}
+            if sentence not in description:
+                edit["description"] = f"{description} {sentence}"
+            summary = f"require argument {arg} of tool {expected_tool}"
+            why = f"runs called {expected_tool} without {arg}, which the reference passed."
+            return _edit_candidate(self.name, context, cluster, [edit], summary, why)
+        if cluster.cause == Cause.WRONG_TOOL and actual_tool and actual_tool != expected_tool:
+            sentence = f"Use {expected_tool}, not {actual_tool}, for this kind of step."
+            if sentence in description:
+                return None
+            edit = {"op": "edit_tool", "name": expected_tool, "description": f"{description} {sentence}"}
+            summary = f"say when to use {expected_tool} instead of {actual_tool}"
+            why = f"runs called {actual_tool} where the reference called {expected_tool}."
+            return _edit_candidate(self.name, context, cluster, [edit], summary, why)
+        return None
+
+
+class LoopSettingsProposer:
+    """Stops runs that repeat a call (``stop_on_repeat``) or gives step-limited runs more steps."""
+
+    name = "loop"
+
+    async def propose(self, context: ProposalContext) -> Candidate | None:
+        import yaml
+
+        try:
+            doc = yaml.safe_load(context.files.get("harness.yaml", "")) or {}
+        except yaml.YAMLError:
+            return None
+        loop = doc.get("loop") if isinstance(doc, dict) and isinstance(doc.get("loop"), dict) else {}
+        for cluster in context.clusters:
+            if cluster.cause != Cause.STEP_LIMIT:
+                continue
+            repeated = any("repeat" in s.hint.lower() for s in cluster.signals)
+            if repeated and not loop.get("stop_on_repeat"):
+                edits = [{"op": "set_loop", "setting": "stop_on_repeat", "value": 2}]
+                summary = "stop runs that repeat the same call twice"
+                why = "the runs repeated one call until the step limit."
+            else:
+                steps = int(loop.get("max_steps", 8))
+                if steps + EXTRA_STEPS > MAX_STEPS_CAP:
+                    continue
+                edits = [{"op": "set_loop", "setting": "max_steps", "value": steps + EXTRA_STEPS}]
+                summary = f"allow {steps + EXTRA_STEPS} agent steps"
+                why = f"the runs were stopped at {steps} steps before finishing."
+            candidate = _edit_candidate(self.name, context, cluster, edits, summary, why)
+            if candidate is not None:
+                return candidate
+        return None
+
+    async def revise(self, context: ProposalContext, candidate: Candidate, reason: str) -> Candidate:
+        raise ProposalFailed(self.name, [f"cannot revise a loop-setting edit ({reason})"])
