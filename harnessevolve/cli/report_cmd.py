@@ -1,49 +1,99 @@
-"""``report``: a finished run's story from its ledger; ``--final`` scores the sealed test split."""
+"""``report``: a run's story from its ledger; ``--final`` scores the sealed test split; ``--html``
+writes the whole run as one self-contained HTML file."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from harnessevolve.cli._errors import handle_errors
 from harnessevolve.cli.options import HarnessDir, JsonOut, Model, Seed
 from harnessevolve.cli.ui import console, progress_hooks
-from harnessevolve.pipeline.final import find_run, score_test_split
+from harnessevolve.pipeline.final import RunRecord, score_test_split
+from harnessevolve.pipeline.ledger import read_ledger
+from harnessevolve.report.html import write_html_report
+from harnessevolve.report.run_view import load_run_view
+from harnessevolve.report.runs import harness_of, resolve_run
+from harnessevolve.report.tracking import MlflowTracker, make_tracker, mirror_run
+
+RunRef = Annotated[
+    str | None,
+    typer.Argument(
+        metavar="[RUN]",
+        help="A run id (or a unique prefix of one) or a run folder; default: the harness's latest run.",
+        show_default=False,
+    ),
+]
 
 
 @handle_errors
 def report(
-    harness: HarnessDir,
-    run: Annotated[str | None, typer.Option("--run", help="Run id (default: the latest run).")] = None,
+    run_ref: RunRef = None,
+    harness: HarnessDir = Path("."),
+    run: Annotated[str | None, typer.Option("--run", help="Run id, as RUN (kept for older scripts).")] = None,
     final: Annotated[
         bool, typer.Option("--final", help="Score the seed and evolved harness on the sealed test split.")
     ] = False,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            help="Also write the run as one self-contained HTML file (plots, every candidate's diff, gate "
+            "numbers, lineage, clusters, cost) to this path; an existing folder gets report.html.",
+        ),
+    ] = None,
+    track: Annotated[
+        str | None,
+        typer.Option(
+            "--track",
+            help="Mirror the run into a tracker after the fact: mlflow (MLFLOW_TRACKING_URI, else a local "
+            "store in DIR/.harnessevolve/); needs the tracking extra.",
+        ),
+    ] = None,
     model: Model = None,
     seed: Seed = 0,
     as_json: JsonOut = False,
 ) -> None:
-    """Summarise a run from its ledger: accepted and reverted edits, scores per generation."""
-    record = find_run(harness, run)
-    accepted = {e["sha"]: e for e in record.all("candidate_accepted")}
-    commits = record.all("candidate_committed")
+    """Summarise a run from its ledger: accepted and reverted edits, scores per generation.
+
+    Examples: [cyan]harnessevolve report -H DIR[/] (latest run), [cyan]harnessevolve report RUN-ID -H DIR
+    --html report.html[/], [cyan]harnessevolve report DIR/.harnessevolve/runs/RUN-ID --html .[/]
+    """
+    run_dir = resolve_run(run_ref or run, harness)
+    harness_dir = harness_of(run_dir, read_ledger(run_dir / "ledger.jsonl"))
     final_scores = None
     if final:
+        record = RunRecord(run_dir.name, run_dir, read_ledger(run_dir / "ledger.jsonl"))
         with progress_hooks(enabled=not as_json) as hooks:
-            final_scores = score_test_split(harness, record, model=model, seed=seed, hooks=hooks)
+            final_scores = score_test_split(harness_dir, record, model=model, seed=seed, hooks=hooks)
+    view = load_run_view(run_dir)
+    html_path = write_html_report(view, html) if html is not None else None
+    tracker = make_tracker(track, harness_dir, run_dir=run_dir)
+    mirror_run(tracker, list(view.events))
     if as_json:
-        console.print_json(
-            json.dumps(
-                {"run_id": record.run_id, "accepted": list(accepted), "test": final_scores}, default=str
-            )
-        )
+        document = {
+            "run_id": view.run_id,
+            "state": view.state,
+            "accepted": [c.sha for c in view.accepted],
+            "test": final_scores,
+            "html": str(html_path) if html_path else None,
+        }
+        console.print_json(json.dumps(document, default=str))
         return
-    console.print(f"run {record.run_id}: {len(accepted)} of {len(commits)} candidate edits accepted")
-    for c in commits:
-        status = "[green]accepted[/]" if c["sha"] in accepted else "[red]reverted[/]"
-        console.print(f"  {c['sha'][:8]} {status} gen {c['generation']}: {c['summary']}")
+    console.print(
+        f"run {view.run_id}: {len(view.accepted)} of {len(view.candidates)} candidate edits accepted"
+        + ("" if view.state == "finished" else f" ({view.state})")
+    )
+    for c in view.candidates:
+        status = {"accepted": "[green]accepted[/]", "reverted": "[red]reverted[/]"}.get(
+            c.outcome, f"[yellow]{c.outcome}[/]"
+        )
+        console.print(f"  {c.short} {status} gen {c.generation}: {escape(c.summary)}")
     if final_scores:
         table = Table(
             "harness", "revision", "test score", title=f"test split ({final_scores['tasks']} tasks)"
@@ -53,3 +103,7 @@ def report(
         console.print(table)
         gain = final_scores["scores"]["evolved"] - final_scores["scores"]["seed"]
         console.print(f"test-split gain: {gain * 100:+.1f} points")
+    if html_path:
+        console.print(f"HTML report: {html_path}")
+    if isinstance(tracker, MlflowTracker):
+        console.print(f"MLflow: experiment {tracker.experiment_name!r} at {tracker.tracking_uri}")

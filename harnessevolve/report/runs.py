@@ -1,0 +1,114 @@
+"""Finding a harness's runs and telling whether one is still alive (from its lock and ledger)."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harnessevolve.core.errors import HarnessEvolveError
+from harnessevolve.pipeline.rundir import STATE_DIR
+
+START_EVENTS = ("run_started", "run_resumed")
+END_STATES = {"run_finished": "finished", "run_interrupted": "interrupted", "run_failed": "failed"}
+
+
+def runs_dir(harness_dir: Path) -> Path:
+    return Path(harness_dir) / STATE_DIR / "runs"
+
+
+def resolve_run(ref: str | None, harness_dir: Path) -> Path:
+    """The run folder named by ``ref``: a run folder or its ledger, a run id, a unique id prefix,
+    or (``None``) the harness's latest run."""
+    if ref:
+        path = Path(ref)
+        if path.is_file() and path.name == "ledger.jsonl":
+            return path.parent
+        if (path / "ledger.jsonl").is_file():
+            return path
+    folder = runs_dir(harness_dir)
+    runs = sorted(p for p in folder.glob("*") if (p / "ledger.jsonl").is_file()) if folder.is_dir() else []
+    if ref:
+        runs = [p for p in runs if p.name == ref] or [p for p in runs if p.name.startswith(ref)]
+        if len(runs) > 1:
+            raise HarnessEvolveError(
+                f"run id prefix {ref!r} matches {len(runs)} runs",
+                file=str(folder),
+                hint="give more of the id: " + ", ".join(p.name for p in runs[:4]),
+            )
+    if not runs:
+        raise HarnessEvolveError(
+            f"no run {ref!r}" if ref else "this harness has no runs yet",
+            file=str(folder),
+            hint="pass a run id, a run folder, or --harness DIR; start a run with `harnessevolve run`",
+        )
+    return runs[-1]
+
+
+def harness_of(run_dir: Path, events: list[dict[str, Any]]) -> Path:
+    """``<harness>/.harnessevolve/runs/<id>`` -> ``<harness>``; else what ``run_started`` says."""
+    beside = Path(run_dir).resolve().parent.parent.parent
+    if (beside / "harness.yaml").is_file() or not events:
+        return beside
+    recorded = events[0].get("harness") if events[0].get("event") == "run_started" else None
+    return Path(recorded) if recorded else beside
+
+
+def pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def read_lock(harness_dir: Path) -> dict[str, Any] | None:
+    try:
+        owner = json.loads((Path(harness_dir) / STATE_DIR / "lock").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    return owner if isinstance(owner, dict) else None
+
+
+def run_state(events: list[dict[str, Any]], run_id: str, lock: dict[str, Any] | None) -> str:
+    """``finished``, ``interrupted`` or ``failed`` from the last end event after the last (re)start;
+    an open run is ``running`` while the process holding the harness lock for it lives,
+    ``stale-lock`` when that process is gone, ``incomplete`` when no lock names it."""
+    for event in reversed(events):
+        name = event.get("event")
+        if name in END_STATES:
+            return END_STATES[name]
+        if name in START_EVENTS:
+            break
+    if lock is None or lock.get("run_id") != run_id:
+        return "incomplete"
+    try:
+        alive = pid_alive(int(lock.get("pid", -1)))
+    except (TypeError, ValueError):
+        alive = False
+    return "running" if alive else "stale-lock"
+
+
+def parse_ts(value: Any) -> datetime | None:
+    try:
+        parsed = datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def format_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    whole = int(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes:02d}m {secs:02d}s"
+    return f"{minutes}m {secs:02d}s" if minutes else f"{seconds:.1f}s"
