@@ -18,7 +18,9 @@ from harnessevolve.cli.options import (
     HarnessDir,
     JsonOut,
     Model,
+    Sandbox,
     Seed,
+    UnsafeNoSandbox,
 )
 from harnessevolve.cli.ui import console, mark, progress_hooks
 from harnessevolve.core.files import atomic_write_text
@@ -47,6 +49,8 @@ def gate(
     gates: GatesFile = None,
     junit: Annotated[Path | None, typer.Option(help="Write a JUnit XML report here.")] = None,
     markdown: Annotated[Path | None, typer.Option(help="Write a Markdown summary here.")] = None,
+    sandbox: Sandbox = "bwrap",
+    unsafe_no_sandbox: UnsafeNoSandbox = False,
     as_json: JsonOut = False,
 ) -> None:
     """Evaluate two revisions of a harness; exit 0 when the candidate passes every gate, 1 when not."""
@@ -63,6 +67,8 @@ def gate(
         concurrency=concurrency,
         seed=seed,
         gates_file=gates,
+        sandbox="none" if unsafe_no_sandbox else sandbox,
+        unsafe_no_sandbox=unsafe_no_sandbox,
     )
     with progress_hooks(enabled=not as_json) as hooks:
         report = run_gate(options, hooks)

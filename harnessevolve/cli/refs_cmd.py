@@ -9,11 +9,11 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from harnessevolve.adapters import load_benchmark_spec
 from harnessevolve.cli._errors import handle_errors
 from harnessevolve.cli.options import Benchmark, Model, Seed
 from harnessevolve.cli.ui import console
 from harnessevolve.core import paths
-from harnessevolve.core.tasks import load_benchmark
 from harnessevolve.harness.load import load_harness
 from harnessevolve.pipeline.references import import_atif, replay_gold, save_reference
 from harnessevolve.pipeline.refgen import Generated, generate_reference, write_regret
@@ -53,7 +53,7 @@ def import_gold(
 ) -> None:
     """Build references by replaying each task's gold tool calls (so every observation is real), or
     import ATIF files with ``--from-atif``. Every file is checked before any is written."""
-    bench = load_benchmark(benchmark)
+    bench = load_benchmark_spec(benchmark)
     if from_atif:
         imported = import_atif(bench, from_atif)
         folder = out or bench.references_dir
@@ -98,7 +98,7 @@ def generate(
 ) -> None:
     """Let the agent build references with the answer as a privileged hint; keep only genuine runs
     (the answer came from tool observations). Writes each task's pass rates and regret to regret.json."""
-    bench = load_benchmark(benchmark)
+    bench = load_benchmark_spec(benchmark)
     agent = load_harness(harness or paths.builtin_dir("harnesses") / "shell-agent")
     tasks = [bench.task(t) for t in task] if task else list(bench.split("train"))
     folder = out or bench.references_dir

@@ -22,7 +22,7 @@ SPLITS: tuple[Split, ...] = ("train", "validation", "test")
 
 @dataclass(frozen=True)
 class Check:
-    """One checker step: ``answer``, ``file`` or ``command`` (see task.schema.json)."""
+    """One checker step: ``answer``, ``file``, ``command`` or ``effect`` (see task.schema.json)."""
 
     type: str
     expected: str = ""

@@ -1,4 +1,4 @@
-"""Scoring a finished run with its task's own checks (``answer``, ``file``, ``command``).
+"""Scoring a finished run with its task's own checks (``answer``, ``file``, ``command``, ``effect``).
 
 ``run_checks`` runs every check of a task against the workspace the agent left behind and the
 answer it submitted. The score is the fraction of checks that pass; a run passes when all do.
@@ -18,6 +18,14 @@ Match modes:
 - ``command`` checks run ``bash -c RUN`` in the workspace with a minimal environment (``PATH``,
   ``HOME`` = the workspace, ``LC_ALL=C`` and ``ANSWER`` = the answer or ``""``); exit 0 passes,
   anything else or running past ``timeout_s`` fails.
+- ``effect`` checks compare what the submitted answer, read as a bash command, does with what the
+  gold command in ``run`` does: the task's setup (files, then commands) is built once and copied,
+  times and modes kept, into two workspaces, one per command, each run with ``HOME`` = its
+  workspace. They pass when both succeed or both fail
+  (exit 0 or not), their stdout is the same once each workspace's path is replaced by
+  ``<workspace>`` and trailing whitespace dropped, and the two workspaces end up with the same
+  entries (relative path, kind, permission bits, file contents, symlink targets; times and owners
+  are not compared). Code fences or backticks around the answer are removed first.
 
 A check the task itself gets wrong (an invalid regex, a non-numeric ``expected`` for ``number``,
 an unknown type, no checks at all) raises ``BenchmarkError``: that is a bug in the benchmark,
@@ -33,6 +41,7 @@ import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from harnessevolve.core.errors import BenchmarkError
 from harnessevolve.core.tasks import Check, Task
@@ -71,8 +80,18 @@ class CheckResult:
         return tuple(d for d in self.details if not d.ok)
 
 
-def run_checks(task: Task, workspace: Path, answer: str | None, *, timeout_s: float = 30.0) -> CheckResult:
-    """Run every check of ``task`` against ``workspace`` and the submitted ``answer``."""
+def run_checks(
+    task: Task,
+    workspace: Path,
+    answer: str | None,
+    *,
+    timeout_s: float = 30.0,
+    runner: CommandRunner | None = None,
+) -> CheckResult:
+    """Run every check of ``task`` against ``workspace`` and the submitted ``answer``.
+
+    ``runner`` runs the commands of ``effect`` checks -- the agent's submitted command among them,
+    so the pipeline passes a sandboxed one; ``None`` runs them on the host (``run_bash``)."""
     if not task.checks:
         raise BenchmarkError(
             "task has no checks",
@@ -89,12 +108,16 @@ def run_checks(task: Task, workspace: Path, answer: str | None, *, timeout_s: fl
             ok, message = _check_file(check, workspace, task_id=task.id, where=where)
         elif check.type == "command":
             ok, message = _check_command(check, workspace, answer, timeout_s=timeout_s)
+        elif check.type == "effect":
+            from harnessevolve.evaluate.effect_check import check_effect  # it builds on this module
+
+            ok, message = check_effect(task, check, answer, timeout_s=timeout_s, runner=runner or run_bash)
         else:
             raise BenchmarkError(
                 f"unknown check type {check.type!r}",
                 file=task.id,
                 field=where,
-                hint="check types are answer, file and command",
+                hint="check types are answer, file, command and effect",
             )
         outcomes.append(CheckOutcome(index=index, type=check.type, ok=ok, message=message))
     score = sum(o.ok for o in outcomes) / len(outcomes)
@@ -179,31 +202,66 @@ def _match(check: Check, found: str, *, in_file: bool, task_id: str, where: str)
     )
 
 
+@dataclass(frozen=True)
+class BashRun:
+    """One ``bash -c`` run by a check: exit code (``None``: it timed out) and its output."""
+
+    returncode: int | None
+    output: str
+
+
+class CommandRunner(Protocol):
+    """Runs ``bash -c command`` in ``workspace`` like ``run_bash`` (same arguments, same result)."""
+
+    def __call__(
+        self,
+        command: str,
+        workspace: Path,
+        env: dict[str, str],
+        *,
+        timeout_s: float,
+        with_stderr: bool = True,
+    ) -> BashRun: ...
+
+
+def run_bash(
+    command: str, workspace: Path, env: dict[str, str], *, timeout_s: float, with_stderr: bool = True
+) -> BashRun:
+    """Run ``bash -c command`` in ``workspace``; killed with everything it started after ``timeout_s``.
+
+    Raises ``OSError`` when bash cannot be started. (This is where a sandbox would wrap checks.)
+    """
+    proc = subprocess.Popen(
+        ["bash", "-c", command],
+        cwd=workspace,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT if with_stderr else subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        raw, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        return BashRun(None, "")
+    return BashRun(proc.returncode, raw.decode("utf-8", errors="replace"))
+
+
 def _check_command(
     check: Check, workspace: Path, answer: str | None, *, timeout_s: float
 ) -> tuple[bool, str]:
     env = {"PATH": MINIMAL_PATH, "HOME": str(workspace), "LC_ALL": "C", "ANSWER": answer or ""}
     try:
-        proc = subprocess.Popen(
-            ["bash", "-c", check.run],
-            cwd=workspace,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        run = run_bash(check.run, workspace, env, timeout_s=timeout_s)
     except OSError as exc:
         return False, f"could not run {quote(check.run)}: {exc}"
-    try:
-        raw, _ = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
+    if run.returncode is None:
         return False, f"{quote(check.run)} timed out after {timeout_s:g}s (expected exit 0)"
-    output = raw.decode("utf-8", errors="replace").strip()
-    if proc.returncode == 0:
+    output = run.output.strip()
+    if run.returncode == 0:
         return True, f"{quote(check.run)} exited 0"
-    return False, f"{quote(check.run)}: expected exit 0, found exit {proc.returncode}, output {quote(output)}"
+    return False, f"{quote(check.run)}: expected exit 0, found exit {run.returncode}, output {quote(output)}"
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -215,3 +273,6 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:  # a grandchild left the group and holds the pipe
         proc.kill()
         proc.wait()
+
+
+# --- effect checks -------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.signals import ErrorSignal
 from harnessevolve.core.tasks import Task
 from harnessevolve.evaluate.alignment import first_divergence, signal_without_reference
-from harnessevolve.evaluate.checkers import run_checks
+from harnessevolve.evaluate.checkers import CommandRunner, run_checks
 
 
 @dataclass(frozen=True)
@@ -37,12 +37,19 @@ class Evaluation:
 
 
 def evaluate_rollout(
-    task: Task, trajectory: Trajectory, workspace: Path | None, reference: Trajectory | None
+    task: Task,
+    trajectory: Trajectory,
+    workspace: Path | None,
+    reference: Trajectory | None,
+    *,
+    runner: CommandRunner | None = None,
 ) -> Evaluation:
+    """``runner``: how effect checks run commands (the agent's among them): a sandboxed one from the
+    pipeline; ``None`` runs them on the host."""
     if workspace is None:
         score, passed, details = 0.0, False, ("workspace setup failed",)
     else:
-        result = run_checks(task, workspace, trajectory.extra.get("answer"))
+        result = run_checks(task, workspace, trajectory.extra.get("answer"), runner=runner)
         score, passed = result.score, result.passed
         details = tuple(f"{'ok' if d.ok else 'FAIL'} {d.type}: {d.message}" for d in result.details)
     signal = None

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
-from harnessevolve.core.tasks import load_benchmark
+from harnessevolve.adapters import load_benchmark_spec
 from harnessevolve.execute.executor import EXECUTORS
+from harnessevolve.execute.sandbox import make_sandbox
 from harnessevolve.gate.config import HeldoutConfig, load_gate_config
 from harnessevolve.gate.leakage import leakage_gate
 from harnessevolve.gate.performance import heldout_gate, mean, performance_gate, performance_verdict
@@ -47,6 +48,8 @@ class GateOptions:
     concurrency: int | None = None
     seed: int = 0
     gates_file: Path | None = None
+    sandbox: str = "bwrap"
+    unsafe_no_sandbox: bool = False
 
 
 @dataclass(frozen=True)
@@ -73,7 +76,7 @@ class GateReport:
 def run_gate(options: GateOptions, hooks: RunHooks) -> GateReport:
     repo = HarnessRepo(options.harness_dir)
     base_sha, cand_sha = repo.resolve(options.baseline), repo.resolve(options.candidate)
-    benchmark = load_benchmark(options.benchmark)
+    benchmark = load_benchmark_spec(options.benchmark)
     references = load_references(benchmark)
     gates = load_gate_config(options.gates_file)
     with tempfile.TemporaryDirectory(prefix="he-gate-") as tmp:
@@ -86,7 +89,10 @@ def run_gate(options: GateOptions, hooks: RunHooks) -> GateReport:
         if quality.passed and leakage.passed:
             candidate = load_harness(cand_dir)
             scorer = Scorer(
-                EXECUTORS["local"](default_concurrency(options.concurrency, options.model or baseline.model)),
+                EXECUTORS["local"](
+                    default_concurrency(options.concurrency, options.model or baseline.model),
+                    make_sandbox(options.sandbox, unsafe=options.unsafe_no_sandbox),
+                ),
                 model=options.model,
                 seed=options.seed,
                 references=references,

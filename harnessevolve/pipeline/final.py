@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harnessevolve.adapters import load_benchmark_spec
 from harnessevolve.core.errors import HarnessEvolveError
-from harnessevolve.core.tasks import load_benchmark
 from harnessevolve.execute.executor import EXECUTORS
 from harnessevolve.gate.performance import mean
 from harnessevolve.harness.git import HarnessRepo
@@ -66,7 +66,7 @@ def score_test_split(
             hint="resume or wait for it first",
         )
     repo = HarnessRepo(harness_dir)
-    benchmark = load_benchmark(started["benchmark"])
+    benchmark = load_benchmark_spec(started.get("options", {}).get("benchmark") or started["benchmark"])
     tests = benchmark.split("test")
     revisions = {"seed": started["rev"], "evolved": finished["rev"]}
     scores: dict[str, float] = {}

@@ -1,0 +1,3 @@
+#!/bin/bash
+cd /app
+wc -w < notes.txt > word_count.txt

@@ -1,0 +1,3 @@
+#!/bin/bash
+cd /app
+sed -i 's/colour/color/g' docs/*.md

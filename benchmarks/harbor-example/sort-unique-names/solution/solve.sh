@@ -1,0 +1,3 @@
+#!/bin/bash
+cd /app
+sort -u names.txt > sorted_names.txt

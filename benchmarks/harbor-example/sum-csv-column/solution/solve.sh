@@ -1,0 +1,3 @@
+#!/bin/bash
+cd /app
+awk -F, 'NR > 1 { s += $3 } END { print s }' orders.csv > total.txt

@@ -1,0 +1,128 @@
+"""One way in for every task suite: ``load_benchmark_spec(spec)`` and the adapters behind it.
+
+An adapter turns a suite in someone else's format into a ``core.tasks.Benchmark``. Its contract:
+
+- ``name``: the prefix that selects it explicitly in a spec (``harbor:PATH``, ``nl2bash:5``);
+- ``detect(spec) -> bool``: whether a spec written *without* a prefix is this adapter's (a folder
+  of the right shape, say). Cheap, no side effects, never raises for a spec it does not know;
+- ``load(spec) -> Benchmark``: read the suite and return ``Task`` values whose ``split`` is set
+  (use the source's splits, else ``adapters.suite.assign_splits``), whose ``checks`` score a run
+  with the check types of ``evaluate/checkers.py`` (``answer``, ``file``, ``command``, ``effect``),
+  and, where the source has a solution, whose ``gold`` is tool calls (``bash`` ... then ``submit``)
+  that ``harnessevolve refs import`` replays into reference trajectories. Explicit specs pass the
+  text after ``NAME:`` (possibly empty); detected ones pass the whole spec. Problems raise
+  ``BenchmarkError`` naming the file and, where it helps, the field. No workspace is built and no
+  command is run while loading; adapters import only ``core`` (never execute, evaluate, optimize
+  or gate).
+
+``ADAPTERS`` maps names to adapters; add yours with ``ADAPTERS["mine"] = MyAdapter()`` (in-process,
+for the Python API) or, for the CLI, register it under the ``harnessevolve.adapters`` entry-point
+group of your package; ``--benchmark mine:...`` then reaches it (docs/adapters.md has a worked
+example).
+
+``load_benchmark_spec`` resolves a spec in this order: ``NAME:REST`` with a registered NAME goes
+to that adapter; a bare adapter name is ``NAME:`` (``nl2bash``); otherwise the first adapter whose
+``detect`` says yes, trying the native format (a built-in benchmark name or a folder with
+benchmark.yaml) first. Anything else is an unknown benchmark.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from harnessevolve.adapters.harbor import HarborAdapter, builtin_suites
+from harnessevolve.adapters.nl2bash import NL2BashAdapter
+from harnessevolve.core.errors import BenchmarkError
+from harnessevolve.core.tasks import Benchmark, builtin_benchmarks, load_benchmark, resolve_benchmark
+
+
+@runtime_checkable
+class BenchmarkAdapter(Protocol):
+    """A task-suite format (see the module docstring for the contract)."""
+
+    name: str
+
+    def detect(self, spec: str) -> bool: ...
+
+    def load(self, spec: str) -> Benchmark: ...
+
+
+class NativeAdapter:
+    """harnessevolve's own format: ``benchmark.yaml`` + ``tasks/*.yaml``, or a built-in name."""
+
+    name = "harnessevolve"
+
+    def detect(self, spec: str) -> bool:
+        try:
+            resolve_benchmark(spec)
+        except BenchmarkError:
+            return False
+        return True
+
+    def load(self, spec: str) -> Benchmark:
+        return load_benchmark(spec)
+
+
+ENTRY_POINT_GROUP = "harnessevolve.adapters"
+ADAPTERS: dict[str, BenchmarkAdapter] = {
+    "harnessevolve": NativeAdapter(),
+    "harbor": HarborAdapter(),
+    "nl2bash": NL2BashAdapter(),
+}
+
+
+def formats_hint() -> str:
+    builtin = ", ".join(builtin_benchmarks() + builtin_suites()) or "none"
+    others = sorted(set(ADAPTERS) - {"harnessevolve", "harbor", "nl2bash"})
+    extra = f"; registered adapters: {', '.join(f'{n}:...' for n in others)}" if others else ""
+    return (
+        f"built-in benchmarks: {builtin}; or a folder with benchmark.yaml; a Harbor task folder "
+        f"(or harbor:PATH); nl2bash[:SUBSET]{extra}"
+    )
+
+
+def installed_adapters() -> dict[str, BenchmarkAdapter]:
+    """Adapters other packages register under the ``harnessevolve.adapters`` entry-point group
+    (a class, instantiated without arguments, or an instance); ``ADAPTERS`` wins on a name clash."""
+    from importlib.metadata import entry_points
+
+    found: dict[str, BenchmarkAdapter] = {}
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        if point.name in ADAPTERS:
+            continue
+        try:
+            loaded = point.load()
+            found[point.name] = loaded() if isinstance(loaded, type) else loaded
+        except Exception as exc:  # a third party's import error: name it, never crash the CLI
+            raise BenchmarkError(
+                f"adapter {point.name!r} ({point.value}) failed to load: {exc}",
+                field="--benchmark",
+                hint="fix or uninstall the package that registers it",
+            ) from exc
+    return found
+
+
+def _resolve(spec: str, adapters: dict[str, BenchmarkAdapter]) -> Benchmark | None:
+    prefix, colon, rest = spec.partition(":")
+    if colon and prefix in adapters:
+        return adapters[prefix].load(rest)
+    if spec in adapters and not Path(spec).exists():
+        return adapters[spec].load("")
+    for adapter in adapters.values():
+        if adapter.detect(spec):
+            return adapter.load(spec)
+    return None
+
+
+def load_benchmark_spec(spec: str) -> Benchmark:
+    """The benchmark a ``--benchmark`` value names, whatever its format (see the module docstring).
+
+    Adapters in ``ADAPTERS`` are tried first, installed (entry-point) adapters only when none fits.
+    """
+    benchmark = _resolve(spec, ADAPTERS)
+    if benchmark is None:
+        benchmark = _resolve(spec, installed_adapters())
+    if benchmark is None:
+        raise BenchmarkError(f"unknown benchmark {spec!r}", field="--benchmark", hint=formats_hint())
+    return benchmark

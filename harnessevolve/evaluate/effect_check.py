@@ -1,0 +1,181 @@
+"""The ``effect`` check (NL2Bash): the agent's submitted command must do what the gold command
+does -- same exit status, same stdout, same files -- in two identical copies of the task's setup.
+
+Both commands (and the setup) run through the ``CommandRunner`` the caller passes; the pipeline
+passes one that uses the agent's sandbox, since the submitted command is LLM-written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from harnessevolve.core.tasks import Check, Task
+from harnessevolve.evaluate.checkers import MINIMAL_PATH, CommandRunner, quote, run_bash
+
+MAX_TREE_ENTRIES = 50_000
+_FENCE = re.compile(r"\A```[\w-]*\n(.*?)\n?```\Z", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Effect:
+    """What one command did in a fresh workspace."""
+
+    succeeded: bool
+    stdout: str
+    tree: dict[str, str]
+
+
+def submitted_command(answer: str) -> str:
+    """The command in an answer: code fences, surrounding backticks and a leading ``$ `` removed."""
+    text = answer.strip()
+    fenced = _FENCE.match(text)
+    if fenced:
+        text = fenced.group(1).strip()
+    if len(text) > 1 and text[0] == text[-1] == "`":
+        text = text.strip("`").strip()
+    return text.removeprefix("$ ").strip()
+
+
+def check_effect(
+    task: Task, check: Check, answer: str | None, *, timeout_s: float, runner: CommandRunner
+) -> tuple[bool, str]:
+    if not answer or not submitted_command(answer):
+        return False, "expected a bash command as the answer, found none submitted"
+    command = submitted_command(answer)
+    base = Path(tempfile.mkdtemp(prefix=f"he-effect-{task.id}-"))
+    try:
+        error = _set_up(task, base / "start", timeout_s=timeout_s, runner=runner)
+        if error:
+            return False, f"the task's setup failed, so nothing to compare: {error}"
+        # Both commands run at the same path, one after the other: a sandbox that gives each
+        # workspace its own uid then gives both the same one (owners show in `ls -l` and tar files).
+        gold, error = command_effect(
+            base / "start", base / "run", check.run, timeout_s=timeout_s, runner=runner
+        )
+        if gold is None:
+            return False, f"the gold command {quote(check.run)} could not be run: {error}"
+        _remove_tree(base / "run")
+        found, error = command_effect(
+            base / "start", base / "run", command, timeout_s=timeout_s, runner=runner
+        )
+    finally:
+        _remove_tree(base)
+    if found is None:
+        return False, f"{quote(command)}: {error}"
+    problems = []
+    if found.succeeded != gold.succeeded:
+        problems.append(f"expected {'success' if gold.succeeded else 'failure'}, found the opposite")
+    if found.stdout != gold.stdout:
+        problems.append(f"expected stdout {quote(gold.stdout)}, found {quote(found.stdout)}")
+    if found.tree != gold.tree:
+        problems.append(f"files differ from the gold command's: {tree_difference(gold.tree, found.tree)}")
+    if problems:
+        return False, f"{quote(command)}: " + "; ".join(problems)
+    return True, f"{quote(command)} has the gold command's effect (stdout, exit status and files)"
+
+
+def _effect_env(workspace: Path) -> dict[str, str]:
+    return {"PATH": MINIMAL_PATH, "HOME": str(workspace), "LC_ALL": "C"}
+
+
+def _set_up(task: Task, workspace: Path, *, timeout_s: float, runner: CommandRunner = run_bash) -> str:
+    """Build the task's starting workspace (setup files, then commands); the error, or ``""``."""
+    workspace.mkdir()
+    for rel, content in task.setup_files.items():
+        target = (workspace / rel).resolve()
+        if not target.is_relative_to(workspace.resolve()):
+            return f"setup file {rel!r} is outside the workspace"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8")
+    for setup in task.setup_commands:
+        done = runner(setup, workspace, _effect_env(workspace), timeout_s=timeout_s)
+        if done.returncode != 0:
+            return f"setup command failed ({done.returncode}): {quote(done.output.strip())}"
+    return ""
+
+
+def command_effect(
+    start: Path, workspace: Path, command: str, *, timeout_s: float, runner: CommandRunner = run_bash
+) -> tuple[Effect | None, str]:
+    """Copy ``start`` (times and modes kept) to ``workspace``, run ``command`` there: its effect, or
+    None and why not. Both sides of an effect check start from copies of one setup, so files the
+    setup stamps with the current time (archives) are identical."""
+    try:
+        shutil.copytree(start, workspace, symlinks=True)
+        run = runner(command, workspace, _effect_env(workspace), timeout_s=timeout_s, with_stderr=False)
+        if run.returncode is None:
+            return None, f"timed out after {timeout_s:g}s"
+        stdout = "\n".join(line.rstrip() for line in _mask(run.output, workspace).rstrip().splitlines())
+        return Effect(run.returncode == 0, stdout, file_tree(workspace)), ""
+    except (OSError, shutil.Error) as exc:
+        return None, str(exc)
+
+
+def _mask(text: str, workspace: Path) -> str:
+    for form in {str(workspace.resolve()), str(workspace)}:
+        text = text.replace(form, "<workspace>")
+    return text
+
+
+def file_tree(workspace: Path) -> dict[str, str]:
+    """Relative path -> kind, permission bits and content hash (or symlink target) of every entry."""
+    tree: dict[str, str] = {}
+    for root, dirs, files in os.walk(workspace):
+        for name in dirs + files:
+            path = Path(root) / name
+            rel = path.relative_to(workspace).as_posix()
+            info = path.lstat()
+            mode = f"{info.st_mode & 0o7777:o}"
+            if path.is_symlink():
+                tree[rel] = f"link -> {_mask(os.readlink(path), workspace)}"
+            elif path.is_dir():
+                tree[rel] = f"dir {mode}"
+            elif path.is_file():
+                tree[rel] = f"file {mode} {_file_hash(path)}"
+            else:
+                tree[rel] = f"other {mode}"
+            if len(tree) > MAX_TREE_ENTRIES:
+                raise OSError(f"more than {MAX_TREE_ENTRIES} files in the workspace")
+    return tree
+
+
+def _file_hash(path: Path) -> str:
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as exc:  # unreadable (chmod 000 as a non-root user): compare the reason instead
+        return f"unreadable {exc.errno}"
+    return digest.hexdigest()[:16]
+
+
+def tree_difference(expected: dict[str, str], found: dict[str, str], limit: int = 3) -> str:
+    missing = sorted(set(expected) - set(found))
+    extra = sorted(set(found) - set(expected))
+    changed = sorted(p for p in set(expected) & set(found) if expected[p] != found[p])
+    parts = [
+        f"{label} {', '.join(items[:limit])}{' ...' if len(items) > limit else ''}"
+        for label, items in (("missing", missing), ("unexpected", extra), ("changed", changed))
+        if items
+    ]
+    return "; ".join(parts)
+
+
+def _remove_tree(path: Path) -> None:
+    """Remove a workspace even where a command took away write permission on its folders."""
+
+    def make_writable(func, target, _exc):  # noqa: ANN001 - shutil's onerror signature
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(target), 0o700)
+            os.chmod(target, 0o700)
+            func(target)
+
+    shutil.rmtree(path, onerror=make_writable)
