@@ -1,0 +1,398 @@
+"""Rollout throughput of the local executor against a fake OpenAI server with 200 ms latency.
+
+Starts ``fake_openai_server.py`` as a loopback-only subprocess (stopped at exit); every rollout
+is the shell-agent harness on a one-file task, model ``openai/fake``: the server answers with a
+``bash`` call (``cat a.txt``, run for real through the default execution path) and then a
+``submit`` call, so each rollout is 2 agent steps = 2 x 200 ms of model time. Prints:
+
+* rollouts/s at concurrency 1, 8, 32, 64 against the ideal ``c / (2 x 0.2 s)`` (target >= 90% at 64);
+* where one agent step's time goes at concurrency 1 (harnessevolve's own code, target <= 2 ms;
+  litellm's client; the tool's process; the server), from timers around each layer;
+* peak memory at 64 concurrent rollouts (RSS via psutil, Python heap via tracemalloc);
+* the same workload through DSPy (``dspy.Evaluate(num_threads=c)`` over a ``dspy.Module`` making
+  the same two LM calls and the same bash command) and harnessevolve/DSPy throughput ratios.
+
+    .venv/bin/python benchmarks/perf/rollout_throughput.py [--quick] [--ray] [--sandbox none]
+
+``--ray`` adds RayExecutor on a local Ray instance (one actor, i.e. one event loop, per CPU).
+Measurements are only as good as the machine is idle: the load average is printed before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import tracemalloc
+import warnings
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from dspy_workload import dspy_evaluate  # noqa: E402
+from fake_openai_server import BASH_COMMAND, FakeServer  # noqa: E402
+
+from harnessevolve.core import paths  # noqa: E402
+from harnessevolve.core.tasks import Check, Task  # noqa: E402
+from harnessevolve.execute import agent as agent_module  # noqa: E402
+from harnessevolve.execute import executor as executor_module  # noqa: E402
+from harnessevolve.execute.executor import LocalExecutor, Rollout  # noqa: E402
+from harnessevolve.execute.workspace import remove_workspace  # noqa: E402
+from harnessevolve.harness.load import load_harness  # noqa: E402
+from harnessevolve.models.registry import litellm_module  # noqa: E402
+
+LATENCY = 0.2
+STEPS = 2
+MODEL = "openai/fake"
+WORD = "maple"
+HARNESS = load_harness(paths.builtin_dir("harnesses") / "shell-agent")
+CONCURRENCIES = (1, 8, 32, 64)
+
+
+def tasks(n: int, prefix: str) -> list[Task]:
+    return [
+        Task(
+            id=f"{prefix}{i}",
+            instruction="What word is in a.txt? Submit it.",
+            split="train",
+            checks=(Check(type="answer", expected=WORD),),
+            setup_files={"a.txt": f"{WORD}\n"},
+        )
+        for i in range(n)
+    ]
+
+
+def pick_sandbox(name: str | None) -> tuple[Any, str]:
+    """The sandbox every tool command runs in (harnessevolve's and DSPy's alike) and its description."""
+    from harnessevolve.execute.sandbox import default_sandbox, make_sandbox
+
+    sandbox = default_sandbox() if name is None else make_sandbox(name, unsafe=name == "none")
+    how = "the default" if name is None else "--sandbox"
+    return sandbox, f"{sandbox.name} ({type(sandbox).__name__}, {how})"
+
+
+class CpuClock:
+    """CPU seconds of this process and its finished children (the tool commands)."""
+
+    def __enter__(self) -> CpuClock:
+        self.start = os.times()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        end = os.times()
+        self.own = (end.user - self.start.user) + (end.system - self.start.system)
+        self.children = (end.children_user - self.start.children_user) + (
+            end.children_system - self.start.children_system
+        )
+
+
+async def run_batch(
+    n: int, concurrency: int, prefix: str, sandbox: Any, executor: Any = None
+) -> dict[str, Any]:
+    executor = executor or LocalExecutor(concurrency, sandbox=sandbox)
+    with CpuClock() as cpu:
+        started = time.perf_counter()
+        rollouts: list[Rollout] = await executor.run(HARNESS, tasks(n, prefix), model=MODEL, seed=0)
+        wall = time.perf_counter() - started
+    right = sum(r.answer == WORD for r in rollouts)
+    steps = sum(len(r.trajectory.agent_steps) for r in rollouts)
+    for r in rollouts:
+        if r.workspace:
+            remove_workspace(r.workspace)
+    bad = [r.stop_reason for r in rollouts if r.answer != WORD]
+    cpu_s = cpu.own + cpu.children
+    return {"n": n, "wall": wall, "right": right, "steps": steps, "cpu_s": cpu_s, "bad": bad[:3]}
+
+
+# --- where one step's time goes (concurrency 1) -------------------------------------------------------
+
+
+def timed(totals: dict[str, list[float]], key: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return await fn(*args, **kwargs)
+        finally:
+            totals[key].append(time.perf_counter() - started)
+
+    return wrapper
+
+
+def first_request() -> dict[str, Any]:
+    return {
+        "messages": [
+            {"role": "system", "content": HARNESS.assembled_prompt()},
+            {"role": "user", "content": "What word is in a.txt? Submit it."},
+        ],
+        "tools": [t.openai_schema() for t in HARNESS.tools],
+    }
+
+
+async def raw_round_trips(api_base: str, n: int) -> list[float]:
+    """The same request by a bare aiohttp client: server latency + loopback HTTP, no SDK."""
+    import aiohttp
+
+    body = {"model": "fake", **first_request()}
+    times = []
+    async with aiohttp.ClientSession() as session:
+        for _ in range(n):
+            started = time.perf_counter()
+            async with session.post(f"{api_base}/chat/completions", json=body) as response:
+                await response.json()
+            times.append(time.perf_counter() - started)
+    return times
+
+
+async def breakdown(n: int, api_base: str, sandbox: Any) -> dict[str, float]:
+    litellm = litellm_module()
+    totals: dict[str, list[float]] = defaultdict(list)
+    saved = (
+        executor_module.run_one,
+        executor_module.create_workspace,
+        agent_module.acomplete,
+        agent_module.run_tool,
+        litellm.acompletion,
+    )
+    executor_module.run_one = timed(totals, "rollout", saved[0])
+    executor_module.create_workspace = timed(totals, "workspace", saved[1])
+    agent_module.acomplete = timed(totals, "acomplete", saved[2])
+    agent_module.run_tool = timed(totals, "tool", saved[3])
+    litellm.acompletion = timed(totals, "litellm", saved[4])
+    try:
+        batch = await run_batch(n, 1, "b", sandbox)
+    finally:
+        (
+            executor_module.run_one,
+            executor_module.create_workspace,
+            agent_module.acomplete,
+            agent_module.run_tool,
+            litellm.acompletion,
+        ) = saved
+    raw = statistics.median(await raw_round_trips(api_base, 10))
+    steps = batch["steps"]
+    total = {k: sum(v) for k, v in totals.items()}
+    loop_own = total["rollout"] - total["workspace"] - total["acomplete"] - total["tool"]
+    wrapper_own = total["acomplete"] - total["litellm"]
+    return {
+        "step_wall": total["rollout"] / steps,
+        "own": (loop_own + wrapper_own) / steps,
+        "loop_own": loop_own / steps,
+        "acomplete_own": wrapper_own / steps,
+        "workspace": total["workspace"] / steps,
+        "tool": total["tool"] / steps,
+        "litellm_client": total["litellm"] / steps - raw,
+        "server_and_http": raw,
+    }
+
+
+async def litellm_rate(concurrency: int, n: int) -> tuple[float, float]:
+    """litellm.acompletion alone, ``concurrency`` at once: calls/s and CPU ms per call (its ceiling)."""
+    litellm = litellm_module()
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one() -> None:
+        async with gate:
+            await litellm.acompletion(model=MODEL, **first_request())
+
+    with CpuClock() as cpu:
+        started = time.perf_counter()
+        await asyncio.gather(*(one() for _ in range(n)))
+        wall = time.perf_counter() - started
+    return n / wall, cpu.own / n * 1000
+
+
+# --- memory at 64 ---------------------------------------------------------------------------------------
+
+
+def rss_mb() -> float:
+    import psutil
+
+    return psutil.Process().memory_info().rss / 2**20
+
+
+async def memory_at(concurrency: int, sandbox: Any) -> dict[str, float]:
+    peak = {"rss": rss_mb()}
+    baseline = peak["rss"]
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            peak["rss"] = max(peak["rss"], rss_mb())
+            stop.wait(0.01)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        await run_batch(concurrency, concurrency, "m", sandbox)
+    finally:
+        stop.set()
+        sampler.join()
+    tracemalloc.start()
+    await run_batch(concurrency, concurrency, "h", sandbox)
+    _, heap_peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return {"baseline": baseline, "peak": peak["rss"], "heap_peak": heap_peak / 2**20}
+
+
+async def spawn_rate(concurrency: int, n: int, sandbox: Any) -> float:
+    """Tool commands per second with nothing else running: the ceiling process spawning sets."""
+    from harnessevolve.execute.tools import run_shell
+
+    workspace = Path(tempfile.mkdtemp(prefix="he-spawn-"))
+    (workspace / "a.txt").write_text(f"{WORD}\n")
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one() -> None:
+        async with gate:
+            await run_shell(BASH_COMMAND, workspace, timeout_s=20, limit=2000, sandbox=sandbox)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(n)))
+    wall = time.perf_counter() - started
+    shutil.rmtree(workspace, ignore_errors=True)
+    return n / wall
+
+
+# --- main -----------------------------------------------------------------------------------------------
+
+
+def ray_rows(api_base: str, rounds: int, sandbox: Any) -> dict[int, dict[str, Any]]:
+    """RayExecutor on a local Ray instance: one actor (event loop) per CPU, same workload."""
+    import ray
+
+    from harnessevolve.execute.ray_executor import RayExecutor
+
+    keys = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE")
+    cpus = os.cpu_count() or 1
+    ray.init(
+        num_cpus=cpus,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"env_vars": {k: os.environ[k] for k in keys}},
+    )
+    rows = {}
+    try:
+        for c in CONCURRENCIES[1:]:
+            executor = RayExecutor(c, sandbox=sandbox, rollouts_per_worker=max(1, c // cpus))
+            asyncio.run(run_batch(c, c, f"rw{c}-", sandbox, executor))  # actors start, import litellm
+            rows[c] = asyncio.run(run_batch(c * rounds, c, f"r{c}-", sandbox, executor))
+            executor.close()
+    finally:
+        ray.shutdown()
+    return rows
+
+
+def print_table(rows: list[tuple[int, dict[str, Any], dict[str, Any] | None]], ray: dict[int, Any]) -> None:
+    print("\nthroughput (rollouts/s); cores = CPU seconds used per wall second (process + its commands)")
+    print(
+        f"{'conc':>5} {'rollouts':>8} {'harnessevolve':>13} {'ideal':>6} {'effic.':>6} {'cpu ms/step':>11} "
+        f"{'cores':>5} | {'dspy':>6} {'ok':>4} {'cpu ms/step':>11} {'cores':>5} | {'he/dspy':>7}"
+        + (f" | {'ray':>6} {'effic.':>6}" if ray else "")
+    )
+    for c, ours, theirs in rows:
+        rate = ours["n"] / ours["wall"]
+        ideal = c / (STEPS * LATENCY)
+        line = (
+            f"{c:>5} {ours['n']:>8} {rate:>13.1f} {ideal:>6.1f} {rate / ideal:>6.0%} "
+            f"{ours['cpu_s'] / ours['steps'] * 1000:>11.1f} {ours['cpu_s'] / ours['wall']:>5.2f} | "
+        )
+        if theirs:
+            theirs_rate = theirs["n"] / theirs["wall"]
+            line += (
+                f"{theirs_rate:>6.1f} {theirs['score']:>3.0f}% "
+                f"{theirs['cpu_s'] / (theirs['n'] * STEPS) * 1000:>11.1f} "
+                f"{theirs['cpu_s'] / theirs['wall']:>5.2f} | {rate / theirs_rate:>6.2f}x"
+            )
+        else:
+            line += f"{'-':>6} {'-':>4} {'-':>11} {'-':>5} | {'-':>7}"
+        if c in ray:
+            ray_rate = ray[c]["n"] / ray[c]["wall"]
+            line += f" | {ray_rate:>6.1f} {ray_rate / ideal:>6.0%}"
+        print(line)
+        for result in (ours, ray.get(c)):
+            if result and result["right"] != result["n"]:
+                print(f"      ! {result['n'] - result['right']} rollouts wrong, e.g. {result['bad']}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer rollouts per point; skips DSPy at 1")
+    parser.add_argument("--no-dspy", action="store_true", help="skip the DSPy comparison")
+    parser.add_argument("--ray", action="store_true", help="also measure RayExecutor (local instance)")
+    parser.add_argument("--sandbox", help="bwrap, docker or none (unsafe); default: harnessevolve's default")
+    args = parser.parse_args()
+    rounds = 2 if args.quick else 6
+
+    warnings.filterwarnings("ignore", category=DeprecationWarning, module="dspy")
+    warnings.filterwarnings("ignore", message="Passing OpenAI-style message")
+    logging.getLogger("dspy").setLevel(logging.WARNING)
+    os.environ["OPENAI_API_KEY"] = "dummy"  # this process only; the fake server ignores it
+    sandbox, sandbox_name = pick_sandbox(args.sandbox)
+    with FakeServer(LATENCY) as server:
+        os.environ["OPENAI_BASE_URL"] = os.environ["OPENAI_API_BASE"] = server.api_base
+        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+        print(f"fake server {server.api_base} (latency {LATENCY * 1000:.0f} ms, {STEPS} steps per rollout)")
+        print(f"tool command: `{BASH_COMMAND}`; sandbox: {sandbox_name}")
+        print(f"cpus: {os.cpu_count()}; load average before: {load}")
+        asyncio.run(run_batch(4, 4, "w", sandbox))  # warm-up: imports, HTTP client
+
+        m = asyncio.run(memory_at(64, sandbox))
+        rows = []
+        for c in CONCURRENCIES:
+            n = c * rounds if c > 1 else (4 if args.quick else 10)
+            ours = asyncio.run(run_batch(n, c, f"c{c}-", sandbox))
+            theirs = None
+            if not args.no_dspy and not (args.quick and c == 1):
+                theirs = dspy_evaluate(HARNESS, MODEL, WORD, server.api_base, n, c, sandbox)
+            rows.append((c, ours, theirs))
+        ray = ray_rows(server.api_base, rounds, sandbox) if args.ray else {}
+        print_table(rows, ray)
+
+        b = asyncio.run(breakdown(4 if args.quick else 10, server.api_base, sandbox))
+        print("\none agent step at concurrency 1 (ms)")
+        lines = [
+            ("wall per step", b["step_wall"], ""),
+            ("- server latency + loopback HTTP", b["server_and_http"], "(bare aiohttp client)"),
+            ("- litellm client (acompletion)", b["litellm_client"], ""),
+            (f"- tool command ({sandbox.name} sandbox)", b["tool"], ""),
+            ("- workspace setup (per step)", b["workspace"], ""),
+            ("= harnessevolve's own code", b["own"], "(target <= 2 ms)"),
+            ("    agent loop, executor", b["loop_own"], ""),
+            ("    acomplete() around litellm", b["acomplete_own"], ""),
+            (f"engine overhead (wall - {LATENCY * 1000:.0f} ms)", b["step_wall"] - LATENCY, ""),
+        ]
+        for label, seconds, note in lines:
+            print(f"  {label:<38}{seconds * 1000:8.2f}  {note}".rstrip())
+
+        spawns = asyncio.run(spawn_rate(64, 64 * rounds, sandbox))
+        calls, call_cpu = asyncio.run(litellm_rate(64, 128 * rounds))
+        print("\nceilings at concurrency 64, each part alone (rollout = 1 tool command + 2 model calls)")
+        print(f"  tool commands (run_shell, {sandbox.name}): {spawns:6.0f}/s -> {spawns:6.0f} rollouts/s")
+        print(
+            f"  litellm.acompletion:            {calls:6.0f}/s -> {calls / STEPS:6.0f} rollouts/s "
+            f"({call_cpu:.1f} ms CPU per call)"
+        )
+        print(
+            f"\nmemory at 64 concurrent rollouts: RSS {m['baseline']:.0f} MiB after warm-up, "
+            f"{m['peak']:.0f} MiB peak (+{(m['peak'] - m['baseline']) / 64 * 1024:.0f} KiB per rollout); "
+            f"Python heap peak {m['heap_peak']:.1f} MiB (tracemalloc)"
+        )
+        print(
+            f"requests served: {server.requests()}; load average after: "
+            + ", ".join(f"{x:.1f}" for x in os.getloadavg())
+        )
+
+
+if __name__ == "__main__":
+    main()
