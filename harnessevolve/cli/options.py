@@ -22,10 +22,25 @@ Model = Annotated[
 ]
 Seed = Annotated[int, typer.Option(help="Seed for minibatch sampling and model calls.")]
 Concurrency = Annotated[
-    int | None, typer.Option(min=1, help="Rollouts run at once [default: 1 for local/ models, else 4].")
+    int | None, typer.Option(min=1, help="Rollouts run at once (default: 1 for local/ models, else 4).")
 ]
 BatchSize = Annotated[int, typer.Option("--batch-size", min=1, help="Train tasks per minibatch.")]
 GatesFile = Annotated[
     Path | None, typer.Option("--gates", help="Gate thresholds YAML (default gates/default.yaml).")
 ]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of tables.")]
+Sandbox = Annotated[
+    str,
+    typer.Option(
+        "--sandbox",
+        help="Where agent commands run: bwrap (bubblewrap: no network, writes only in the task "
+        "workspace, CPU/memory/process/file limits) or docker (needs a running engine).",
+    ),
+]
+UnsafeNoSandbox = Annotated[
+    bool,
+    typer.Option(
+        "--unsafe-no-sandbox",
+        help="Run agent commands with no isolation at all (only for trusted models on a throwaway machine).",
+    ),
+]

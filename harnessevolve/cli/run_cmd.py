@@ -11,13 +11,14 @@ from rich.table import Table
 from harnessevolve.cli._errors import EXIT_FAILED, handle_errors
 from harnessevolve.cli.options import (
     BatchSize,
-    Benchmark,
     Concurrency,
     GatesFile,
     HarnessDir,
     JsonOut,
     Model,
+    Sandbox,
     Seed,
+    UnsafeNoSandbox,
 )
 from harnessevolve.cli.ui import console, mark, progress_hooks, score
 from harnessevolve.pipeline.run import RunOptions, start_run
@@ -26,7 +27,14 @@ from harnessevolve.pipeline.run import RunOptions, start_run
 @handle_errors
 def run(
     harness: HarnessDir,
-    benchmark: Benchmark,
+    benchmark: Annotated[
+        str | None,
+        typer.Option(
+            "--benchmark",
+            "-b",
+            help="A built-in benchmark's name (e.g. shell-onecall), a folder, harbor:PATH or nl2bash[:N].",
+        ),
+    ] = None,
     generations: Annotated[int, typer.Option("--generations", "-n", min=1, help="Generations to run.")] = 3,
     model: Model = None,
     batch_size: BatchSize = 40,
@@ -35,8 +43,8 @@ def run(
     proposer: Annotated[
         str,
         typer.Option(
-            help="Proposers tried in order (llm, demo, rules); auto: llm if --optimizer-model is set, "
-            "then demo, rules."
+            help="Proposers tried in order: llm, ablate, demo, rules, tools, loop. auto: llm (with "
+            "--optimizer-model), then ablate, demo, rules."
         ),
     ] = "auto",
     optimizer_model: Annotated[
@@ -52,17 +60,61 @@ def run(
             help="Minibatch sampling: uniform, or regret (prefer tasks solvable but not yet solved)."
         ),
     ] = "uniform",
+    candidates: Annotated[
+        int,
+        typer.Option(
+            "--candidates", "-k", min=1, help="Candidates proposed and judged at once per generation."
+        ),
+    ] = 1,
+    max_revisions: Annotated[
+        int,
+        typer.Option(min=0, help="Times a quality-gate rejection goes back to the proposer with its reason."),
+    ] = 3,
+    max_cost_usd: Annotated[
+        float | None, typer.Option(min=0, help="Stop cleanly once model calls cost this much (USD).")
+    ] = None,
+    max_tokens: Annotated[
+        int | None, typer.Option(min=1, help="Stop cleanly once model calls used this many tokens.")
+    ] = None,
+    max_hours: Annotated[
+        float | None, typer.Option(min=0, help="Stop cleanly after this many hours.")
+    ] = None,
+    cache: Annotated[
+        bool, typer.Option(help="Reuse rollouts of unchanged (harness, task, model, seed) from earlier runs.")
+    ] = True,
+    executor: Annotated[
+        str,
+        typer.Option(
+            help="local (async pool in this process) or ray (needs the ray extra, harnessevolve\\[ray])."
+        ),
+    ] = "local",
+    sandbox: Sandbox = "bwrap",
+    unsafe_no_sandbox: UnsafeNoSandbox = False,
+    track: Annotated[
+        str | None,
+        typer.Option(help="Mirror the run into a tracker: mlflow (needs the tracking extra; local store)."),
+    ] = None,
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            help="Finish a killed run (its id or folder) from its ledger and git; its own options are used."
+        ),
+    ] = None,
     as_json: JsonOut = False,
 ) -> None:
     """Evolve the harness: each generation runs a train minibatch, proposes one edit, and gates it.
 
     Accepted edits stay as commits in the harness's git history; rejected ones are reverted by a commit
     that names the gate and its numbers. Everything is logged to DIR/.harnessevolve/runs/<run-id>/.
-    Exit 0 when at least one edit was accepted, 1 when none was.
+    With --candidates K, K edits are proposed and judged at once and the best that passes every gate
+    is kept; the others are recorded in the ledger. A budget (--max-cost-usd, --max-tokens, --max-hours)
+    stops the run cleanly between stages. Exit 0 when at least one edit was accepted, 1 when none was.
     """
+    if benchmark is None and resume is None:
+        raise typer.BadParameter("--benchmark is required (unless --resume)", param_hint="--benchmark")
     options = RunOptions(
         harness_dir=harness,
-        benchmark=benchmark,
+        benchmark=benchmark or "",
         generations=generations,
         model=model,
         batch_size=batch_size,
@@ -73,9 +125,20 @@ def run(
         allow_dirty=allow_dirty,
         optimizer_model=optimizer_model,
         sampling=sampling,
+        candidates=candidates,
+        max_revisions=max_revisions,
+        max_cost_usd=max_cost_usd,
+        max_tokens=max_tokens,
+        max_hours=max_hours,
+        cache=cache,
+        executor=executor,
+        sandbox="none" if unsafe_no_sandbox else sandbox,
+        unsafe_no_sandbox=unsafe_no_sandbox,
+        track=track,
     )
     with progress_hooks(enabled=not as_json) as hooks:
-        state, run_dir = start_run(options, hooks)
+        result = start_run(options, hooks, resume=resume)
+    state, run_dir = result.state, result.run_dir
     if as_json:
         console.print_json(
             json.dumps(
@@ -85,6 +148,8 @@ def run(
                     "accepted": state.accepted,
                     "reverted": state.reverted,
                     "generations": [r.__dict__ for r in state.rows],
+                    "stopped": result.stopped,
+                    "usage": result.usage,
                 }
             )
         )
@@ -118,8 +183,40 @@ def run(
         for r in state.rows:
             if r.summary:
                 console.print(f"  {r.candidate} ({r.outcome}): {r.summary}")
+        print_usage(result.usage)
+        if result.stopped:
+            console.print(
+                f"[yellow]stopped: {result.stopped['limit']} budget reached "
+                f"({result.stopped['spent']:g} of {result.stopped['cap']:g}); everything is saved[/]"
+            )
         console.print(
             f"{len(state.accepted)} accepted, {len(state.reverted)} reverted; ledger: {run_dir}/ledger.jsonl"
         )
     if not state.accepted:
         raise typer.Exit(EXIT_FAILED)
+
+
+def print_usage(usage: dict | None) -> None:
+    """Spend per stage and per proposer (tokens, cost, calls)."""
+    if not usage or not usage.get("by_stage"):
+        return
+    table = Table("stage", "calls", "tokens", "cost (USD)", "failures", "retries", title="model usage")
+    for stage, row in usage["by_stage"].items():
+        table.add_row(
+            stage,
+            str(row.get("calls", 0)),
+            str(row.get("tokens", 0)),
+            f"{row.get('cost_usd', 0.0):.4f}",
+            str(row.get("failures", 0)),
+            str(row.get("retries", 0)),
+        )
+    for proposer, row in (usage.get("by_proposer") or {}).items():
+        table.add_row(
+            f"optimize: {proposer}",
+            str(row.get("calls", 0)),
+            str(row.get("tokens", 0)),
+            f"{row.get('cost_usd', 0.0):.4f}",
+            str(row.get("failures", 0)),
+            str(row.get("retries", 0)),
+        )
+    console.print(table)

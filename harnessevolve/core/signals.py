@@ -87,6 +87,19 @@ class ErrorSignal:
             "expected": self.expected,
         }
 
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> ErrorSignal:
+        return cls(
+            task_id=doc["task_id"],
+            cause=Cause(doc["cause"]),
+            severity=float(doc["severity"]),
+            hint=doc.get("hint", ""),
+            step=doc.get("step"),
+            reference_step=doc.get("reference_step"),
+            actual=doc.get("actual"),
+            expected=doc.get("expected"),
+        )
+
 
 @dataclass(frozen=True)
 class Cluster:

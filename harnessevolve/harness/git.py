@@ -157,6 +157,23 @@ class HarnessRepo:
                 hint="check the repository with `git status`; nothing was committed",
             ) from None
 
+    def recover_interrupted(self) -> list[str]:
+        """After a crash (``kill -9``) mid-git-operation: remove a stale ``index.lock`` and quit a
+        half-done revert. Only call it while holding the harness lock. Returns what was done."""
+        done = []
+        lock = Path(self.repo.git_dir) / "index.lock"
+        if lock.exists():
+            lock.unlink()
+            done.append("removed a stale .git/index.lock")
+        if (Path(self.repo.git_dir) / "REVERT_HEAD").exists():
+            with contextlib.suppress(Exception):
+                self.repo.git.revert("--quit")
+            done.append("quit an unfinished git revert")
+        return done
+
+    def message(self, rev: str = "HEAD") -> str:
+        return self.repo.commit(rev).message
+
     def discard_changes(self) -> None:
         """Throw away uncommitted changes inside the harness folder (after a failed apply)."""
         self.repo.git.checkout("HEAD", "--", self.rel)

@@ -1,11 +1,20 @@
-"""Judging one committed candidate: the quality gate (with leakage and a smoke run), the
-performance gate (fixed or sequential) and the held-out gate, in that order, stopping at the
-first that fails."""
+"""Judging one candidate: the quality gate (with leakage and a smoke run), the performance gate
+(fixed or sequential) and the held-out gate, in that order, stopping at the first that fails.
+
+Candidates are judged before anything is committed, in a scratch copy of the harness folder
+(``scratch_harness``), so several can be judged at once and a crash mid-judgement leaves the
+harness repository untouched."""
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from harnessevolve.core.files import atomic_write_text
 from harnessevolve.core.tasks import Benchmark, Task
 from harnessevolve.gate.config import GateConfig
 from harnessevolve.gate.leakage import aleakage_gate
@@ -17,21 +26,64 @@ from harnessevolve.harness.model import Harness
 from harnessevolve.pipeline.ledger import Ledger
 from harnessevolve.pipeline.scoring import Scorer, TaskResult
 from harnessevolve.pipeline.sequential import RepeatedScorer, repetitions, sequential_decision
-from harnessevolve.pipeline.state import GenerationRow
+
+
+@contextlib.contextmanager
+def scratch_harness(files: dict[str, str], changes: dict[str, str | None]) -> Iterator[Path]:
+    """A temporary harness folder holding ``files`` with ``changes`` applied; removed afterwards."""
+    root = Path(tempfile.mkdtemp(prefix="he-candidate-"))
+    try:
+        for rel, text in {**files, **changes}.items():
+            if text is None:
+                continue
+            path = root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(path, text)
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@dataclass
+class Judgement:
+    """One candidate's verdicts so far and the numbers the run table shows."""
+
+    verdicts: list[GateVerdict] = field(default_factory=list)
+    harness: Harness | None = None
+    """The candidate as loaded (set once it passed the quality gate)."""
+    validation: list[TaskResult] = field(default_factory=list)
+    train_candidate: float | None = None
+    table: dict[str, bool | None] = field(default_factory=dict)
+    """quality / performance / heldout -> passed (None: not reached), for the run table."""
+
+    @property
+    def passed(self) -> bool:
+        return all(v.passed for v in self.verdicts) and self.table.get("heldout") is True
+
+    @property
+    def screened(self) -> bool:
+        """Passed the quality gate, leakage and the smoke run."""
+        return self.harness is not None
+
+    @property
+    def failed(self) -> GateVerdict | None:
+        return next((v for v in self.verdicts if not v.passed), None)
+
+    @property
+    def validation_score(self) -> float:
+        return mean([r.score for r in self.validation]) if self.validation else 0.0
 
 
 class CandidateJudge:
     def __init__(
         self,
         *,
-        harness_dir: Path,
         benchmark: Benchmark,
         scorer: Scorer,
         gates: GateConfig,
         ledger: Ledger,
         seed: int,
     ) -> None:
-        self.harness_dir = harness_dir
         self.benchmark = benchmark
         self.scorer = scorer
         self.repeated = RepeatedScorer(scorer)
@@ -39,30 +91,44 @@ class CandidateJudge:
         self.ledger = ledger
         self.seed = seed
 
-    async def judge(
-        self, current: Harness, batch: list[Task], previous: list[list[Task]], row: GenerationRow, sha: str
-    ) -> tuple[list[GateVerdict], Harness | None, list[TaskResult]]:
-        quality = quality_gate(self.harness_dir, current.files, current.editable, self.gates.quality)
-        verdicts = [quality]
-        row.verdicts = {"quality": quality.passed, "performance": None, "heldout": None}
+    async def screen(self, current: Harness, candidate_dir: Path, smoke_task: Task, label: str) -> Judgement:
+        """The quality gate: schemas, editable paths, size; then leakage; then a one-task smoke run."""
+        judgement = Judgement()
+        quality = quality_gate(candidate_dir, current.files, current.editable, self.gates.quality)
+        judgement.verdicts.append(quality)
+        judgement.table = {"quality": quality.passed, "performance": None, "heldout": None}
         if not quality.passed:
-            return verdicts, None, []
-        candidate = load_harness(self.harness_dir)
+            return judgement
+        candidate = load_harness(candidate_dir)
         leakage = await aleakage_gate(
             current.files, candidate.files, self.benchmark.tasks, self.gates.leakage
         )
-        verdicts.append(leakage)
-        row.verdicts["quality"] = leakage.passed  # the run table folds leakage into quality
+        judgement.verdicts.append(leakage)
+        judgement.table["quality"] = leakage.passed  # the run table folds leakage into quality
         if not leakage.passed:
-            return verdicts, None, []
-        label = f"gen {row.generation}: run candidate {sha[:8]}"
-        smoke = await self.smoke_run(candidate, batch[0], label)
+            return judgement
+        smoke = await self.smoke_run(candidate, smoke_task, label)
         if not smoke.passed:
-            verdicts.append(smoke)
-            row.verdicts["quality"] = False
-            return verdicts, None, []
+            judgement.verdicts.append(smoke)
+            judgement.table["quality"] = False
+            return judgement
+        judgement.harness = candidate
+        return judgement
+
+    async def evaluate(
+        self,
+        current: Harness,
+        judgement: Judgement,
+        batch: list[Task],
+        previous: list[list[Task]],
+        generation: int,
+        label: str,
+    ) -> Judgement:
+        """The performance gate on the batch (and recent batches), then the held-out gate."""
+        candidate = judgement.harness
+        assert candidate is not None, "evaluate() needs a screened candidate"
         cand = await self.scorer.score(candidate, batch, label)
-        row.train_candidate = mean([r.score for r in cand])
+        judgement.train_candidate = mean([r.score for r in cand])
         recent = []
         for tasks in previous:
             cur_prev = await self.scorer.score(current, tasks, f"{label} (recent batch, current)")
@@ -70,7 +136,9 @@ class CandidateJudge:
             recent.append(([r.score for r in cur_prev], [r.score for r in cand_prev]))
         config = self.gates.performance
         if config.mode == "sequential":
-            perf = await self.sequential_performance(current, candidate, batch, recent, row, label)
+            perf = await self.sequential_performance(
+                current, candidate, batch, recent, judgement, generation, label
+            )
         else:
             perf = performance_gate(
                 [r.score for r in await self.scorer.score(current, batch, label)],
@@ -79,10 +147,10 @@ class CandidateJudge:
                 config,
                 task_ids=[t.id for t in batch],
             )
-        verdicts.append(perf)
-        row.verdicts["performance"] = perf.passed
+        judgement.verdicts.append(perf)
+        judgement.table["performance"] = perf.passed
         if not perf.passed:
-            return verdicts, None, []
+            return judgement
         validation = self.benchmark.split("validation")
         val_current = await self.scorer.score(current, validation, f"{label} (validation, current)")
         val_candidate = await self.scorer.score(candidate, validation, f"{label} (validation)")
@@ -93,9 +161,10 @@ class CandidateJudge:
             confidence=config.confidence,
             task_ids=[t.id for t in validation],
         )
-        verdicts.append(held)
-        row.verdicts["heldout"] = held.passed
-        return verdicts, candidate, val_candidate
+        judgement.verdicts.append(held)
+        judgement.table["heldout"] = held.passed
+        judgement.validation = val_candidate
+        return judgement
 
     async def smoke_run(self, candidate: Harness, task: Task, label: str) -> GateVerdict:
         """Part of the quality gate: the candidate runs one task to the end without a provider or
@@ -116,7 +185,8 @@ class CandidateJudge:
         candidate: Harness,
         batch: list[Task],
         recent: list,
-        row: GenerationRow,
+        judgement: Judgement,
+        generation: int,
         label: str,
     ) -> GateVerdict:
         """Noise-aware mode: paired rollouts fed to the SPRT until it decides. A sampling harness
@@ -126,7 +196,6 @@ class CandidateJudge:
             pool = batch
         else:
             pool = batch + [t for t in self.benchmark.split("train") if t not in batch]
-        generation = row.generation
         decision = await sequential_decision(
             self.repeated,
             current,
@@ -139,5 +208,5 @@ class CandidateJudge:
                 "performance_increment", generation=generation, **d.numbers
             ),
         )
-        row.train_candidate = decision.numbers.get("candidate", row.train_candidate)
+        judgement.train_candidate = decision.numbers.get("candidate", judgement.train_candidate)
         return performance_verdict(decision, recent, config)

@@ -1,8 +1,12 @@
 """The generation loop: execute -> evaluate -> optimize -> gate, every event in the ledger.
 
 Each generation samples a train minibatch, scores the current harness on it, clusters the
-failures, asks the proposer for one edit, commits it, and lets the quality, performance and
-held-out gates keep or revert that commit. The test split is never touched here.
+failures, asks the proposer for K candidate edits (``trials.py``: each screened by the quality
+gate with up to T_rev revisions, all judged at once by the performance and held-out gates) and
+commits the best one that passed every gate. With one candidate, a rejected edit is committed
+and reverted so the history shows it; with several, the others are recorded in the ledger and
+in ``candidates/``. The test split is never touched here. A killed run resumes from its ledger
+and git (``resume.py``).
 """
 
 from __future__ import annotations
@@ -13,9 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.errors import HarnessGitError, ModelError
 from harnessevolve.core.files import atomic_write_json, atomic_write_text
+from harnessevolve.core.redact import redact_obj
 from harnessevolve.core.signals import Cause
 from harnessevolve.core.tasks import Benchmark, Task
 from harnessevolve.evaluate.clustering import cluster_signals
@@ -25,12 +29,17 @@ from harnessevolve.gate.verdict import GateVerdict
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
 from harnessevolve.harness.model import Harness
-from harnessevolve.optimize.proposal import Candidate, ProposalContext, Proposer, ReferenceAction
+from harnessevolve.models.usage import UsageMeter
+from harnessevolve.optimize.proposal import Candidate, ProposalContext, Proposer
+from harnessevolve.pipeline.budget import BudgetGuard, spending
+from harnessevolve.pipeline.context import build_context
 from harnessevolve.pipeline.epochs import EpochClock, Snapshot, SnapshotPool
 from harnessevolve.pipeline.judge import CandidateJudge
 from harnessevolve.pipeline.ledger import Ledger
+from harnessevolve.pipeline.resume import ResumePoint
 from harnessevolve.pipeline.scoring import Scorer, TaskResult, mean_score
 from harnessevolve.pipeline.state import GenerationRow, RunState
+from harnessevolve.pipeline.trials import Trial, TrialRunner, pick_winner
 
 NOT_HARNESS = (Cause.MODEL_ERROR, Cause.SETUP_ERROR)
 
@@ -60,17 +69,6 @@ def sample_batch(
     return keyed[::-1][: min(size, len(train))]
 
 
-def reference_actions(reference: Trajectory) -> tuple[ReferenceAction, ...]:
-    out = []
-    for step in reference.agent_steps:
-        observations = {o.source_call_id: o.content for o in step.observations}
-        out += [
-            ReferenceAction(c.function_name, dict(c.arguments), observations.get(c.tool_call_id, ""))
-            for c in step.tool_calls
-        ]
-    return tuple(out)
-
-
 def write_candidate(harness_dir: Path, candidate: Candidate) -> None:
     for rel, content in candidate.changes.items():
         path = harness_dir / rel
@@ -96,6 +94,10 @@ class GenerationLoop:
         batch_size: int,
         weights: dict[str, float] | None = None,
         epoch_patience: int = 10,
+        candidates: int = 1,
+        max_revisions: int = 3,
+        guard: BudgetGuard | None = None,
+        meter: UsageMeter | None = None,
         seed: int,
         log: Callable[[str], None] = lambda _m: None,
     ) -> None:
@@ -111,30 +113,59 @@ class GenerationLoop:
         self.batch_size = batch_size
         self.weights = weights
         self.judging = CandidateJudge(
-            harness_dir=harness_dir, benchmark=benchmark, scorer=scorer, gates=gates, ledger=ledger, seed=seed
+            benchmark=benchmark, scorer=scorer, gates=gates, ledger=ledger, seed=seed
         )
+        self.trials = TrialRunner(
+            judge=self.judging,
+            proposer=proposer,
+            ledger=ledger,
+            candidates=candidates,
+            max_revisions=max_revisions,
+            log=log,
+        )
+        self.guard = guard
+        self.meter = meter
         self.epochs = EpochClock(epoch_patience)
         self.seed = seed
         self.log = log
         self.batches: list[list[Task]] = []
         self.rejected: list[str] = []
 
-    async def run(self, generations: int) -> RunState:
+    async def run(self, generations: int, resume: ResumePoint | None = None) -> RunState:
         current = load_harness(self.harness_dir)
         validation = self.benchmark.split("validation")
         self.state.stage = "baseline"
-        val_current = await self.scorer.score(current, validation, "validation: seed harness")
-        refuse_if_model_unusable(val_current, self.scorer.model_for(current))
-        self.ledger.append(
-            "baseline",
-            split="validation",
-            rev=self.repo.head(),
-            harness_hash=current.content_hash(),
-            score=round(mean([r.score for r in val_current]), 4),
-            tasks=len(validation),
-        )
-        pool = SnapshotPool([Snapshot(self.repo.head(), current.content_hash(), mean_score(val_current), 0)])
-        for generation in range(1, generations + 1):
+        with spending("baseline"):
+            val_current = await self.scorer.score(current, validation, "validation: seed harness")
+        if resume is None or not resume.baseline_done:
+            refuse_if_model_unusable(val_current, self.scorer.model_for(current))
+            self.ledger.append(
+                "baseline",
+                split="validation",
+                rev=self.repo.head(),
+                harness_hash=current.content_hash(),
+                score=round(mean([r.score for r in val_current]), 4),
+                tasks=len(validation),
+            )
+            pool = SnapshotPool(
+                [Snapshot(self.repo.head(), current.content_hash(), mean_score(val_current), 0)]
+            )
+            first = 1
+        else:
+            pool = SnapshotPool(list(resume.snapshots))
+            self.state.rows = list(resume.rows)
+            self.state.accepted = list(resume.accepted)
+            self.state.reverted = list(resume.reverted)
+            self.batches = [list(b) for b in resume.batches]
+            self.rejected = list(resume.rejected)
+            self.epochs = resume.epochs
+            first = resume.next_generation
+            if resume.epoch_end_pending is not None:
+                current, val_current = await self.end_epoch(
+                    pool, current, val_current, validation, resume.epoch_end_pending
+                )
+        for generation in range(first, generations + 1):
+            self.check_budget()
             self.state.generation = generation
             accepted_before = len(self.state.accepted)
             current, val_current = await self.generation(generation, current, val_current)
@@ -169,13 +200,15 @@ class GenerationLoop:
                 f"harnessevolve: restore snapshot {best.sha[:8]} at the end of epoch {epoch}\n\n"
                 f"Its validation score {best.validation:.3f} beats the current "
                 f"{mean_score(val_current):.3f}.\n\n"
-                f"Restores: {best.sha}\nRun: {self.state.run_id}\n",
+                f"Restores: {best.sha}\nRun: {self.state.run_id}\nEpoch: {epoch}\n",
             )
             current = load_harness(self.harness_dir)
-            val_current = await self.scorer.score(current, validation, "validation: restored snapshot")
+            with spending("epoch_end"):
+                val_current = await self.scorer.score(current, validation, "validation: restored snapshot")
         self.ledger.append(
             "epoch_finished",
-            epoch=self.epochs.epoch,
+            epoch=epoch,
+            generation=self.state.generation,
             best=best.sha,
             best_validation=round(best.validation, 4),
             snapshots=len(pool.snapshots),
@@ -194,7 +227,8 @@ class GenerationLoop:
             self.benchmark.split("train"), self.batch_size, self.seed, generation, self.weights
         )
         self.state.stage = "execute"
-        results = await self.scorer.score(current, batch, f"gen {generation}: run current harness")
+        with spending("execute"):
+            results = await self.scorer.score(current, batch, f"gen {generation}: run current harness")
         row.train_current = mean([r.score for r in results])
         # Provider and setup failures say nothing about the harness: no edit is aimed at them.
         failed = [
@@ -218,101 +252,155 @@ class GenerationLoop:
         )
         self.batches.append(batch)
         if not clusters:
-            row.outcome = "no failures to learn from"
-            self.ledger.append("generation_finished", generation=generation, outcome=row.outcome)
-            return current, val_current
+            return self.finish_generation(row, "no failures to learn from", current, val_current)
+        self.check_budget()
         self.state.stage = "optimize"
-        context = self.context(current, clusters, batch)
-        candidate = await self.proposer.propose(context)
-        for failed in getattr(self.proposer, "failures", []):
-            self.ledger.append(
-                "proposal_failed", generation=generation, proposer=failed.proposer, errors=failed.errors
-            )
-        if candidate is None:
-            row.outcome = "proposer had nothing new"
+        trials = await self.trials.propose(
+            generation, lambda avoid: self.context(current, clusters, batch, results, avoid)
+        )
+        if not trials:
             self.ledger.append("no_proposal", generation=generation, proposer=self.proposer.name)
-            self.ledger.append("generation_finished", generation=generation, outcome=row.outcome)
-            return current, val_current
-        sha = self.commit(candidate, generation)
-        row.candidate, row.summary = sha[:8], candidate.summary
+            return self.finish_generation(row, "proposer had nothing new", current, val_current)
+        self.check_budget()
         self.state.stage = "gate"
-        verdicts, cand_harness, val_candidate = await self.judging.judge(current, batch, previous, row, sha)
-        self.write_gate_report(generation, sha, verdicts)
-        if all(v.passed for v in verdicts):
+        await self.trials.judge_all(generation, current, trials, batch, previous)
+        winner = pick_winner(trials)
+        shown = winner or max(trials, key=lambda t: (len(t.judgement.verdicts), -t.index))
+        row.summary = shown.candidate.summary
+        row.verdicts = dict(shown.judgement.table)
+        row.train_candidate = shown.judgement.train_candidate
+        for trial in trials:
+            if trial is not winner and (len(trials) > 1 or trial.revisions):
+                self.record_rejected(generation, trial, len(trials))
+        if winner is not None:
+            sha = self.commit(winner, generation, len(trials), "accepted")
             self.state.accepted.append(sha)
-            self.state.pending_sha = None
-            row.outcome = "accepted"
+            row.candidate, row.outcome = sha[:8], "accepted"
             self.ledger.append(
-                "candidate_accepted", generation=generation, sha=sha, verdicts=[v.to_dict() for v in verdicts]
+                "candidate_accepted",
+                generation=generation,
+                sha=sha,
+                candidate=winner.index + 1,
+                of=len(trials),
+                revisions=winner.revisions,
+                harness_hash=winner.judgement.harness.content_hash() if winner.judgement.harness else None,
+                validation=round(winner.judgement.validation_score, 4),
+                verdicts=[v.to_dict() for v in winner.judgement.verdicts],
             )
-            self.log(f"gen {generation}: accepted {sha[:8]} {candidate.summary}")
-            current, val_current = cand_harness, val_candidate
+            self.log(f"gen {generation}: accepted {sha[:8]} {winner.candidate.summary}")
+            assert winner.judgement.harness is not None
+            current, val_current = winner.judgement.harness, winner.judgement.validation
         else:
-            failed_gate = next(v for v in verdicts if not v.passed)
-            self.revert(sha, generation, failed_gate, candidate)
-            row.outcome = f"reverted by {failed_gate.gate}"
-            self.log(f"gen {generation}: reverted {sha[:8]} ({failed_gate.gate}: {failed_gate.reason})")
+            failed_gate = shown.judgement.failed
+            assert failed_gate is not None
+            row.outcome = (
+                f"reverted by {failed_gate.gate}" if len(trials) == 1 else f"none of {len(trials)} kept"
+            )
+            if len(trials) == 1:
+                # History keeps the rejected edit: its commit, then a revert naming the gate.
+                sha = self.commit(shown, generation, 1, f"rejected by {failed_gate.gate}")
+                row.candidate = sha[:8]
+                self.revert(sha, generation, failed_gate, shown.candidate)
+            self.log(
+                f"gen {generation}: rejected {shown.candidate.summary!r} "
+                f"({failed_gate.gate}: {failed_gate.reason})"
+            )
+        return self.finish_generation(row, row.outcome, current, val_current)
+
+    def finish_generation(
+        self, row: GenerationRow, outcome: str, current: Harness, val_current: list[TaskResult]
+    ) -> tuple[Harness, list[TaskResult]]:
+        row.outcome = outcome
         row.validation = mean([r.score for r in val_current])
         self.ledger.append(
             "generation_finished",
-            generation=generation,
-            outcome=row.outcome,
+            generation=row.generation,
+            outcome=outcome,
             rev=self.repo.head(),
             validation=round(row.validation, 4),
+            summary=row.summary,
+            candidate=row.candidate,
+            verdicts=row.verdicts,
+            train_current=row.train_current,
+            train_candidate=row.train_candidate,
+            usage=self.meter.snapshot() if self.meter is not None else None,
         )
         return current, val_current
 
-    def context(self, current: Harness, clusters: list, batch: list[Task]) -> ProposalContext:
-        failed_ids = {s.task_id for c in clusters for s in c.signals}
-        tasks = {t.id: t for t in batch}
-        refs = {
-            tid: reference_actions(self.scorer.references[tid])
-            for tid in failed_ids
-            if tid in self.scorer.references
-        }
-        doc_examples = "prompts/examples.md" if "prompts/examples.md" in current.files else None
-        return ProposalContext(
-            files=dict(current.files),
-            editable=current.editable,
-            system_prompt_path=self._system_prompt_path(current),
-            examples_path=self._examples_path(current) or doc_examples,
-            clusters=tuple(clusters),
-            instructions={tid: tasks[tid].instruction for tid in failed_ids},
-            references=refs,
-            rejected=tuple(self.rejected),
+    def record_rejected(self, generation: int, trial: Trial, of: int) -> None:
+        """A candidate that was not kept: its record in the ledger, its files in the run folder."""
+        path = self.run_dir / "candidates" / f"gen-{generation:03d}-{trial.index + 1}.json"
+        atomic_write_json(
+            path, redact_obj({**trial.record(), "history": trial.history, "changes": trial.candidate.changes})
+        )
+        self.rejected.append(trial.candidate.summary)
+        self.ledger.append(
+            "candidate_rejected",
+            generation=generation,
+            of=of,
+            file=str(path.relative_to(self.run_dir)),
+            **trial.record(),
         )
 
-    def _system_prompt_path(self, harness: Harness) -> str:
-        import yaml
+    def check_budget(self) -> None:
+        if self.guard is not None:
+            self.guard.check()
 
-        return yaml.safe_load(harness.files["harness.yaml"])["system_prompt"]
+    def context(
+        self,
+        current: Harness,
+        clusters: list,
+        batch: list[Task],
+        results: list[TaskResult],
+        avoid: tuple[str, ...] = (),
+    ) -> ProposalContext:
+        return build_context(
+            current,
+            clusters,
+            batch,
+            results,
+            references=self.scorer.references,
+            rejected=tuple(self.rejected) + avoid,
+            quality=self.gates.quality,
+            model=self.scorer.model_for(current),
+        )
 
-    def _examples_path(self, harness: Harness) -> str | None:
-        import yaml
-
-        return yaml.safe_load(harness.files["harness.yaml"]).get("examples")
-
-    def commit(self, candidate: Candidate, generation: int) -> str:
+    def commit(self, trial: Trial, generation: int, of: int, verdict: str) -> str:
+        """Commit a judged candidate. The verdict is already known and rides in a trailer, so a run
+        resumed after a crash between this commit and the ledger can finish what it started."""
+        candidate = trial.candidate
         self.state.stage = "commit"
+        revisions = f"Revision: {trial.revisions}\n" if trial.revisions != candidate.revision else ""
+        message = candidate.commit_message(run_id=self.state.run_id, generation=generation) + (
+            f"{revisions}Candidate: {trial.index + 1} of {of}\nVerdict: {verdict}\n"
+        )
+        self.write_gate_report(generation, trial)
+        judged = trial.judgement
+        self.ledger.append(
+            "committing",
+            generation=generation,
+            paths=sorted(candidate.changes),
+            verdict=verdict,
+            summary=candidate.summary,
+            harness_hash=judged.harness.content_hash() if judged.harness else None,
+            validation=round(judged.validation_score, 4) if judged.validation else None,
+        )
         try:
             write_candidate(self.harness_dir, candidate)
-            sha = self.repo.commit_all(
-                candidate.commit_message(run_id=self.state.run_id, generation=generation)
-            )
+            sha = self.repo.commit_all(message)
         except BaseException:
             self.repo.discard_changes()
             raise
-        self.state.pending_sha = sha
+        self.state.pending_sha = sha if verdict != "accepted" else None
         self.ledger.append(
             "candidate_committed",
             generation=generation,
             sha=sha,
-            summary=candidate.summary,
-            proposer=candidate.proposer,
-            model=candidate.model,
-            targets=list(candidate.targets),
-            target_tasks=list(candidate.target_tasks),
-            paths=sorted(candidate.changes),
+            **candidate.to_record(),
+            candidate=trial.index + 1,
+            of=of,
+            revisions=trial.revisions,
+            verdict=verdict,
         )
         return sha
 
@@ -348,13 +436,21 @@ class GenerationLoop:
                 self.state.pending_sha, self.state.generation, GateVerdict("interrupted", False, why), None
             )
 
-    def write_gate_report(self, generation: int, sha: str, verdicts: list[GateVerdict]) -> None:
+    def write_gate_report(self, generation: int, trial: Trial) -> None:
+        verdicts = [v.to_dict() for v in trial.judgement.verdicts]
         report: dict[str, Any] = {
             "generation": generation,
-            "sha": sha,
-            "verdicts": [v.to_dict() for v in verdicts],
+            "candidate": trial.index + 1,
+            "summary": trial.candidate.summary,
+            "revisions": trial.revisions,
+            "history": trial.history,
+            "verdicts": verdicts,
         }
-        atomic_write_json(self.run_dir / "gates" / f"gen-{generation:03d}.json", report)
+        atomic_write_json(self.run_dir / "gates" / f"gen-{generation:03d}.json", redact_obj(report))
         self.ledger.append(
-            "gate_verdicts", generation=generation, sha=sha, verdicts=[v.to_dict() for v in verdicts]
+            "gate_verdicts",
+            generation=generation,
+            candidate=trial.index + 1,
+            summary=trial.candidate.summary,
+            verdicts=verdicts,
         )

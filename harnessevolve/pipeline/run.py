@@ -1,26 +1,34 @@
-"""``harnessevolve run``: check inputs, take the lock, open the ledger, drive the generation loop."""
+"""``harnessevolve run``: check inputs, take the lock, open the ledger, drive the generation loop;
+``--resume RUN`` picks a killed run up from its ledger and git."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import Any
 
 from harnessevolve.core.errors import HarnessEvolveError, HarnessGitError
-from harnessevolve.core.tasks import load_benchmark
+from harnessevolve.core.tasks import Benchmark
 from harnessevolve.execute.executor import EXECUTORS
+from harnessevolve.execute.sandbox import make_sandbox
 from harnessevolve.gate.config import load_gate_config
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
+from harnessevolve.models.usage import UsageMeter
 from harnessevolve.optimize.registry import make_proposer
+from harnessevolve.pipeline.budget import Budget, BudgetExhausted, BudgetGuard, metering
 from harnessevolve.pipeline.ledger import Ledger
 from harnessevolve.pipeline.loop import GenerationLoop
 from harnessevolve.pipeline.references import load_references
 from harnessevolve.pipeline.refgen import load_regret
-from harnessevolve.pipeline.rundir import HarnessLock, RunDir, new_run_id
+from harnessevolve.pipeline.resume import ResumePoint, load_run_for_resume, reconcile, resume_point
+from harnessevolve.pipeline.rollout_cache import RolloutCache
+from harnessevolve.pipeline.rundir import STATE_DIR, HarnessLock, RunDir, new_run_id
 from harnessevolve.pipeline.scoring import Scorer
 from harnessevolve.pipeline.state import RunState
+from harnessevolve.report.tracking import make_tracker
 
 
 @dataclass(frozen=True)
@@ -48,6 +56,45 @@ class RunOptions:
     sampling: str = "uniform"
     """Minibatch sampling: ``uniform``, or ``regret`` (prefer tasks with a high pass-rate gap, from
     the benchmark's regret.json written by ``refs generate``)."""
+    candidates: int = 1
+    """K: candidates proposed and judged concurrently per generation; the best that passes is kept."""
+    max_revisions: int = 3
+    """T_rev: times a quality-gate rejection goes back to the proposer with its reason."""
+    max_cost_usd: float | None = None
+    max_tokens: int | None = None
+    max_hours: float | None = None
+    cache: bool = True
+    """Serve unchanged (harness, task, model, seed) rollouts from DIR/.harnessevolve/cache/."""
+    sandbox: str = "bwrap"
+    """Where agent commands run: bwrap (default), docker, or none (needs ``unsafe_no_sandbox``)."""
+    unsafe_no_sandbox: bool = False
+    track: str | None = None
+    """Mirror the ledger into a tracker: ``mlflow`` (needs harnessevolve[tracking])."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> RunOptions:
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in doc.items() if k in known}
+        for key in ("harness_dir", "gates_file"):
+            if values.get(key) is not None:
+                values[key] = Path(values[key])
+        values["proposers"] = tuple(values.get("proposers", ("auto",)))
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    state: RunState
+    run_dir: Path
+    stopped: dict[str, Any] | None = None
+    """Set when a budget stopped the run: which limit, what was spent, the cap."""
+    usage: dict[str, Any] | None = None
+
+    def __iter__(self):  # noqa: ANN204 - lets older callers unpack ``state, run_dir = start_run(...)``
+        return iter((self.state, self.run_dir))
 
 
 @dataclass(frozen=True)
@@ -79,44 +126,95 @@ def prepare_repo(options: RunOptions, run_id: str) -> HarnessRepo:
     return repo
 
 
-def start_run(options: RunOptions, hooks: RunHooks) -> tuple[RunState, Path]:
-    """Validate everything, then run. Bad input raises before anything is written."""
-    harness_dir = Path(options.harness_dir).resolve()
-    options = RunOptions(**{**asdict(options), "harness_dir": harness_dir})
-    seed_harness = load_harness(harness_dir)
+def _check_options(options: RunOptions) -> None:
     if options.sampling not in ("uniform", "regret"):
         raise HarnessEvolveError(
             f"unknown sampling {options.sampling!r}", field="--sampling", hint="use uniform or regret"
         )
-    benchmark = load_benchmark(options.benchmark)
+    if options.executor not in EXECUTORS:
+        raise HarnessEvolveError(
+            f"unknown executor {options.executor!r}",
+            field="--executor",
+            hint=f"choose from: {', '.join(EXECUTORS)}",
+        )
+    if options.candidates < 1 or options.max_revisions < 0:
+        raise HarnessEvolveError(
+            "--candidates must be >= 1 and --max-revisions >= 0", field="--candidates", hint="e.g. 3 and 3"
+        )
+
+
+def _load_benchmark(spec: str) -> Benchmark:
+    from harnessevolve.adapters import load_benchmark_spec
+
+    return load_benchmark_spec(spec)
+
+
+def start_run(options: RunOptions, hooks: RunHooks, *, resume: str | None = None) -> RunResult:
+    """Validate everything, then run (or resume ``resume``). Bad input raises before anything is written."""
+    harness_dir = Path(options.harness_dir).resolve()
+    run_dir = None
+    if resume is not None:
+        run_dir = _find_run(harness_dir, resume)
+        events, started = load_run_for_resume(run_dir.root)
+        options = RunOptions.from_json({**started["resume"], "harness_dir": str(harness_dir)})
+    options = RunOptions(**{**asdict(options), "harness_dir": harness_dir})
+    seed_harness = load_harness(harness_dir)
+    _check_options(options)
+    benchmark = _load_benchmark(options.benchmark)
     references = load_references(benchmark)
     gates = load_gate_config(options.gates_file)
     proposer = make_proposer(options.proposers, options.optimizer_model)
+    sandbox = make_sandbox(options.sandbox, unsafe=options.unsafe_no_sandbox)
     executor = EXECUTORS[options.executor](
-        default_concurrency(options.concurrency, options.model or seed_harness.model)
+        default_concurrency(options.concurrency, options.model or seed_harness.model), sandbox
     )
-    run_id = new_run_id()
+    run_id = run_dir.root.name if run_dir else new_run_id()
     lock = HarnessLock(harness_dir)
     lock.acquire(run_id)
     state = RunState(run_id=run_id)
-    run_dir = None
+    meter, elapsed_s = UsageMeter(), 0.0
+    tracker = None
     try:
-        repo = prepare_repo(options, run_id)
-        run_dir = RunDir.create(harness_dir, run_id)
-        ledger = Ledger(run_dir.ledger)
-        if lock.stale_owner:
+        if run_dir is None:
+            repo = prepare_repo(options, run_id)
+            run_dir = RunDir.create(harness_dir, run_id)
+            tracker = make_tracker(options.track, harness_dir, run_dir=run_dir.root)
+            ledger = Ledger(run_dir.ledger, [tracker.on_event])
+            point = None
+        else:
+            repo = HarnessRepo(harness_dir)
+            tracker = make_tracker(options.track, harness_dir, run_dir=run_dir.root)
+            ledger = Ledger(run_dir.ledger, [tracker.on_event])
+            recovered = reconcile(repo, ledger, run_id, events)
+            events = load_run_for_resume(run_dir.root)[0]
+            point = resume_point(events, benchmark, run_id, options.epoch_patience, options.generations)
+            meter, elapsed_s = spent_before(events)
+            ledger.append(
+                "run_resumed",
+                run_id=run_id,
+                rev=repo.head(),
+                next_generation=point.next_generation,
+                recovered=recovered,
+                stale_lock=lock.stale_owner,
+            )
+            for line in recovered:
+                hooks.log(f"resume: {line}")
+        if lock.stale_owner and point is None:
             ledger.append("stale_lock_removed", owner=lock.stale_owner)
             hooks.log(f"removed a stale lock left by run {lock.stale_owner.get('run_id')}")
-        ledger.append(
-            "run_started",
-            run_id=run_id,
-            harness=str(harness_dir),
-            rev=repo.head(),
-            benchmark=benchmark.name,
-            options={k: str(v) for k, v in asdict(options).items()},
-            gates=gates.source,
-            references=len(references),
-        )
+        if point is None:
+            ledger.append(
+                "run_started",
+                run_id=run_id,
+                harness=str(harness_dir),
+                rev=repo.head(),
+                benchmark=benchmark.name,
+                options={k: str(v) for k, v in asdict(options).items()},
+                resume=options.to_json(),
+                gates=gates.source,
+                references=len(references),
+                sandbox=sandbox.name,
+            )
         scorer = Scorer(
             executor,
             model=options.model,
@@ -124,7 +222,9 @@ def start_run(options: RunOptions, hooks: RunHooks) -> tuple[RunState, Path]:
             references=references,
             out_dir=run_dir.root,
             on_progress=hooks.on_progress,
+            cache=RolloutCache(harness_dir / STATE_DIR / "cache" / "rollouts") if options.cache else None,
         )
+        budget = Budget(options.max_cost_usd, options.max_tokens, options.max_hours)
         loop = GenerationLoop(
             harness_dir=harness_dir,
             repo=repo,
@@ -138,30 +238,86 @@ def start_run(options: RunOptions, hooks: RunHooks) -> tuple[RunState, Path]:
             batch_size=options.batch_size,
             epoch_patience=options.epoch_patience,
             weights=load_regret(benchmark.references_dir) if options.sampling == "regret" else None,
+            candidates=options.candidates,
+            max_revisions=options.max_revisions,
+            guard=BudgetGuard(budget, meter, elapsed_s=elapsed_s) if budget.limited else None,
+            meter=meter,
             seed=options.seed,
             log=hooks.log,
         )
-        try:
-            asyncio.run(loop.run(options.generations))
-        except BaseException as exc:
-            loop.abandon_pending(f"run stopped ({type(exc).__name__}) before the gates decided")
-            ledger.append(
-                "run_interrupted" if isinstance(exc, KeyboardInterrupt) else "run_failed",
-                generation=state.generation,
-                stage=state.stage,
-                error=repr(exc)[:500],
-                rev=repo.head(),
-            )
-            raise
+        stopped = _drive(loop, options, point, meter, ledger, repo, state)
+        usage = meter.snapshot()
         ledger.append(
             "run_finished",
             accepted=state.accepted,
             reverted=state.reverted,
             rev=repo.head(),
             rollouts=loop.judging.repeated.rollouts,
+            cached_rollouts=sum(s.cached for s in loop.judging.repeated.scorers.values()),
             tokens=loop.judging.repeated.tokens,
+            usage=usage,
+            stopped=stopped,
         )
         ledger.close()
     finally:
+        if tracker is not None:
+            tracker.close()
         lock.release()
-    return state, run_dir.root
+    return RunResult(state, run_dir.root, stopped, usage)
+
+
+def _drive(
+    loop: GenerationLoop,
+    options: RunOptions,
+    point: ResumePoint | None,
+    meter: UsageMeter,
+    ledger: Ledger,
+    repo: HarnessRepo,
+    state: RunState,
+) -> dict[str, Any] | None:
+    """Run the loop; a budget stop is a clean finish, anything else is logged and re-raised."""
+    try:
+        with metering(meter):
+            asyncio.run(loop.run(options.generations, point))
+    except BudgetExhausted as exc:
+        loop.abandon_pending(f"budget reached ({exc})")
+        ledger.append("budget_exhausted", generation=state.generation, stage=state.stage, **exc.to_dict())
+        return exc.to_dict()
+    except BaseException as exc:
+        loop.abandon_pending(f"run stopped ({type(exc).__name__}) before the gates decided")
+        ledger.append(
+            "run_interrupted" if isinstance(exc, KeyboardInterrupt) else "run_failed",
+            generation=state.generation,
+            stage=state.stage,
+            error=repr(exc)[:500],
+            rev=repo.head(),
+            usage=meter.snapshot(),
+        )
+        raise
+    return None
+
+
+def spent_before(events: list[dict[str, Any]]) -> tuple[UsageMeter, float]:
+    """What a killed run had spent: the last usage snapshot in its ledger, and the wall time since
+    it started (budgets count across resumes)."""
+    from datetime import UTC, datetime
+
+    usage = next((e["usage"] for e in reversed(events) if isinstance(e.get("usage"), dict)), None)
+    started = next(e["ts"] for e in events if e.get("event") == "run_started")
+    elapsed = (datetime.now(UTC) - datetime.fromisoformat(started)).total_seconds()
+    return (UsageMeter.from_snapshot(usage) if usage else UsageMeter()), max(0.0, elapsed)
+
+
+def _find_run(harness_dir: Path, run: str) -> RunDir:
+    path = Path(run)
+    candidates = [path] if path.is_dir() else [harness_dir / STATE_DIR / "runs" / run]
+    for candidate in candidates:
+        if (candidate / "ledger.jsonl").is_file():
+            return RunDir(candidate.resolve())
+    runs = sorted((harness_dir / STATE_DIR / "runs").glob("*"))
+    raise HarnessEvolveError(
+        f"no run {run!r} for this harness",
+        file=str(harness_dir / STATE_DIR / "runs"),
+        field="--resume",
+        hint=f"known runs: {', '.join(r.name for r in runs[-3:]) or 'none'}",
+    )

@@ -1,4 +1,5 @@
-"""Score a harness on a set of tasks: execute, then evaluate, memoised per (harness, task) in a run.
+"""Score a harness on a set of tasks: execute, then evaluate, memoised per (harness, task) in a run
+and, across runs, in the persistent rollout cache.
 
 This is where the execute and evaluate stages meet: rollouts go in, plain results come out,
 trajectories and evaluations are saved under the run folder.
@@ -13,12 +14,15 @@ from pathlib import Path
 from harnessevolve.core import atif
 from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.files import atomic_write_json
+from harnessevolve.core.redact import redact_obj
 from harnessevolve.core.signals import ErrorSignal
 from harnessevolve.core.tasks import Task
 from harnessevolve.evaluate.evaluation import evaluate_rollout
 from harnessevolve.execute.executor import Executor, Rollout
 from harnessevolve.execute.workspace import remove_workspace
 from harnessevolve.harness.model import Harness
+from harnessevolve.pipeline.rollout_cache import RolloutCache, rollout_key
+from harnessevolve.pipeline.sandboxed_checks import sandboxed_runner
 
 
 @dataclass(frozen=True)
@@ -47,8 +51,12 @@ class Scorer:
         references: dict[str, Trajectory],
         out_dir: Path | None = None,
         on_progress: Callable[[str, int], Callable[[], None]] | None = None,
+        cache: RolloutCache | None = None,
     ) -> None:
         self.executor = executor
+        self.cache = cache
+        self.check_runner = sandboxed_runner(getattr(executor, "sandbox", None))
+        """Effect checks run the agent's command: in the executor's sandbox."""
         self.model = model
         self.seed = seed
         self.references = references
@@ -56,45 +64,100 @@ class Scorer:
         self.on_progress = on_progress
         self.memo: dict[tuple[str, str], TaskResult] = {}
         self.rollouts = 0
+        """Rollouts actually executed (cache hits excluded)."""
         self.tokens = 0
+        self.cached = 0
+        """Results served by the persistent cache: no model call."""
 
     def model_for(self, harness: Harness) -> str:
         return self.model or harness.model
 
     async def score(self, harness: Harness, tasks: Sequence[Task], label: str) -> list[TaskResult]:
         key = harness.content_hash()
-        todo = [t for t in tasks if (key, t.id) not in self.memo]
+        model = self.model_for(harness)
+        todo: list[Task] = []
+        for task in tasks:
+            if (key, task.id) in self.memo or task in todo:
+                continue
+            cached = self._from_cache(task, key, model)
+            if cached is not None:
+                self.memo[(key, task.id)] = cached
+            else:
+                todo.append(task)
         if todo:
             advance = self.on_progress(label, len(todo)) if self.on_progress else None
             rollouts = await self.executor.run(
                 harness,
                 todo,
-                model=self.model_for(harness),
+                model=model,
                 seed=self.seed,
                 on_done=(lambda _r: advance()) if advance else None,
             )
             by_id = {t.id: t for t in todo}
             for rollout in rollouts:
-                self.memo[(key, rollout.task_id)] = self._evaluate(by_id[rollout.task_id], rollout, key)
+                self.memo[(key, rollout.task_id)] = self._evaluate(
+                    by_id[rollout.task_id], rollout, key, model
+                )
         return [self.memo[(key, t.id)] for t in tasks]
 
-    def _evaluate(self, task: Task, rollout: Rollout, harness_hash: str) -> TaskResult:
+    def _cache_key(self, task: Task, harness_hash: str, model: str) -> str:
+        return rollout_key(
+            harness_hash=harness_hash,
+            task=task,
+            model=model,
+            seed=self.seed,
+            reference=self.references.get(task.id),
+        )
+
+    def _from_cache(self, task: Task, harness_hash: str, model: str) -> TaskResult | None:
+        if self.cache is None:
+            return None
+        hit = self.cache.get(self._cache_key(task, harness_hash, model))
+        if hit is None:
+            return None
+        trajectory, evaluation = hit
+        self.cached += 1
+        self._save(task, trajectory, evaluation, harness_hash)
+        signal = ErrorSignal.from_dict(evaluation["signal"]) if evaluation.get("signal") else None
+        return TaskResult(
+            task.id,
+            float(evaluation["score"]),
+            bool(evaluation["passed"]),
+            signal,
+            trajectory,
+            _tokens(trajectory),
+        )
+
+    def _evaluate(self, task: Task, rollout: Rollout, harness_hash: str, model: str) -> TaskResult:
         try:
             evaluation = evaluate_rollout(
-                task, rollout.trajectory, rollout.workspace, self.references.get(task.id)
+                task,
+                rollout.trajectory,
+                rollout.workspace,
+                self.references.get(task.id),
+                runner=self.check_runner,
             )
         finally:
             if rollout.workspace is not None:
                 remove_workspace(rollout.workspace)
         trajectory = rollout.trajectory.with_extra(score=evaluation.score, passed=evaluation.passed)
-        tokens = int(trajectory.final_metrics.get("total_prompt_tokens", 0)) + int(
-            trajectory.final_metrics.get("total_completion_tokens", 0)
-        )
+        tokens = _tokens(trajectory)
         self.rollouts += 1
         self.tokens += tokens
+        self._save(task, trajectory, evaluation.to_dict(), harness_hash)
+        if self.cache is not None:
+            self.cache.put(self._cache_key(task, harness_hash, model), trajectory, evaluation.to_dict())
+        return TaskResult(task.id, evaluation.score, evaluation.passed, evaluation.signal, trajectory, tokens)
+
+    def _save(self, task: Task, trajectory: Trajectory, evaluation: dict, harness_hash: str) -> None:
         if self.out_dir is not None:
             atif.save(trajectory, self.out_dir / "trajectories" / harness_hash / f"{task.id}.json")
             atomic_write_json(
-                self.out_dir / "evaluations" / harness_hash / f"{task.id}.json", evaluation.to_dict()
+                self.out_dir / "evaluations" / harness_hash / f"{task.id}.json", redact_obj(evaluation)
             )
-        return TaskResult(task.id, evaluation.score, evaluation.passed, evaluation.signal, trajectory, tokens)
+
+
+def _tokens(trajectory: Trajectory) -> int:
+    return int(trajectory.final_metrics.get("total_prompt_tokens", 0)) + int(
+        trajectory.final_metrics.get("total_completion_tokens", 0)
+    )

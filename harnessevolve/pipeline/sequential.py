@@ -36,6 +36,7 @@ class RepeatedScorer:
                 references=base.references,
                 out_dir=base.out_dir / "repeats" / f"r{repetition}" if base.out_dir else None,
                 on_progress=base.on_progress,
+                cache=base.cache,
             )
         return self.scorers[repetition]
 

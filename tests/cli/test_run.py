@@ -200,7 +200,9 @@ def test_interrupt_records_where_and_exits_130(harness_dir: Path, cli, learner, 
     assert last["event"] == "run_interrupted"
     assert last["generation"] == 1 and last["stage"] == "gate"
     repo = git.Repo(harness_dir)
-    assert "rejected by the interrupted gate" in repo.head.commit.summary
+    # Candidates are judged in a scratch copy and committed only with a verdict: nothing to undo.
+    assert repo.head.commit.summary.startswith("harnessevolve: new harness")
+    assert "candidate_committed" not in [e["event"] for e in events]
     assert not repo.is_dirty(untracked_files=True)
     assert not (harness_dir / ".harnessevolve" / "lock").exists()
 

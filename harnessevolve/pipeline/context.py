@@ -1,0 +1,65 @@
+"""What a proposer is shown: the ``ProposalContext`` built from a generation's batch results."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import yaml
+
+from harnessevolve.core.atif import Trajectory
+from harnessevolve.core.signals import Cluster
+from harnessevolve.core.tasks import Task
+from harnessevolve.gate.config import QualityConfig
+from harnessevolve.harness.model import Harness
+from harnessevolve.models.tokens import count_tokens
+from harnessevolve.optimize.proposal import PromptLimits, ProposalContext, ReferenceAction
+from harnessevolve.pipeline.scoring import TaskResult
+
+
+def reference_actions(trajectory: Trajectory) -> tuple[ReferenceAction, ...]:
+    """A trajectory's tool calls with their observations (a reference's, or a run's)."""
+    out = []
+    for step in trajectory.agent_steps:
+        observations = {o.source_call_id: o.content for o in step.observations}
+        out += [
+            ReferenceAction(c.function_name, dict(c.arguments), observations.get(c.tool_call_id, ""))
+            for c in step.tool_calls
+        ]
+    return tuple(out)
+
+
+def build_context(
+    current: Harness,
+    clusters: Sequence[Cluster],
+    batch: Sequence[Task],
+    results: Sequence[TaskResult],
+    *,
+    references: dict[str, Trajectory],
+    rejected: tuple[str, ...],
+    quality: QualityConfig,
+    model: str,
+) -> ProposalContext:
+    failed_ids = {s.task_id for c in clusters for s in c.signals}
+    tasks = {t.id: t for t in batch}
+    settings = yaml.safe_load(current.files["harness.yaml"])
+    doc_examples = "prompts/examples.md" if "prompts/examples.md" in current.files else None
+    prompt = current.assembled_prompt()
+    return ProposalContext(
+        files=dict(current.files),
+        editable=current.editable,
+        system_prompt_path=settings["system_prompt"],
+        examples_path=settings.get("examples") or doc_examples,
+        clusters=tuple(clusters),
+        instructions={tid: tasks[tid].instruction for tid in tasks},
+        references={tid: reference_actions(references[tid]) for tid in failed_ids if tid in references},
+        rejected=rejected,
+        failed_runs={r.task_id: reference_actions(r.trajectory) for r in results if not r.passed},
+        passed_runs={r.task_id: reference_actions(r.trajectory) for r in results if r.passed},
+        limits=PromptLimits(
+            max_prompt_chars=quality.max_prompt_chars,
+            max_prompt_tokens=quality.max_prompt_tokens,
+            max_new_examples=quality.max_new_examples,
+        ),
+        prompt_chars=len(prompt),
+        prompt_tokens=count_tokens(prompt, model),
+    )

@@ -1,0 +1,248 @@
+"""Resuming a run after a crash or ``kill -9``: reconcile git with the ledger, then rebuild the
+loop's state so the run goes on from the first unfinished generation.
+
+What makes this safe:
+* candidates are committed only after their gates decided, with the verdict in a ``Verdict:``
+  trailer, and the ledger logs ``committing`` before the commit -- so any commit of the
+  unfinished generation says what it was meant to be;
+* an accepted commit found in git but missing from the ledger is recorded (``recovered``), never
+  redone; a rejected commit whose revert never happened is reverted now; nothing is committed
+  twice;
+* uncommitted files are thrown away only when they are exactly the paths the ledger says the run
+  was writing; anything else in the tree stops the resume (it may be the user's work);
+* rollouts are served by the persistent cache, so redoing a half-finished generation costs no
+  model calls for what was already run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harnessevolve.core.errors import HarnessEvolveError, HarnessGitError
+from harnessevolve.core.tasks import Benchmark, Task
+from harnessevolve.harness.git import HarnessRepo
+from harnessevolve.harness.load import load_harness
+from harnessevolve.pipeline.epochs import EpochClock, Snapshot
+from harnessevolve.pipeline.ledger import Ledger, read_ledger
+from harnessevolve.pipeline.state import GenerationRow
+
+TRAILER = re.compile(r"^([A-Z][A-Za-z-]+): (.*)$", re.MULTILINE)
+
+
+def trailers(message: str) -> dict[str, str]:
+    return {k: v.strip() for k, v in TRAILER.findall(message)}
+
+
+@dataclass
+class ResumePoint:
+    run_id: str
+    baseline_done: bool
+    next_generation: int
+    rows: list[GenerationRow] = field(default_factory=list)
+    accepted: list[str] = field(default_factory=list)
+    reverted: list[str] = field(default_factory=list)
+    batches: list[list[Task]] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)
+    snapshots: list[Snapshot] = field(default_factory=list)
+    epochs: EpochClock = field(default_factory=EpochClock)
+    epoch_end_pending: int | None = None
+    """The epoch whose end (snapshot restore) was interrupted; it is redone first."""
+    recovered: list[str] = field(default_factory=list)
+
+
+def of_generation(events: Sequence[dict[str, Any]], generation: int, name: str) -> list[dict[str, Any]]:
+    return [e for e in events if e.get("event") == name and e.get("generation") == generation]
+
+
+def reconcile(repo: HarnessRepo, ledger: Ledger, run_id: str, events: list[dict[str, Any]]) -> list[str]:
+    """Bring git and the ledger into agreement for the generation a crash cut short."""
+    done = repo.recover_interrupted()
+    started = [e["generation"] for e in events if e.get("event") == "generation_started"]
+    finished = {e["generation"] for e in events if e.get("event") == "generation_finished"}
+    open_gens = [g for g in started if g not in finished]
+    generation = open_gens[-1] if open_gens else None
+    writing = {
+        _top_relative(repo, p)
+        for e in events
+        if e.get("event") == "committing" and e.get("generation") == generation
+        for p in e.get("paths", [])
+    }
+    dirty = repo.dirty_paths()
+    if dirty:
+        if generation is None or not set(dirty) <= writing:
+            raise HarnessGitError(
+                f"uncommitted changes in the harness that the run did not make ({', '.join(dirty[:3])})",
+                file=str(repo.dir),
+                hint="commit or stash them, then resume again",
+            )
+        repo.discard_changes()
+        done.append(f"discarded the half-written candidate of generation {generation}")
+    if generation is None:
+        return done
+    head = repo.message()
+    tags = trailers(head)
+    if tags.get("Run") != run_id or tags.get("Generation") != str(generation):
+        return done  # nothing of this generation reached git: it is redone from the start
+    committed = {e.get("sha") for e in of_generation(events, generation, "candidate_committed")}
+    sha = repo.head()
+    if "Reverts" in tags:
+        rejected_sha = tags["Reverts"]
+        if not of_generation(events, generation, "candidate_reverted"):
+            ledger.append(
+                "candidate_reverted",
+                generation=generation,
+                sha=rejected_sha,
+                revert_sha=sha,
+                gate=tags.get("Gate"),
+                reason="recorded on resume",
+                recovered=True,
+            )
+        _finish(ledger, generation, f"reverted by {tags.get('Gate')}", sha)
+        done.append(f"recorded the revert of generation {generation}")
+        return done
+    verdict = tags.get("Verdict", "")
+    summary = head.splitlines()[0].removeprefix("harnessevolve: ")
+    if sha not in committed:
+        ledger.append(
+            "candidate_committed",
+            generation=generation,
+            sha=sha,
+            summary=summary,
+            proposer=tags.get("Proposer"),
+            verdict=verdict,
+            recovered=True,
+        )
+    if verdict == "accepted":
+        staged = of_generation(events, generation, "committing")
+        ledger.append(
+            "candidate_accepted",
+            generation=generation,
+            sha=sha,
+            harness_hash=load_harness(repo.dir).content_hash(),
+            validation=staged[-1].get("validation") if staged else None,
+            recovered=True,
+        )
+        _finish(ledger, generation, "accepted", sha, summary=summary)
+        done.append(f"recorded the accepted commit {sha[:8]} of generation {generation}")
+    elif verdict.startswith("rejected by "):
+        gate = verdict.removeprefix("rejected by ")
+        revert_sha = repo.revert(
+            sha,
+            f"harnessevolve: revert {sha[:8]}: rejected by the {gate} gate\n\n(reverted on resume)\n\n"
+            f"Reverts: {sha}\nGate: {gate}\nRun: {run_id}\nGeneration: {generation}\n",
+        )
+        ledger.append(
+            "candidate_reverted",
+            generation=generation,
+            sha=sha,
+            revert_sha=revert_sha,
+            gate=gate,
+            reason="rejected before the crash; reverted on resume",
+            recovered=True,
+        )
+        _finish(ledger, generation, f"reverted by {gate}", revert_sha, summary=summary)
+        done.append(f"reverted the rejected commit {sha[:8]} of generation {generation}")
+    return done
+
+
+def _top_relative(repo: HarnessRepo, path: str) -> str:
+    return path if repo.rel == "." else f"{repo.rel}/{path}"
+
+
+def _finish(ledger: Ledger, generation: int, outcome: str, rev: str, summary: str = "") -> None:
+    ledger.append(
+        "generation_finished",
+        generation=generation,
+        outcome=outcome,
+        rev=rev,
+        summary=summary,
+        recovered=True,
+    )
+
+
+def resume_point(
+    events: list[dict[str, Any]], benchmark: Benchmark, run_id: str, patience: int, generations: int
+) -> ResumePoint:
+    """The loop's state after the last finished generation, rebuilt from the ledger."""
+    tasks = {t.id: t for t in benchmark.tasks}
+    baseline = next((e for e in events if e.get("event") == "baseline"), None)
+    point = ResumePoint(run_id=run_id, baseline_done=baseline is not None, next_generation=1)
+    if baseline is None:
+        return point
+    point.snapshots.append(Snapshot(baseline["rev"], baseline["harness_hash"], float(baseline["score"]), 0))
+    point.epochs = EpochClock(patience)
+    finished = {e["generation"]: e for e in events if e.get("event") == "generation_finished"}
+    summaries = {
+        e.get("sha"): e.get("summary", "") for e in events if e.get("event") == "candidate_committed"
+    }
+    last = 0
+    for generation in sorted(finished):
+        row_event = finished[generation]
+        batch = of_generation(events, generation, "batch_evaluated")
+        if batch:
+            point.batches.append([tasks[t] for t in batch[-1]["tasks"] if t in tasks])
+        accepted = of_generation(events, generation, "candidate_accepted")
+        for event in accepted:
+            point.accepted.append(event["sha"])
+            point.snapshots.append(
+                Snapshot(
+                    event["sha"],
+                    event.get("harness_hash") or "",
+                    float(event.get("validation") or 0.0),
+                    generation,
+                )
+            )
+        for event in of_generation(events, generation, "candidate_reverted"):
+            point.reverted.append(event["sha"])
+            point.rejected.append(summaries.get(event["sha"], ""))
+        point.rejected += [
+            e.get("summary", "") for e in of_generation(events, generation, "candidate_rejected")
+        ]
+        point.rows.append(
+            GenerationRow(
+                generation,
+                candidate=row_event.get("candidate") or "-",
+                summary=row_event.get("summary") or "",
+                verdicts=row_event.get("verdicts") or {},
+                train_current=row_event.get("train_current"),
+                train_candidate=row_event.get("train_candidate"),
+                validation=row_event.get("validation"),
+                outcome=row_event.get("outcome", ""),
+            )
+        )
+        ended = point.epochs.epoch
+        if point.epochs.tick(bool(accepted)) or generation == generations:
+            logged = any(
+                e.get("event") == "epoch_finished" and e.get("generation") == generation for e in events
+            )
+            point.epoch_end_pending = None if logged else ended
+        last = generation
+    point.next_generation = last + 1
+    return point
+
+
+def load_run_for_resume(run_dir: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The ledger's events and the ``run_started`` record; refuses a finished or unreadable run."""
+    ledger = run_dir / "ledger.jsonl"
+    if not ledger.is_file():
+        raise HarnessEvolveError(
+            "no ledger in the run folder", file=str(ledger), hint="pass a run id from `harnessevolve status`"
+        )
+    events = read_ledger(ledger)
+    started = next((e for e in events if e.get("event") == "run_started"), None)
+    if started is None or "resume" not in started:
+        raise HarnessEvolveError(
+            "the ledger has no resumable run_started record",
+            file=str(ledger),
+            field="run_started.resume",
+            hint="only runs started by this version can be resumed",
+        )
+    if any(e.get("event") == "run_finished" for e in events):
+        raise HarnessEvolveError(
+            "the run already finished", file=str(ledger), hint="start a new run instead of --resume"
+        )
+    return events, started

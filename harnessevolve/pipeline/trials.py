@@ -1,0 +1,191 @@
+"""One generation's candidates: K proposals, each screened by the quality gate with up to T_rev
+revisions, then judged by the performance and held-out gates -- all K at once.
+
+A trial is one candidate's life within a generation. Proposals are drawn one after the other
+(each later proposal is told the earlier ones' summaries, so deterministic proposers offer
+something different), then the trials are judged concurrently. A quality-gate rejection
+(invalid harness, bloat, leakage, failed smoke run) goes back to the proposer with its written
+reason; the revision is screened again, at most ``max_revisions`` times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from harnessevolve.core.tasks import Task
+from harnessevolve.harness.model import Harness
+from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed, Proposer
+from harnessevolve.pipeline.budget import spending
+from harnessevolve.pipeline.judge import CandidateJudge, Judgement, scratch_harness
+from harnessevolve.pipeline.ledger import Ledger
+
+
+@dataclass
+class Trial:
+    index: int
+    candidate: Candidate
+    context: ProposalContext
+    judgement: Judgement = field(default_factory=Judgement)
+    revisions: int = 0
+    history: list[dict[str, Any]] = field(default_factory=list)
+    """Each screened version: summary, passed, the failing gate and its reason."""
+
+    @property
+    def label(self) -> str:
+        return f"candidate {self.index + 1}"
+
+    def record(self) -> dict[str, Any]:
+        """What the ledger keeps of a trial that was not kept."""
+        failed = self.judgement.failed
+        return {
+            "candidate": self.index + 1,
+            **self.candidate.to_record(),
+            "revisions": self.revisions,
+            "passed": self.judgement.passed,
+            "gate": failed.gate if failed else None,
+            "reason": failed.reason if failed else "passed every gate; another candidate scored higher",
+            "validation": round(self.judgement.validation_score, 4) if self.judgement.validation else None,
+            "train_candidate": self.judgement.train_candidate,
+            "verdicts": [v.to_dict() for v in self.judgement.verdicts],
+        }
+
+
+def pick_winner(trials: list[Trial]) -> Trial | None:
+    """The best trial that passed every gate: highest validation score, then train score, then the
+    earliest proposal."""
+    passed = [t for t in trials if t.judgement.passed]
+    if not passed:
+        return None
+    return max(
+        passed,
+        key=lambda t: (t.judgement.validation_score, t.judgement.train_candidate or 0.0, -t.index),
+    )
+
+
+class TrialRunner:
+    def __init__(
+        self,
+        *,
+        judge: CandidateJudge,
+        proposer: Proposer,
+        ledger: Ledger,
+        candidates: int = 1,
+        max_revisions: int = 3,
+        log: Callable[[str], None] = lambda _m: None,
+    ) -> None:
+        self.judge = judge
+        self.proposer = proposer
+        self.ledger = ledger
+        self.candidates = max(1, candidates)
+        self.max_revisions = max(0, max_revisions)
+        self.log = log
+
+    async def propose(
+        self, generation: int, context_for: Callable[[tuple[str, ...]], ProposalContext]
+    ) -> list[Trial]:
+        trials: list[Trial] = []
+        avoid: tuple[str, ...] = ()
+        for index in range(self.candidates):
+            context = context_for(avoid)
+            with spending("optimize", self.proposer.name):
+                candidate = await self.proposer.propose(context)
+            self._log_failures(generation)
+            if candidate is None or any(candidate.changes == t.candidate.changes for t in trials):
+                break
+            trials.append(Trial(index, candidate, context))
+            avoid += (candidate.summary,)
+            self.ledger.append(
+                "candidate_proposed", generation=generation, candidate=index + 1, **candidate.to_record()
+            )
+        return trials
+
+    async def judge_all(
+        self,
+        generation: int,
+        current: Harness,
+        trials: list[Trial],
+        batch: list[Task],
+        previous: list[list[Task]],
+    ) -> None:
+        await asyncio.gather(*(self.judge_one(generation, current, t, batch, previous) for t in trials))
+
+    async def judge_one(
+        self,
+        generation: int,
+        current: Harness,
+        trial: Trial,
+        batch: list[Task],
+        previous: list[list[Task]],
+    ) -> None:
+        label = f"gen {generation}: {trial.label}"
+        with spending("gate"):
+            while True:
+                with scratch_harness(current.files, trial.candidate.changes) as folder:
+                    trial.judgement = await self.judge.screen(current, folder, batch[0], label)
+                failed = trial.judgement.failed
+                trial.history.append(
+                    {
+                        "summary": trial.candidate.summary,
+                        "passed": failed is None,
+                        "gate": failed.gate if failed else None,
+                        "reason": failed.reason if failed else None,
+                    }
+                )
+                if failed is None or not await self.revise(
+                    generation, trial, f"{failed.gate}: {failed.reason}"
+                ):
+                    break
+            if trial.judgement.screened:
+                await self.judge.evaluate(current, trial.judgement, batch, previous, generation, label)
+
+    async def revise(self, generation: int, trial: Trial, reason: str) -> bool:
+        """Ask the proposer to fix a screened-out candidate; False when there is no revision."""
+        revise = getattr(self.proposer, "revise", None)
+        if revise is None or trial.revisions >= self.max_revisions:
+            if revise is not None:
+                self.ledger.append(
+                    "revision_limit",
+                    generation=generation,
+                    candidate=trial.index + 1,
+                    revisions=trial.revisions,
+                )
+            return False
+        try:
+            with spending("optimize", self.proposer.name):
+                revised = await revise(trial.context, trial.candidate, reason)
+        except ProposalFailed as exc:
+            self.ledger.append(
+                "revision_failed",
+                generation=generation,
+                candidate=trial.index + 1,
+                proposer=exc.proposer,
+                errors=exc.errors,
+            )
+            return False
+        if revised is None or revised.changes == trial.candidate.changes:
+            return False
+        trial.revisions += 1
+        self.ledger.append(
+            "candidate_revised",
+            generation=generation,
+            candidate=trial.index + 1,
+            revision=trial.revisions,
+            reason=reason,
+            rejected_summary=trial.candidate.summary,
+            **{k: v for k, v in revised.to_record().items() if k != "revision"},
+        )
+        self.log(f"gen {generation}: revised {trial.label} after '{reason[:80]}'")
+        trial.candidate = revised
+        return True
+
+    def _log_failures(self, generation: int) -> None:
+        failures = getattr(self.proposer, "failures", [])
+        for failed in failures:
+            self.ledger.append(
+                "proposal_failed", generation=generation, proposer=failed.proposer, errors=failed.errors
+            )
+        if isinstance(failures, list):
+            failures.clear()

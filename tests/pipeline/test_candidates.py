@@ -1,0 +1,133 @@
+"""K concurrent candidates and the T_rev revision loop, through `harnessevolve run`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import git
+import pytest
+from run_args import run_args
+
+from harnessevolve.cli.app import app
+from harnessevolve.harness.load import load_harness
+from harnessevolve.optimize import registry
+from harnessevolve.optimize.proposal import Candidate
+from harnessevolve.pipeline.judge import CandidateJudge
+from harnessevolve.pipeline.ledger import read_ledger
+
+
+def ledger_of(harness_dir: Path) -> list[dict]:
+    (run,) = list((harness_dir / ".harnessevolve" / "runs").iterdir())
+    return read_ledger(run / "ledger.jsonl")
+
+
+def test_k_candidates_are_judged_concurrently_and_only_the_best_is_kept(
+    harness_dir: Path, cli, learner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    in_flight = {"now": 0, "max": 0}
+    screen = CandidateJudge.screen
+
+    async def watched(self, *args, **kwargs):
+        in_flight["now"] += 1
+        in_flight["max"] = max(in_flight["max"], in_flight["now"])
+        await asyncio.sleep(0.05)  # long enough for the other candidates to start
+        try:
+            return await screen(self, *args, **kwargs)
+        finally:
+            in_flight["now"] -= 1
+
+    monkeypatch.setattr(CandidateJudge, "screen", watched)
+    head = git.Repo(harness_dir).head.commit.hexsha
+    result = cli.invoke(app, run_args(harness_dir, learner, "-n", "1", "--candidates", "3"))
+    assert result.exit_code == 0, result.output
+    assert in_flight["max"] == 3
+
+    events = ledger_of(harness_dir)
+    proposed = [e for e in events if e["event"] == "candidate_proposed"]
+    assert len(proposed) == 3 and len({e["summary"] for e in proposed}) == 3
+    accepted = [e for e in events if e["event"] == "candidate_accepted"]
+    rejected = [e for e in events if e["event"] == "candidate_rejected"]
+    assert len(accepted) == 1 and len(rejected) == 2 and accepted[0]["of"] == 3
+    # Every candidate not kept is on record, with its files, in the run folder.
+    run_dir = next((harness_dir / ".harnessevolve" / "runs").iterdir())
+    for event in rejected:
+        saved = json.loads((run_dir / event["file"]).read_text())
+        assert saved["changes"] and saved["summary"] == event["summary"]
+    # Exactly one new commit: the winner, with its credit assignment and selection in trailers.
+    repo = git.Repo(harness_dir)
+    new = list(repo.iter_commits(f"{head}..HEAD"))
+    assert len(new) == 1 and new[0].hexsha == accepted[0]["sha"]
+    assert "Candidate: " in new[0].message and "of 3" in new[0].message
+    assert "Targets: " in new[0].message and "Verdict: accepted" in new[0].message
+    assert not repo.is_dirty(untracked_files=True)
+
+
+def bloated_examples(harness_dir: Path) -> int:
+    """Give the harness two long demonstrations; returns the assembled prompt's length."""
+    filler = "## Example\nTask: an old demonstration\n" + "x " * 300 + "\n"
+    (harness_dir / "prompts" / "examples.md").write_text(filler + "\n" + filler)
+    repo = git.Repo(harness_dir)
+    repo.git.add("-A")
+    repo.git.commit("-qm", "two long demonstrations")
+    return len(load_harness(harness_dir).assembled_prompt())
+
+
+def test_a_quality_rejection_goes_back_to_the_proposer_and_the_revision_is_recorded(
+    tmp_path: Path, harness_dir: Path, cli, learner
+) -> None:
+    size = bloated_examples(harness_dir)
+    gates = tmp_path / "tight.yaml"
+    gates.write_text(f"version: 1\nquality:\n  max_prompt_chars: {size + 150}\n")
+    result = cli.invoke(
+        app, run_args(harness_dir, learner, "-n", "1", "--proposer", "demo", "--gates", str(gates))
+    )
+    assert result.exit_code in (0, 1), result.output
+    events = ledger_of(harness_dir)
+    revised = [e for e in events if e["event"] == "candidate_revised"]
+    assert len(revised) == 1
+    assert revised[0]["reason"].startswith("quality: prompt bloat") and revised[0]["revision"] == 1
+    assert "dropping the 1 oldest demonstration" in revised[0]["summary"]
+    verdicts = next(e for e in events if e["event"] == "gate_verdicts")
+    assert verdicts["summary"] == revised[0]["summary"]
+    assert [v["gate"] for v in verdicts["verdicts"]][:2] == ["quality", "leakage"]
+    assert verdicts["verdicts"][0]["passed"]
+
+
+class AlwaysBloated:
+    """Proposes, and revises into, edits that are always too long for the quality gate."""
+
+    name = "bloat"
+
+    def edit(self, context, n: int) -> Candidate:
+        path = context.system_prompt_path
+        text = context.files[path] + "\n" + f"padding {n} " * 5000
+        return Candidate({path: text}, f"bloat {n}", "", ("x",), (), self.name)
+
+    async def propose(self, context):
+        return self.edit(context, 0)
+
+    async def revise(self, context, candidate, reason):
+        return candidate.revised(self.edit(context, candidate.revision + 1), reason)
+
+
+def test_the_revision_loop_stops_after_t_rev(harness_dir: Path, cli, learner) -> None:
+    registry.PROPOSERS["bloat"] = AlwaysBloated
+    try:
+        result = cli.invoke(
+            app, run_args(harness_dir, learner, "-n", "1", "--proposer", "bloat", "--max-revisions", "2")
+        )
+    finally:
+        del registry.PROPOSERS["bloat"]
+    assert result.exit_code == 1, result.output
+    events = ledger_of(harness_dir)
+    assert [e["revision"] for e in events if e["event"] == "candidate_revised"] == [1, 2]
+    limit = next(e for e in events if e["event"] == "revision_limit")
+    assert limit["revisions"] == 2
+    reverted = next(e for e in events if e["event"] == "candidate_reverted")
+    assert reverted["gate"] == "quality" and "prompt bloat" in reverted["reason"]
+    # The last version is the one in history (committed, then reverted); the tree is clean.
+    repo = git.Repo(harness_dir)
+    assert "bloat 2" in list(repo.iter_commits())[1].summary
+    assert not repo.is_dirty(untracked_files=True)
