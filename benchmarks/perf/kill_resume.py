@@ -165,17 +165,20 @@ def clear_unstarted_run(harness: Path) -> None:
 def episode(
     victim: Path, generations: int, duration: float, rng: random.Random, budget: int
 ) -> dict[str, Any]:
-    """Run on ``victim`` until it finishes, killing each attempt at a random moment while kills
-    remain in ``budget``; returns the kills, where they landed and any attempt that failed."""
-    kills, landed, failures = 0, Counter(), []
+    """Run on ``victim`` until it finishes, killing each attempt at a random moment (uniform over
+    ``duration``, the time a whole run takes) while kills remain in ``budget``; returns the kills,
+    where they landed, any attempt that failed, and the time an unkilled fresh attempt took."""
+    kills, landed, failures, full_run = 0, Counter(), [], None
     while True:
         events, _ = ledger_events(victim)
         if any(e.get("event") == "run_finished" for e in events):
             break
         clear_unstarted_run(victim)
         args = run_args(victim, generations)
-        if resumable(victim):
+        fresh = not resumable(victim)
+        if not fresh:
             args += ["--resume", run_dir(victim).name]
+        began = time.monotonic()
         proc = start(args)
         try:
             proc.wait(timeout=rng.uniform(0.0, duration) if kills < budget else None)
@@ -186,12 +189,13 @@ def episode(
             events, _ = ledger_events(victim)
             landed[events[-1]["event"] if events else "(before the ledger)"] += 1
             continue
+        if fresh:
+            full_run = time.monotonic() - began
         err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
         if proc.returncode not in (0, 1):
             failures.append(f"exit {proc.returncode}: {' '.join(err.strip().splitlines()[-1:])}")
-            if len(failures) > 3:
-                break
-    return {"kills": kills, "landed": landed, "failures": failures}
+            break
+    return {"kills": kills, "landed": landed, "failures": failures, "full_run": full_run}
 
 
 def main() -> int:
@@ -224,7 +228,9 @@ def main() -> int:
             landed.update(result["landed"])
             failures += result["failures"]
             rows.append({"kills": result["kills"], **summary_of(victim)})
-            if result["failures"] and len(result["failures"]) > 3:
+            if result["full_run"]:
+                duration = result["full_run"]  # the machine's load changed: kill within a real run's span
+            if failures or len(rows) > 3 * opts.kills:
                 break
 
     print(f"kills: {total} SIGKILLs to the whole process group, over {len(rows)} run(s)")

@@ -11,35 +11,31 @@ and git (``resume.py``).
 
 from __future__ import annotations
 
-import contextlib
 import random
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from harnessevolve.core.errors import HarnessGitError, ModelError
-from harnessevolve.core.files import atomic_write_json, atomic_write_text
-from harnessevolve.core.redact import redact_obj
+from harnessevolve.core.errors import ModelError
 from harnessevolve.core.signals import Cause
 from harnessevolve.core.tasks import Benchmark, Task
 from harnessevolve.evaluate.clustering import cluster_signals
 from harnessevolve.gate.config import GateConfig
 from harnessevolve.gate.performance import mean
-from harnessevolve.gate.verdict import GateVerdict
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
 from harnessevolve.harness.model import Harness
 from harnessevolve.models.usage import UsageMeter
-from harnessevolve.optimize.proposal import Candidate, ProposalContext, Proposer
+from harnessevolve.optimize.proposal import ProposalContext, Proposer
 from harnessevolve.pipeline.budget import BudgetGuard, spending
 from harnessevolve.pipeline.context import build_context
 from harnessevolve.pipeline.epochs import EpochClock, Snapshot, SnapshotPool
+from harnessevolve.pipeline.history import RunHistory
 from harnessevolve.pipeline.judge import CandidateJudge
 from harnessevolve.pipeline.ledger import Ledger
 from harnessevolve.pipeline.resume import ResumePoint
 from harnessevolve.pipeline.scoring import Scorer, TaskResult, mean_score
 from harnessevolve.pipeline.state import GenerationRow, RunState
-from harnessevolve.pipeline.trials import Trial, TrialRunner, pick_winner
+from harnessevolve.pipeline.trials import TrialRunner, pick_winner
 
 NOT_HARNESS = (Cause.MODEL_ERROR, Cause.SETUP_ERROR)
 
@@ -67,15 +63,6 @@ def sample_batch(
         return rng.sample(list(train), min(size, len(train)))
     keyed = sorted(train, key=lambda t: rng.random() ** (1.0 / (0.1 + max(0.0, weights.get(t.id, 0.0)))))
     return keyed[::-1][: min(size, len(train))]
-
-
-def write_candidate(harness_dir: Path, candidate: Candidate) -> None:
-    for rel, content in candidate.changes.items():
-        path = harness_dir / rel
-        if content is None:
-            path.unlink(missing_ok=True)
-        else:
-            atomic_write_text(path, content)
 
 
 class GenerationLoop:
@@ -129,7 +116,9 @@ class GenerationLoop:
         self.seed = seed
         self.log = log
         self.batches: list[list[Task]] = []
-        self.rejected: list[str] = []
+        self.history = RunHistory(
+            harness_dir=harness_dir, repo=repo, ledger=ledger, run_dir=run_dir, state=state
+        )
 
     async def run(self, generations: int, resume: ResumePoint | None = None) -> RunState:
         current = load_harness(self.harness_dir)
@@ -157,7 +146,7 @@ class GenerationLoop:
             self.state.accepted = list(resume.accepted)
             self.state.reverted = list(resume.reverted)
             self.batches = [list(b) for b in resume.batches]
-            self.rejected = list(resume.rejected)
+            self.history.rejected = list(resume.rejected)
             self.epochs = resume.epochs
             first = resume.next_generation
             if resume.epoch_end_pending is not None:
@@ -271,9 +260,9 @@ class GenerationLoop:
         row.train_candidate = shown.judgement.train_candidate
         for trial in trials:
             if trial is not winner and (len(trials) > 1 or trial.revisions):
-                self.record_rejected(generation, trial, len(trials))
+                self.history.record_rejected(generation, trial, len(trials))
         if winner is not None:
-            sha = self.commit(winner, generation, len(trials), "accepted")
+            sha = self.history.commit(winner, generation, len(trials), "accepted")
             self.state.accepted.append(sha)
             row.candidate, row.outcome = sha[:8], "accepted"
             self.ledger.append(
@@ -298,9 +287,9 @@ class GenerationLoop:
             )
             if len(trials) == 1:
                 # History keeps the rejected edit: its commit, then a revert naming the gate.
-                sha = self.commit(shown, generation, 1, f"rejected by {failed_gate.gate}")
+                sha = self.history.commit(shown, generation, 1, f"rejected by {failed_gate.gate}")
                 row.candidate = sha[:8]
-                self.revert(sha, generation, failed_gate, shown.candidate)
+                self.history.revert(sha, generation, failed_gate, shown.candidate)
             self.log(
                 f"gen {generation}: rejected {shown.candidate.summary!r} "
                 f"({failed_gate.gate}: {failed_gate.reason})"
@@ -327,21 +316,6 @@ class GenerationLoop:
         )
         return current, val_current
 
-    def record_rejected(self, generation: int, trial: Trial, of: int) -> None:
-        """A candidate that was not kept: its record in the ledger, its files in the run folder."""
-        path = self.run_dir / "candidates" / f"gen-{generation:03d}-{trial.index + 1}.json"
-        atomic_write_json(
-            path, redact_obj({**trial.record(), "history": trial.history, "changes": trial.candidate.changes})
-        )
-        self.rejected.append(trial.candidate.summary)
-        self.ledger.append(
-            "candidate_rejected",
-            generation=generation,
-            of=of,
-            file=str(path.relative_to(self.run_dir)),
-            **trial.record(),
-        )
-
     def check_budget(self) -> None:
         if self.guard is not None:
             self.guard.check()
@@ -360,97 +334,10 @@ class GenerationLoop:
             batch,
             results,
             references=self.scorer.references,
-            rejected=tuple(self.rejected) + avoid,
+            rejected=tuple(self.history.rejected) + avoid,
             quality=self.gates.quality,
             model=self.scorer.model_for(current),
         )
 
-    def commit(self, trial: Trial, generation: int, of: int, verdict: str) -> str:
-        """Commit a judged candidate. The verdict is already known and rides in a trailer, so a run
-        resumed after a crash between this commit and the ledger can finish what it started."""
-        candidate = trial.candidate
-        self.state.stage = "commit"
-        revisions = f"Revision: {trial.revisions}\n" if trial.revisions != candidate.revision else ""
-        message = candidate.commit_message(run_id=self.state.run_id, generation=generation) + (
-            f"{revisions}Candidate: {trial.index + 1} of {of}\nVerdict: {verdict}\n"
-        )
-        self.write_gate_report(generation, trial)
-        judged = trial.judgement
-        self.ledger.append(
-            "committing",
-            generation=generation,
-            paths=sorted(candidate.changes),
-            verdict=verdict,
-            summary=candidate.summary,
-            harness_hash=judged.harness.content_hash() if judged.harness else None,
-            validation=round(judged.validation_score, 4) if judged.validation else None,
-        )
-        try:
-            write_candidate(self.harness_dir, candidate)
-            sha = self.repo.commit_all(message)
-        except BaseException:
-            self.repo.discard_changes()
-            raise
-        self.state.pending_sha = sha if verdict != "accepted" else None
-        self.ledger.append(
-            "candidate_committed",
-            generation=generation,
-            sha=sha,
-            **candidate.to_record(),
-            candidate=trial.index + 1,
-            of=of,
-            revisions=trial.revisions,
-            verdict=verdict,
-        )
-        return sha
-
-    def revert(self, sha: str, generation: int, verdict: GateVerdict, candidate: Candidate | None) -> str:
-        numbers = ", ".join(f"{k}={v}" for k, v in verdict.numbers.items() if not isinstance(v, list | dict))
-        message = (
-            f"harnessevolve: revert {sha[:8]}: rejected by the {verdict.gate} gate\n\n{verdict.reason}\n"
-            f"({numbers})\n\nReverts: {sha}\nGate: {verdict.gate}\nRun: {self.state.run_id}\n"
-            f"Generation: {generation}\n"
-        )
-        revert_sha = self.repo.revert(sha, message)
-        self.state.reverted.append(sha)
-        self.state.pending_sha = None
-        if candidate is not None:
-            self.rejected.append(candidate.summary)
-        self.ledger.append(
-            "candidate_reverted",
-            generation=generation,
-            sha=sha,
-            revert_sha=revert_sha,
-            gate=verdict.gate,
-            reason=verdict.reason,
-            numbers=verdict.numbers,
-        )
-        return revert_sha
-
     def abandon_pending(self, why: str) -> None:
-        """Revert a committed candidate that never got its verdict (interrupt, crash in a gate)."""
-        if self.state.pending_sha is None:
-            return
-        with contextlib.suppress(HarnessGitError):
-            self.revert(
-                self.state.pending_sha, self.state.generation, GateVerdict("interrupted", False, why), None
-            )
-
-    def write_gate_report(self, generation: int, trial: Trial) -> None:
-        verdicts = [v.to_dict() for v in trial.judgement.verdicts]
-        report: dict[str, Any] = {
-            "generation": generation,
-            "candidate": trial.index + 1,
-            "summary": trial.candidate.summary,
-            "revisions": trial.revisions,
-            "history": trial.history,
-            "verdicts": verdicts,
-        }
-        atomic_write_json(self.run_dir / "gates" / f"gen-{generation:03d}.json", redact_obj(report))
-        self.ledger.append(
-            "gate_verdicts",
-            generation=generation,
-            candidate=trial.index + 1,
-            summary=trial.candidate.summary,
-            verdicts=verdicts,
-        )
+        self.history.abandon_pending(why)

@@ -1,0 +1,150 @@
+"""What a run leaves behind for each candidate: commits (and reverts) in the harness repository,
+events in the ledger, gate reports and rejected candidates in the run folder.
+
+The order of writes is what makes a crash at any moment recoverable (see ``resume.py``): gate
+report and ``gate_verdicts``, then ``committing`` (the paths about to change), then the files and
+the commit carrying a ``Verdict:`` trailer, then ``candidate_committed``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+from harnessevolve.core.errors import HarnessGitError
+from harnessevolve.core.files import atomic_write_json, atomic_write_text
+from harnessevolve.core.redact import redact_obj
+from harnessevolve.gate.verdict import GateVerdict
+from harnessevolve.harness.git import HarnessRepo
+from harnessevolve.optimize.proposal import Candidate
+from harnessevolve.pipeline.ledger import Ledger
+from harnessevolve.pipeline.state import RunState
+from harnessevolve.pipeline.trials import Trial
+
+
+def write_candidate(harness_dir: Path, candidate: Candidate) -> None:
+    for rel, content in candidate.changes.items():
+        path = harness_dir / rel
+        if content is None:
+            path.unlink(missing_ok=True)
+        else:
+            atomic_write_text(path, content)
+
+
+class RunHistory:
+    def __init__(
+        self, *, harness_dir: Path, repo: HarnessRepo, ledger: Ledger, run_dir: Path, state: RunState
+    ) -> None:
+        self.harness_dir = harness_dir
+        self.repo = repo
+        self.ledger = ledger
+        self.run_dir = run_dir
+        self.state = state
+        self.rejected: list[str] = []
+        """Summaries of candidates a gate turned down (proposers are told not to offer them again)."""
+
+    def record_rejected(self, generation: int, trial: Trial, of: int) -> None:
+        """A candidate that was not kept: its record in the ledger, its files in the run folder."""
+        path = self.run_dir / "candidates" / f"gen-{generation:03d}-{trial.index + 1}.json"
+        atomic_write_json(
+            path, redact_obj({**trial.record(), "history": trial.history, "changes": trial.candidate.changes})
+        )
+        self.rejected.append(trial.candidate.summary)
+        self.ledger.append(
+            "candidate_rejected",
+            generation=generation,
+            of=of,
+            file=str(path.relative_to(self.run_dir)),
+            **trial.record(),
+        )
+
+    def commit(self, trial: Trial, generation: int, of: int, verdict: str) -> str:
+        """Commit a judged candidate. The verdict is already known and rides in a trailer, so a run
+        resumed after a crash between this commit and the ledger can finish what it started."""
+        candidate = trial.candidate
+        self.state.stage = "commit"
+        revisions = f"Revision: {trial.revisions}\n" if trial.revisions != candidate.revision else ""
+        message = candidate.commit_message(run_id=self.state.run_id, generation=generation) + (
+            f"{revisions}Candidate: {trial.index + 1} of {of}\nVerdict: {verdict}\n"
+        )
+        self.write_gate_report(generation, trial)
+        judged = trial.judgement
+        self.ledger.append(
+            "committing",
+            generation=generation,
+            paths=sorted(candidate.changes),
+            verdict=verdict,
+            summary=candidate.summary,
+            harness_hash=judged.harness.content_hash() if judged.harness else None,
+            validation=round(judged.validation_score, 4) if judged.validation else None,
+        )
+        try:
+            write_candidate(self.harness_dir, candidate)
+            sha = self.repo.commit_all(message)
+        except BaseException:
+            self.repo.discard_changes()
+            raise
+        self.state.pending_sha = sha if verdict != "accepted" else None
+        self.ledger.append(
+            "candidate_committed",
+            generation=generation,
+            sha=sha,
+            **candidate.to_record(),
+            candidate=trial.index + 1,
+            of=of,
+            revisions=trial.revisions,
+            verdict=verdict,
+        )
+        return sha
+
+    def revert(self, sha: str, generation: int, verdict: GateVerdict, candidate: Candidate | None) -> str:
+        numbers = ", ".join(f"{k}={v}" for k, v in verdict.numbers.items() if not isinstance(v, list | dict))
+        message = (
+            f"harnessevolve: revert {sha[:8]}: rejected by the {verdict.gate} gate\n\n{verdict.reason}\n"
+            f"({numbers})\n\nReverts: {sha}\nGate: {verdict.gate}\nRun: {self.state.run_id}\n"
+            f"Generation: {generation}\n"
+        )
+        revert_sha = self.repo.revert(sha, message)
+        self.state.reverted.append(sha)
+        self.state.pending_sha = None
+        if candidate is not None:
+            self.rejected.append(candidate.summary)
+        self.ledger.append(
+            "candidate_reverted",
+            generation=generation,
+            sha=sha,
+            revert_sha=revert_sha,
+            gate=verdict.gate,
+            reason=verdict.reason,
+            numbers=verdict.numbers,
+        )
+        return revert_sha
+
+    def abandon_pending(self, why: str) -> None:
+        """Revert a committed candidate that never got its verdict (interrupt, crash in a gate)."""
+        if self.state.pending_sha is None:
+            return
+        with contextlib.suppress(HarnessGitError):
+            self.revert(
+                self.state.pending_sha, self.state.generation, GateVerdict("interrupted", False, why), None
+            )
+
+    def write_gate_report(self, generation: int, trial: Trial) -> None:
+        verdicts = [v.to_dict() for v in trial.judgement.verdicts]
+        report: dict[str, Any] = {
+            "generation": generation,
+            "candidate": trial.index + 1,
+            "summary": trial.candidate.summary,
+            "revisions": trial.revisions,
+            "history": trial.history,
+            "verdicts": verdicts,
+        }
+        atomic_write_json(self.run_dir / "gates" / f"gen-{generation:03d}.json", redact_obj(report))
+        self.ledger.append(
+            "gate_verdicts",
+            generation=generation,
+            candidate=trial.index + 1,
+            summary=trial.candidate.summary,
+            verdicts=verdicts,
+        )
