@@ -5,7 +5,17 @@ from __future__ import annotations
 import typer
 
 from harnessevolve import __version__
-from harnessevolve.cli import diff_cmd, gate_cmd, harness_cmds, refs_cmd, report_cmd, run_cmd, traj_cmd
+from harnessevolve.cli import (
+    diff_cmd,
+    gate_cmd,
+    harness_cmds,
+    refs_cmd,
+    report_cmd,
+    run_cmd,
+    status_cmd,
+    train_cmd,
+    traj_cmd,
+)
 
 app = typer.Typer(
     name="harnessevolve",
@@ -20,9 +30,12 @@ app.command()(harness_cmds.validate)
 app.command()(run_cmd.run)
 app.command()(gate_cmd.gate)
 app.command()(report_cmd.report)
+app.command()(status_cmd.status)
+app.command()(status_cmd.log)
 app.add_typer(refs_cmd.app, name="refs")
 app.add_typer(traj_cmd.app, name="traj")
 app.command()(diff_cmd.diff)
+app.command()(train_cmd.train)
 
 
 def _version(value: bool) -> None:

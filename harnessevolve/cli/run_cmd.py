@@ -90,6 +90,18 @@ def run(
     ] = "local",
     sandbox: Sandbox = "bwrap",
     unsafe_no_sandbox: UnsafeNoSandbox = False,
+    train_every: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Fine-tune the agent model every N generations on the run's trajectories (0: never; "
+            "local/ models; needs the train extra). The checkpoint becomes the agent model.",
+        ),
+    ] = 0,
+    train_base_model: Annotated[
+        str | None,
+        typer.Option(help="Weights to fine-tune when the agent model has none here (a checkpoint folder)."),
+    ] = None,
     track: Annotated[
         str | None,
         typer.Option(help="Mirror the run into a tracker: mlflow (needs the tracking extra; local store)."),
@@ -135,6 +147,8 @@ def run(
         sandbox="none" if unsafe_no_sandbox else sandbox,
         unsafe_no_sandbox=unsafe_no_sandbox,
         track=track,
+        train_every=train_every,
+        train_base_model=train_base_model,
     )
     with progress_hooks(enabled=not as_json) as hooks:
         result = start_run(options, hooks, resume=resume)

@@ -155,4 +155,6 @@ def _to_reply(litellm: Any, response: Any, model: str) -> ModelReply:
         completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
         cost_usd=cost,
         parse_error=specific.get("parse_error"),
+        # the torch backend's exact token ids, kept for the policy trainer (harnessevolve/train)
+        extra={k: list(specific[k]) for k in ("prompt_token_ids", "completion_token_ids") if k in specific},
     )

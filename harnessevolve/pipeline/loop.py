@@ -11,6 +11,7 @@ and git (``resume.py``).
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -85,6 +86,8 @@ class GenerationLoop:
         max_revisions: int = 3,
         guard: BudgetGuard | None = None,
         meter: UsageMeter | None = None,
+        train_every: int = 0,
+        train_base_model: str | None = None,
         seed: int,
         log: Callable[[str], None] = lambda _m: None,
     ) -> None:
@@ -112,6 +115,8 @@ class GenerationLoop:
         )
         self.guard = guard
         self.meter = meter
+        self.train_every = train_every
+        self.train_base_model = train_base_model
         self.epochs = EpochClock(epoch_patience)
         self.seed = seed
         self.log = log
@@ -168,8 +173,48 @@ class GenerationLoop:
                 current, val_current = await self.end_epoch(
                     pool, current, val_current, validation, ended_epoch
                 )
+            if self.train_every and generation % self.train_every == 0 and generation < generations:
+                val_current, pool = await self.train_policy(current, val_current, validation, pool)
         self.state.stage = "finished"
         return self.state
+
+    async def train_policy(
+        self,
+        current: Harness,
+        val_current: list[TaskResult],
+        validation: tuple[Task, ...],
+        pool: SnapshotPool,
+    ) -> tuple[list[TaskResult], SnapshotPool]:
+        """The trainer stage: fine-tune the agent model on the run so far; a new checkpoint becomes
+        the agent model, so the current harness is scored again and the snapshot pool restarts from
+        it (scores under different models do not compare)."""
+        from harnessevolve.pipeline.training import train_generation
+
+        self.check_budget()
+        outcome = await asyncio.to_thread(
+            train_generation,
+            self.run_dir,
+            self.state,
+            agent_model=self.scorer.model_for(current),
+            ledger=self.ledger,
+            base_model=self.train_base_model,
+        )
+        if not outcome.trained:
+            return val_current, pool
+        self.judging.repeated.set_model(outcome.model)
+        with spending("train_eval"):
+            val_current = await self.scorer.score(current, validation, "validation: trained model")
+        self.ledger.append(
+            "agent_model_changed",
+            generation=self.state.generation,
+            model=outcome.model,
+            validation=round(mean_score(val_current), 4),
+        )
+        self.log(f"gen {self.state.generation}: agent model is now {outcome.model}")
+        snapshot = Snapshot(
+            self.repo.head(), current.content_hash(), mean_score(val_current), self.state.generation
+        )
+        return val_current, SnapshotPool([snapshot])
 
     async def end_epoch(
         self,

@@ -68,6 +68,10 @@ class RunOptions:
     sandbox: str = "bwrap"
     """Where agent commands run: bwrap (default), docker, or none (needs ``unsafe_no_sandbox``)."""
     unsafe_no_sandbox: bool = False
+    train_every: int = 0
+    """Fine-tune the agent model every N generations on what the run collected (0: never)."""
+    train_base_model: str | None = None
+    """The weights to train when the agent model has none here (a checkpoint folder or alias)."""
     track: str | None = None
     """Mirror the ledger into a tracker: ``mlflow`` (needs harnessevolve[tracking])."""
 
@@ -137,6 +141,8 @@ def _check_options(options: RunOptions) -> None:
             field="--executor",
             hint=f"choose from: {', '.join(EXECUTORS)}",
         )
+    if options.train_every < 0:
+        raise HarnessEvolveError("--train-every must be >= 0", field="--train-every", hint="e.g. 2")
     if options.candidates < 1 or options.max_revisions < 0:
         raise HarnessEvolveError(
             "--candidates must be >= 1 and --max-revisions >= 0", field="--candidates", hint="e.g. 3 and 3"
@@ -164,6 +170,12 @@ def start_run(options: RunOptions, hooks: RunHooks, *, resume: str | None = None
     references = load_references(benchmark)
     gates = load_gate_config(options.gates_file)
     proposer = make_proposer(options.proposers, options.optimizer_model)
+    if options.train_every:
+        from harnessevolve.pipeline.training import base_model_for, check_training_available
+
+        check_training_available()
+        if options.train_base_model is None:
+            base_model_for(options.model or seed_harness.model)
     sandbox = make_sandbox(options.sandbox, unsafe=options.unsafe_no_sandbox)
     executor = EXECUTORS[options.executor](
         default_concurrency(options.concurrency, options.model or seed_harness.model), sandbox
@@ -242,6 +254,8 @@ def start_run(options: RunOptions, hooks: RunHooks, *, resume: str | None = None
             max_revisions=options.max_revisions,
             guard=BudgetGuard(budget, meter, elapsed_s=elapsed_s) if budget.limited else None,
             meter=meter,
+            train_every=options.train_every,
+            train_base_model=options.train_base_model,
             seed=options.seed,
             log=hooks.log,
         )

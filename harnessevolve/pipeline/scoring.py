@@ -73,13 +73,13 @@ class Scorer:
         return self.model or harness.model
 
     async def score(self, harness: Harness, tasks: Sequence[Task], label: str) -> list[TaskResult]:
-        key = harness.content_hash()
         model = self.model_for(harness)
+        key = f"{harness.content_hash()}@{model}"  # a trained agent model makes new rollouts
         todo: list[Task] = []
         for task in tasks:
             if (key, task.id) in self.memo or task in todo:
                 continue
-            cached = self._from_cache(task, key, model)
+            cached = self._from_cache(task, harness.content_hash(), model)
             if cached is not None:
                 self.memo[(key, task.id)] = cached
             else:
@@ -96,7 +96,7 @@ class Scorer:
             by_id = {t.id: t for t in todo}
             for rollout in rollouts:
                 self.memo[(key, rollout.task_id)] = self._evaluate(
-                    by_id[rollout.task_id], rollout, key, model
+                    by_id[rollout.task_id], rollout, harness.content_hash(), model
                 )
         return [self.memo[(key, t.id)] for t in tasks]
 

@@ -45,6 +45,11 @@ class RepeatedScorer:
     ) -> list[TaskResult]:
         return await self.for_repetition(repetition).score(harness, tasks, label)
 
+    def set_model(self, model: str | None) -> None:
+        """Every repetition's agent model from now on (after the trainer produced a checkpoint)."""
+        for scorer in self.scorers.values():
+            scorer.model = model
+
     @property
     def rollouts(self) -> int:
         return sum(s.rollouts for s in self.scorers.values())
