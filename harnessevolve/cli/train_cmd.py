@@ -12,7 +12,7 @@ from rich.table import Table
 
 from harnessevolve.cli._errors import handle_errors
 from harnessevolve.cli.options import JsonOut
-from harnessevolve.cli.ui import console
+from harnessevolve.cli.ui import console, progress_bars
 from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.train.config import MODES, TrainConfig
 from harnessevolve.train.errors import require_train_stack
@@ -81,16 +81,7 @@ def train(
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     run_dir = _run_dir(run, harness) if run is not None else None
     target = out or (run_dir / "checkpoints" if run_dir else Path("checkpoints")) / f"{config.mode}-{stamp}"
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        disable=as_json,
-    ) as progress:
+    with progress_bars(disable=as_json) as progress:
         task = progress.add_task(f"{config.mode}: loading {base_model}", total=config.steps)
 
         def on_step(step: int, loss: float) -> None:

@@ -13,19 +13,25 @@ from harnessevolve.pipeline.run import RunHooks
 console = Console(highlight=False)
 
 
-@contextmanager
-def progress_hooks(enabled: bool = True) -> Iterator[RunHooks]:
-    if not enabled:
-        yield RunHooks()
-        return
-    with Progress(
+def progress_bars(*, disable: bool = False) -> Progress:
+    """The progress display every long command uses: label, bar, done/total, elapsed."""
+    return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=console,
         transient=False,
-    ) as progress:
+        disable=disable,
+    )
+
+
+@contextmanager
+def progress_hooks(enabled: bool = True) -> Iterator[RunHooks]:
+    if not enabled:
+        yield RunHooks()
+        return
+    with progress_bars() as progress:
 
         def on_progress(label: str, total: int) -> Callable[[], None]:
             task = progress.add_task(label, total=total)

@@ -227,13 +227,18 @@ class CommandRunner(Protocol):
 def run_bash(
     command: str, workspace: Path, env: dict[str, str], *, timeout_s: float, with_stderr: bool = True
 ) -> BashRun:
-    """Run ``bash -c command`` in ``workspace``; killed with everything it started after ``timeout_s``.
+    """Run ``bash -c command`` in ``workspace`` on the host; killed with everything it started after
+    ``timeout_s``. Raises ``OSError`` when bash cannot be started."""
+    return run_process(["bash", "-c", command], workspace, env, timeout_s=timeout_s, with_stderr=with_stderr)
 
-    Raises ``OSError`` when bash cannot be started. (This is where a sandbox would wrap checks.)
-    """
+
+def run_process(
+    argv: list[str], cwd: Path, env: dict[str, str], *, timeout_s: float, with_stderr: bool = True
+) -> BashRun:
+    """Run ``argv`` in its own process group; after ``timeout_s`` the whole group is killed."""
     proc = subprocess.Popen(
-        ["bash", "-c", command],
-        cwd=workspace,
+        argv,
+        cwd=cwd,
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -245,6 +250,9 @@ def run_bash(
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         return BashRun(None, "")
+    finally:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)  # whatever it left running in the background
     return BashRun(proc.returncode, raw.decode("utf-8", errors="replace"))
 
 

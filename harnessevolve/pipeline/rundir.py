@@ -34,7 +34,10 @@ class RunDir:
         return self.root / "ledger.jsonl"
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (one we may not signal counts as alive)."""
+    if pid <= 0:
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -61,7 +64,7 @@ class HarnessLock:
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             except FileExistsError:
                 owner = self._owner()
-                if owner and _alive(int(owner.get("pid", -1))):
+                if owner and pid_alive(int(owner.get("pid", -1))):
                     raise RunLockedError(
                         f"run {owner.get('run_id')} (pid {owner.get('pid')}) is running on this harness",
                         file=str(self.path),

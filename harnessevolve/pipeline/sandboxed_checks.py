@@ -11,9 +11,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from harnessevolve.evaluate.checkers import BashRun, CommandRunner
+from harnessevolve.evaluate.checkers import BashRun, CommandRunner, run_process
 from harnessevolve.execute.sandbox import Sandbox, resolve_sandbox
-from harnessevolve.execute.sandbox_launch import kill_group
 
 
 def sandboxed_runner(sandbox: Sandbox | None = None) -> CommandRunner:
@@ -25,25 +24,16 @@ def sandboxed_runner(sandbox: Sandbox | None = None) -> CommandRunner:
     ) -> BashRun:
         chosen = resolve_sandbox(sandbox)
         with chosen.launch(command, workspace, env) as launch:
-            proc = subprocess.Popen(
-                list(launch.argv),
-                cwd=launch.cwd,
-                env=dict(launch.env),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT if with_stderr else subprocess.DEVNULL,
-                start_new_session=True,
-            )
             try:
-                raw, _ = proc.communicate(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                kill_group(proc.pid)
-                proc.communicate()
-                return BashRun(None, "")
+                return run_process(
+                    list(launch.argv),
+                    launch.cwd,
+                    dict(launch.env),
+                    timeout_s=timeout_s,
+                    with_stderr=with_stderr,
+                )
             finally:
-                kill_group(proc.pid)
                 if launch.cleanup_argv:
                     subprocess.run(list(launch.cleanup_argv), capture_output=True, timeout=30, check=False)
-        return BashRun(proc.returncode, raw.decode("utf-8", errors="replace"))
 
     return run

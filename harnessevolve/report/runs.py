@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from harnessevolve.core.errors import HarnessEvolveError
-from harnessevolve.pipeline.rundir import STATE_DIR
+from harnessevolve.pipeline.rundir import STATE_DIR, pid_alive
 
 START_EVENTS = ("run_started", "run_resumed")
 END_STATES = {"run_finished": "finished", "run_interrupted": "interrupted", "run_failed": "failed"}
@@ -54,18 +53,6 @@ def harness_of(run_dir: Path, events: list[dict[str, Any]]) -> Path:
         return beside
     recorded = events[0].get("harness") if events[0].get("event") == "run_started" else None
     return Path(recorded) if recorded else beside
-
-
-def pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def read_lock(harness_dir: Path) -> dict[str, Any] | None:

@@ -10,7 +10,6 @@ tasks join as successes when ``config.include_references``.
 from __future__ import annotations
 
 import gc
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -75,16 +74,12 @@ def load_trajectory_folder(folder: Path) -> list[Trajectory]:
 
 
 def _ledger(run_dir: Path) -> list[dict[str, Any]]:
+    from harnessevolve.pipeline.ledger import read_ledger
+
     path = run_dir / "ledger.jsonl"
     if not path.is_file():
         raise TrainError("not a run folder (no ledger.jsonl)", file=str(run_dir), field="--run")
-    events = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            events.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return events
+    return read_ledger(path)
 
 
 def _harness_styles(harness_dir: str | None) -> tuple[PromptStyle, PromptStyle, str | None]:
