@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-CLI = [sys.executable, "-m", "harnessevolve.cli"]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness_arms import evolve, init_harness  # noqa: E402
 
 
 def main() -> int:
@@ -40,32 +39,29 @@ def main() -> int:
     args = parser.parse_args()
 
     from harnessevolve.pipeline.final import find_run, score_test_split
-    from harnessevolve.pipeline.run import RunHooks, RunOptions, start_run
+    from harnessevolve.pipeline.run import RunHooks
 
     rows = []
     for seed in range(args.seeds):
         with tempfile.TemporaryDirectory(prefix="he-demo-gain-") as tmp:
-            harness = Path(tmp) / "harness"
-            subprocess.run([*CLI, "init", str(harness)], check=True, cwd=ROOT, capture_output=True)
-            options = RunOptions(
-                harness_dir=harness,
+            harness = init_harness(Path(tmp) / "harness")
+            outcome = evolve(
+                harness,
                 benchmark=args.benchmark,
                 generations=args.generations,
-                model=args.model,
                 batch_size=args.batch_size,
                 seed=seed,
-                gates_file=args.gates,
+                model=args.model,
+                gates=args.gates,
             )
-            started = time.monotonic()
-            state, _ = start_run(options, RunHooks())
-            run_s = time.monotonic() - started
+            run_s = outcome.run_s
             record = score_test_split(
-                harness, find_run(harness, state.run_id), model=args.model, seed=seed, hooks=RunHooks()
+                harness, find_run(harness, outcome.run_id), model=args.model, seed=seed, hooks=RunHooks()
             )
             seed_score, evolved = record["scores"]["seed"], record["scores"]["evolved"]
-            rows.append((seed, len(state.accepted), seed_score, evolved, run_s))
+            rows.append((seed, outcome.accepted, seed_score, evolved, run_s))
             print(
-                f"seed {seed}: accepted {len(state.accepted)}, test {seed_score:.3f} -> {evolved:.3f} "
+                f"seed {seed}: accepted {outcome.accepted}, test {seed_score:.3f} -> {evolved:.3f} "
                 f"({(evolved - seed_score) * 100:+.1f} points), run phase {run_s / 60:.1f} min",
                 flush=True,
             )

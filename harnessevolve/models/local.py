@@ -41,7 +41,7 @@ import importlib.util
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -86,14 +86,29 @@ class PromptTooLongError(LocalModelError):
     default_hint = "shorten the system prompt, or the tool outputs the harness feeds back"
 
 
+def default_threads() -> int:
+    value = os.environ.get("HARNESSEVOLVE_LOCAL_THREADS", "").strip()
+    if not value:
+        return 2
+    if not value.isdigit() or int(value) < 1:
+        raise LocalModelError(
+            f"HARNESSEVOLVE_LOCAL_THREADS must be a whole number >= 1, not {value!r}",
+            field="HARNESSEVOLVE_LOCAL_THREADS",
+            hint="e.g. HARNESSEVOLVE_LOCAL_THREADS=1 on a busy machine",
+        )
+    return int(value)
+
+
 @dataclass(frozen=True)
 class LocalModelConfig:
     """How the embedded model is loaded and driven."""
 
     n_ctx: int = 4096
     """Context window in tokens (prompt and reply together)."""
-    n_threads: int = 2
-    """CPU threads llama.cpp uses for generation and prompt processing."""
+    n_threads: int = field(default_factory=lambda: default_threads())
+    """CPU threads llama.cpp uses for generation and prompt processing: ``HARNESSEVOLVE_LOCAL_THREADS``
+    if set, else 2. On a machine other jobs share, 1 can be many times faster (threads that wait
+    for each other's cores)."""
     n_batch: int = 512
     """Prompt tokens evaluated per batch."""
     default_max_tokens: int = 512

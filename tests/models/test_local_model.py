@@ -279,3 +279,15 @@ def test_real_model_concurrent_calls_succeed_and_match_sequential_ones(litellm: 
     assert [r.choices[0].message.content for r in together] == [
         r.choices[0].message.content for r in one_by_one
     ]
+
+
+def test_local_model_threads_come_from_the_environment(monkeypatch) -> None:
+    from harnessevolve.models.local import LocalModelConfig, LocalModelError
+
+    monkeypatch.delenv("HARNESSEVOLVE_LOCAL_THREADS", raising=False)
+    assert LocalModelConfig().n_threads == 2
+    monkeypatch.setenv("HARNESSEVOLVE_LOCAL_THREADS", "1")
+    assert LocalModelConfig().n_threads == 1
+    monkeypatch.setenv("HARNESSEVOLVE_LOCAL_THREADS", "many")
+    with pytest.raises(LocalModelError, match="whole number"):
+        LocalModelConfig()

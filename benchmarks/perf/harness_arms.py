@@ -1,0 +1,219 @@
+"""Shared by the efficacy scripts in benchmarks/perf/ (demo_gain.py, vs_gepa.py): make a harness
+from the template, run harnessevolve on it while counting rollouts, and score any harness on a
+benchmark split with the same agent loop and checkers the pipeline uses (``pipeline.scoring.Scorer``).
+
+Not part of the package: a script imports it with ``sys.path`` pointing at this folder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harnessevolve.core.tasks import Benchmark, Task
+from harnessevolve.execute.executor import EXECUTORS
+from harnessevolve.harness.model import Harness
+from harnessevolve.pipeline.final import find_run
+from harnessevolve.pipeline.references import load_references
+from harnessevolve.pipeline.run import RunHooks, RunOptions, default_concurrency, start_run
+from harnessevolve.pipeline.scoring import Scorer, TaskResult
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = [sys.executable, "-m", "harnessevolve.cli"]
+COPY_IGNORED = shutil.ignore_patterns(".git", ".harnessevolve", "__pycache__")
+
+
+def init_harness(dest: Path) -> Path:
+    """``harnessevolve init DEST``: the seed harness (the template) in its own git repository."""
+    subprocess.run([*CLI, "init", str(dest)], check=True, cwd=ROOT, capture_output=True)
+    return dest
+
+
+def copy_harness(source: Path, dest: Path) -> Path:
+    """A plain copy of the harness files (no git, no run state): for arms that edit files directly."""
+    shutil.copytree(source, dest, ignore=COPY_IGNORED)
+    return dest
+
+
+class ProgressLine:
+    """An ``on_progress`` hook that prints one line every ``every`` rollouts (label, count, rate)."""
+
+    def __init__(self, name: str, every: int = 25) -> None:
+        self.name, self.every, self.done = name, every, 0
+        self.started = time.monotonic()
+
+    def __call__(self, label: str, _total: int) -> Callable[[], None]:
+        def advance() -> None:
+            self.done += 1
+            if self.done % self.every == 0:
+                elapsed = time.monotonic() - self.started
+                print(
+                    f"    {self.name}: {self.done} rollouts in {elapsed / 60:.1f} min "
+                    f"({elapsed / self.done:.1f} s each; now {label})",
+                    flush=True,
+                )
+
+        return advance
+
+
+def set_local_threads(threads: int) -> None:
+    """CPU threads of the embedded model (llama.cpp) in this process. The package fixes 2; on a
+    busy machine 1 is far faster (2 threads spin-wait on each other when the cores are shared)."""
+    from dataclasses import replace
+
+    from harnessevolve.models.registry import litellm_module
+
+    litellm = litellm_module()
+    for entry in litellm.custom_provider_map:
+        if entry.get("provider") == "local" and hasattr(entry["custom_handler"], "config"):
+            handler = entry["custom_handler"]
+            handler.config = replace(handler.config, n_threads=threads)
+
+
+def make_scorer(
+    benchmark: Benchmark,
+    model: str,
+    *,
+    seed: int = 0,
+    on_progress: Callable[[str, int], Callable[[], None]] | None = None,
+) -> Scorer:
+    """The pipeline's scorer (execute + evaluate, memoised per harness content and task), with the
+    executor and concurrency ``harnessevolve run`` would use for ``model``; saves nothing."""
+    return Scorer(
+        EXECUTORS["local"](default_concurrency(None, model)),
+        model=model,
+        seed=seed,
+        references=load_references(benchmark),
+        on_progress=on_progress,
+    )
+
+
+def score_split(scorer: Scorer, harness: Harness, tasks: Sequence[Task], label: str) -> list[TaskResult]:
+    return asyncio.run(scorer.score(harness, tasks, label))
+
+
+class RolloutCounter:
+    """``RunHooks`` that count every rollout a run makes (the scorer calls ``advance`` once per new
+    rollout, never for memoised ones) and note the count when a candidate is accepted."""
+
+    def __init__(
+        self,
+        log: Callable[[str], None] = lambda _m: None,
+        progress: Callable[[str, int], Callable[[], None]] | None = None,
+    ) -> None:
+        self.progress = progress
+        self.rollouts = 0
+        self.at_acceptance: dict[int, int] = {}
+        self._log = log
+
+    def on_progress(self, label: str, total: int) -> Callable[[], None]:
+        inner = self.progress(label, total) if self.progress else None
+
+        def advance() -> None:
+            self.rollouts += 1
+            if inner is not None:
+                inner()
+
+        return advance
+
+    def log(self, message: str) -> None:
+        if message.startswith("gen ") and ": accepted " in message:
+            self.at_acceptance[int(message[4:].split(":", 1)[0])] = self.rollouts
+        self._log(message)
+
+    def hooks(self) -> RunHooks:
+        return RunHooks(on_progress=self.on_progress, log=self.log)
+
+
+@dataclass(frozen=True)
+class EvolveOutcome:
+    """One ``harnessevolve run``, read back from its ledger."""
+
+    run_id: str
+    accepted: int
+    rollouts: int
+    """Every rollout of the run (baseline validation, batches, gates), from ``run_finished``."""
+    tokens: int
+    run_s: float
+    seed_validation: float
+    best_validation: float
+    """The best snapshot on validation; the run ends with it as the current harness."""
+    rollouts_to_best: int
+    """Rollouts spent when the best snapshot's validation score was first reached (an earlier
+    accepted snapshot with the same score counts)."""
+    validation_curve: tuple[tuple[int, float], ...] = ()
+    """(rollouts spent, validation score) of the seed and of each accepted candidate, in order."""
+
+
+def evolve(
+    harness_dir: Path,
+    *,
+    benchmark: str,
+    generations: int,
+    batch_size: int,
+    seed: int,
+    model: str | None = None,
+    gates: Path | None = None,
+    log: Callable[[str], None] = lambda _m: None,
+    progress: Callable[[str, int], Callable[[], None]] | None = None,
+) -> EvolveOutcome:
+    """``harnessevolve run`` with its defaults (proposers ``auto``: demo, rules offline)."""
+    options = RunOptions(
+        harness_dir=harness_dir,
+        benchmark=benchmark,
+        generations=generations,
+        model=model,
+        batch_size=batch_size,
+        seed=seed,
+        gates_file=gates,
+        # Every arm pays for its rollouts: no persistent cache (a fresh harness has none anyway).
+        **({"cache": False} if "cache" in RunOptions.__dataclass_fields__ else {}),
+    )
+    counter = RolloutCounter(log, progress)
+    started = time.monotonic()
+    state, _ = start_run(options, counter.hooks())
+    run_s = time.monotonic() - started
+    run = find_run(harness_dir, state.run_id)
+    finished, baseline = run.last("run_finished"), run.first("baseline")
+    assert finished is not None and baseline is not None
+    seed_validation = float(baseline["score"])
+    validation_tasks = int(baseline["tasks"])
+    accepted_val = {
+        int(e["generation"]): float(e["validation"])
+        for e in run.all("generation_finished")
+        if e.get("outcome") == "accepted"
+    }
+    by_sha = {e["sha"]: int(e["generation"]) for e in run.all("candidate_accepted")}
+    epoch = run.last("epoch_finished")
+    best_generation = by_sha.get(epoch["best"]) if epoch else None
+    best = (
+        seed_validation
+        if best_generation is None
+        else accepted_val.get(best_generation, float(epoch["best_validation"]))
+    )
+    curve = ((validation_tasks, seed_validation),) + tuple(
+        (counter.at_acceptance.get(g, int(finished["rollouts"])), v) for g, v in sorted(accepted_val.items())
+    )
+    to_best = rollouts_to_reach(curve, best)
+    return EvolveOutcome(
+        run_id=state.run_id,
+        accepted=len(state.accepted),
+        rollouts=int(finished["rollouts"]),
+        tokens=int(finished["tokens"]),
+        run_s=run_s,
+        seed_validation=seed_validation,
+        best_validation=best,
+        rollouts_to_best=to_best if to_best is not None else int(finished["rollouts"]),
+        validation_curve=curve,
+    )
+
+
+def rollouts_to_reach(curve: Sequence[tuple[int, float]], target: float) -> int | None:
+    """The rollouts spent when a (rollouts, score) curve first scored ``target`` or more; None if never."""
+    return next((n for n, score in curve if score >= target - 1e-9), None)
