@@ -1,9 +1,10 @@
 """Exit 0 when the file named on the command line holds 47, the sum of orders.csv's amounts."""
 
 import sys
+from pathlib import Path
 
 try:
-    found = open(sys.argv[1]).read().strip()
+    found = Path(sys.argv[1]).read_text().strip()
 except OSError as exc:
     sys.exit(f"cannot read the total: {exc}")
 if found not in ("47", "47.0"):
