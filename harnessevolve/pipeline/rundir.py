@@ -15,7 +15,10 @@ STATE_DIR = ".harnessevolve"
 
 
 def new_run_id() -> str:
-    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+    """``20261130-081829-123-7196``: UTC time to the millisecond, then a random tag; run ids sort in
+    the order runs started (one run per harness at a time holds the lock)."""
+    now = datetime.now(UTC)
+    return now.strftime("%Y%m%d-%H%M%S-") + f"{now.microsecond // 1000:03d}-" + secrets.token_hex(2)
 
 
 @dataclass(frozen=True)
