@@ -174,6 +174,10 @@ class RayExecutor:
     workspaces as archives even from this node (tests use it to exercise the multi-machine path).
     """
 
+    meters_remotely = True
+    """Model calls happen in other processes, out of reach of this process's usage meter: the
+    caller meters them from each rollout's trajectory (``final_metrics``)."""
+
     def __init__(
         self,
         concurrency: int = 4,

@@ -21,6 +21,7 @@ from harnessevolve.evaluate.evaluation import evaluate_rollout
 from harnessevolve.execute.executor import Executor, Rollout
 from harnessevolve.execute.workspace import remove_workspace
 from harnessevolve.harness.model import Harness
+from harnessevolve.models.usage import current_scope
 from harnessevolve.pipeline.rollout_cache import RolloutCache, rollout_key
 from harnessevolve.pipeline.sandboxed_checks import sandboxed_runner
 
@@ -142,6 +143,8 @@ class Scorer:
                 remove_workspace(rollout.workspace)
         trajectory = rollout.trajectory.with_extra(score=evaluation.score, passed=evaluation.passed)
         tokens = _tokens(trajectory)
+        if getattr(self.executor, "meters_remotely", False):
+            meter_remote_rollout(trajectory, model)
         self.rollouts += 1
         self.tokens += tokens
         self._save(task, trajectory, evaluation.to_dict(), harness_hash)
@@ -155,6 +158,27 @@ class Scorer:
             atomic_write_json(
                 self.out_dir / "evaluations" / harness_hash / f"{task.id}.json", redact_obj(evaluation)
             )
+
+
+def meter_remote_rollout(trajectory: Trajectory, model: str) -> None:
+    """Charge a rollout run in another process (Ray) to the current usage scope, from what its
+    trajectory recorded, so budgets and the spend table count it."""
+    scope = current_scope()
+    if scope is None:
+        return
+    metrics = trajectory.final_metrics
+    calls = sum(1 for s in trajectory.steps if s.source == "agent")
+    scope.meter.record(
+        stage=scope.stage,
+        proposer=scope.proposer,
+        model=model,
+        prompt_tokens=int(metrics.get("total_prompt_tokens", 0)),
+        completion_tokens=int(metrics.get("total_completion_tokens", 0)),
+        cost_usd=float(metrics.get("total_cost_usd", 0.0)),
+    )
+    if calls > 1:  # one record per model call keeps the call count honest
+        for _ in range(calls - 1):
+            scope.meter.record(stage=scope.stage, proposer=scope.proposer, model=model)
 
 
 def _tokens(trajectory: Trajectory) -> int:

@@ -145,3 +145,38 @@ def test_budget_guard_limits() -> None:
     now[0] = 700.0
     with pytest.raises(BudgetExhausted, match="hours"):
         hours.check()
+
+
+class RemoteLike:
+    """Runs rollouts where this process's usage scope cannot see them (as Ray workers do)."""
+
+    meters_remotely = True
+
+    def __init__(self) -> None:
+        self.inner = LocalExecutor(4)
+
+    async def run(self, harness, tasks, **kwargs):
+        import contextvars
+
+        return await asyncio.create_task(
+            self.inner.run(harness, tasks, **kwargs), context=contextvars.Context()
+        )
+
+
+def test_rollouts_run_elsewhere_are_metered_from_their_trajectories(
+    harness_dir: Path, shell_basics: Benchmark, counting: Counting
+) -> None:
+    from harnessevolve.models.usage import usage_scope
+
+    meter = UsageMeter()
+    tasks = shell_basics.split("validation")[:3]
+    remote = Scorer(RemoteLike(), model="scripted/counting", seed=0, references=load_references(shell_basics))
+
+    async def score():
+        with usage_scope(meter, stage="execute"):
+            return await remote.score(load_harness(harness_dir), tasks, "remote")
+
+    results = asyncio.run(score())
+    usage = meter.snapshot()["by_stage"]["execute"]
+    assert usage["tokens"] == sum(r.tokens for r in results) > 0
+    assert usage["calls"] == counting.calls
