@@ -17,6 +17,7 @@ from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
 from harnessevolve.pipeline.ledger import Ledger, read_ledger
 from harnessevolve.pipeline.references import load_references
+from harnessevolve.pipeline.rollout_cache import RolloutCache
 from harnessevolve.pipeline.run import RunHooks, default_concurrency
 from harnessevolve.pipeline.rundir import STATE_DIR
 from harnessevolve.pipeline.scoring import Scorer
@@ -82,6 +83,7 @@ def score_test_split(
             references=load_references(benchmark),
             out_dir=run.root / "final",
             on_progress=hooks.on_progress,
+            cache=RolloutCache(harness_dir / STATE_DIR / "cache" / "rollouts"),
         )
 
         async def score_both() -> None:
