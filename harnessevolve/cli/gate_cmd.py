@@ -19,6 +19,7 @@ from harnessevolve.cli.options import (
     JsonOut,
     Model,
     Sandbox,
+    SandboxLimitsOption,
     Seed,
     UnsafeNoSandbox,
 )
@@ -51,6 +52,7 @@ def gate(
     markdown: Annotated[Path | None, typer.Option(help="Write a Markdown summary here.")] = None,
     sandbox: Sandbox = "bwrap",
     unsafe_no_sandbox: UnsafeNoSandbox = False,
+    sandbox_limits: SandboxLimitsOption = None,
     as_json: JsonOut = False,
 ) -> None:
     """Evaluate two revisions of a harness; exit 0 when the candidate passes every gate, 1 when not."""
@@ -69,6 +71,7 @@ def gate(
         gates_file=gates,
         sandbox="none" if unsafe_no_sandbox else sandbox,
         unsafe_no_sandbox=unsafe_no_sandbox,
+        sandbox_limits=sandbox_limits,
     )
     with progress_hooks(enabled=not as_json) as hooks:
         report = run_gate(options, hooks)

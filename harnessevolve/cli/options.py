@@ -44,3 +44,11 @@ UnsafeNoSandbox = Annotated[
         help="Run agent commands with no isolation at all (only for trusted models on a throwaway machine).",
     ),
 ]
+SandboxLimitsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--sandbox-limits",
+        help="Per-process limits of sandboxed commands, e.g. cpu_s=120,memory_mb=2048 "
+        "(also max_processes, max_file_mb; defaults 60 s, 1024 MiB, 256, 64 MiB).",
+    ),
+]

@@ -17,6 +17,7 @@ from harnessevolve.cli.options import (
     JsonOut,
     Model,
     Sandbox,
+    SandboxLimitsOption,
     Seed,
     UnsafeNoSandbox,
 )
@@ -90,6 +91,7 @@ def run(
     ] = "local",
     sandbox: Sandbox = "bwrap",
     unsafe_no_sandbox: UnsafeNoSandbox = False,
+    sandbox_limits: SandboxLimitsOption = None,
     train_every: Annotated[
         int,
         typer.Option(
@@ -146,6 +148,7 @@ def run(
         executor=executor,
         sandbox="none" if unsafe_no_sandbox else sandbox,
         unsafe_no_sandbox=unsafe_no_sandbox,
+        sandbox_limits=sandbox_limits,
         track=track,
         train_every=train_every,
         train_base_model=train_base_model,

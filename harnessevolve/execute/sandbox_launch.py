@@ -47,6 +47,22 @@ class SandboxLimits:
             if getattr(self, name) < 1:
                 raise ValueError(f"SandboxLimits.{name} must be at least 1, got {getattr(self, name)}")
 
+    @classmethod
+    def parse(cls, text: str) -> SandboxLimits:
+        """``"cpu_s=120,memory_mb=2048"`` (the CLI's ``--sandbox-limits``): the named limits changed,
+        the rest at their defaults. ``ValueError`` names what is wrong."""
+        names = {"cpu_s", "memory_mb", "max_processes", "max_file_mb"}
+        values: dict[str, int] = {}
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            key, sep, value = part.partition("=")
+            key = key.strip()
+            if not sep or key not in names:
+                raise ValueError(f"{part!r} is not one of {', '.join(sorted(names))} = a whole number")
+            if not value.strip().isdigit():
+                raise ValueError(f"{key} must be a whole number, not {value.strip()!r}")
+            values[key] = int(value)
+        return cls(**values)
+
     def prlimit_argv(self) -> tuple[str, ...]:
         """``prlimit`` (util-linux) options setting these limits, soft and hard, on the command it runs."""
         mib = 1024 * 1024

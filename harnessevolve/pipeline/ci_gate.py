@@ -30,7 +30,7 @@ from harnessevolve.harness.load import load_harness, read_files
 from harnessevolve.pipeline.ledger import Ledger
 from harnessevolve.pipeline.loop import sample_batch
 from harnessevolve.pipeline.references import load_references
-from harnessevolve.pipeline.run import RunHooks, default_concurrency
+from harnessevolve.pipeline.run import RunHooks, default_concurrency, parse_limits
 from harnessevolve.pipeline.rundir import STATE_DIR
 from harnessevolve.pipeline.scoring import Scorer
 from harnessevolve.pipeline.sequential import RepeatedScorer, repetitions, sequential_decision
@@ -50,6 +50,7 @@ class GateOptions:
     gates_file: Path | None = None
     sandbox: str = "bwrap"
     unsafe_no_sandbox: bool = False
+    sandbox_limits: str | None = None
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,11 @@ def run_gate(options: GateOptions, hooks: RunHooks) -> GateReport:
             scorer = Scorer(
                 EXECUTORS["local"](
                     default_concurrency(options.concurrency, options.model or baseline.model),
-                    make_sandbox(options.sandbox, unsafe=options.unsafe_no_sandbox),
+                    make_sandbox(
+                        options.sandbox,
+                        limits=parse_limits(options.sandbox_limits),
+                        unsafe=options.unsafe_no_sandbox,
+                    ),
                 ),
                 model=options.model,
                 seed=options.seed,

@@ -12,7 +12,7 @@ from typing import Any
 from harnessevolve.core.errors import HarnessEvolveError, HarnessGitError
 from harnessevolve.core.tasks import Benchmark
 from harnessevolve.execute.executor import EXECUTORS
-from harnessevolve.execute.sandbox import make_sandbox
+from harnessevolve.execute.sandbox import SandboxLimits, make_sandbox
 from harnessevolve.gate.config import load_gate_config
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
@@ -68,6 +68,8 @@ class RunOptions:
     sandbox: str = "bwrap"
     """Where agent commands run: bwrap (default), docker, or none (needs ``unsafe_no_sandbox``)."""
     unsafe_no_sandbox: bool = False
+    sandbox_limits: str | None = None
+    """Per-process limits for sandboxed commands (``SandboxLimits.parse`` text); None: defaults."""
     train_every: int = 0
     """Fine-tune the agent model every N generations on what the run collected (0: never)."""
     train_base_model: str | None = None
@@ -149,6 +151,17 @@ def _check_options(options: RunOptions) -> None:
         )
 
 
+def parse_limits(text: str | None) -> SandboxLimits | None:
+    if text is None:
+        return None
+    try:
+        return SandboxLimits.parse(text)
+    except ValueError as exc:
+        raise HarnessEvolveError(
+            str(exc), field="--sandbox-limits", hint="e.g. --sandbox-limits cpu_s=120,memory_mb=2048"
+        ) from None
+
+
 def _load_benchmark(spec: str) -> Benchmark:
     from harnessevolve.adapters import load_benchmark_spec
 
@@ -176,7 +189,9 @@ def start_run(options: RunOptions, hooks: RunHooks, *, resume: str | None = None
         check_training_available()
         if options.train_base_model is None:
             base_model_for(options.model or seed_harness.model)
-    sandbox = make_sandbox(options.sandbox, unsafe=options.unsafe_no_sandbox)
+    sandbox = make_sandbox(
+        options.sandbox, limits=parse_limits(options.sandbox_limits), unsafe=options.unsafe_no_sandbox
+    )
     executor = EXECUTORS[options.executor](
         default_concurrency(options.concurrency, options.model or seed_harness.model), sandbox
     )

@@ -261,3 +261,13 @@ def test_a_process_that_escaped_the_group_cannot_hang_the_tool(tmp_path: Path) -
         assert result.output.startswith("started") and time.monotonic() - started < 20
     finally:
         subprocess.run(["pkill", "-f", marker], check=False)
+
+
+def test_sandbox_limits_parse_from_the_command_line_form() -> None:
+    from harnessevolve.execute.sandbox_launch import SandboxLimits
+
+    limits = SandboxLimits.parse("cpu_s=120, memory_mb=2048")
+    assert (limits.cpu_s, limits.memory_mb, limits.max_processes) == (120, 2048, 256)
+    for bad in ("cpu=1", "memory_mb=lots", "cpu_s"):
+        with pytest.raises(ValueError):
+            SandboxLimits.parse(bad)

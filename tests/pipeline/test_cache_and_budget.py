@@ -180,3 +180,33 @@ def test_rollouts_run_elsewhere_are_metered_from_their_trajectories(
     usage = meter.snapshot()["by_stage"]["execute"]
     assert usage["tokens"] == sum(r.tokens for r in results) > 0
     assert usage["calls"] == counting.calls
+
+
+def test_bad_sandbox_limits_are_bad_input(harness_dir: Path, cli, learner) -> None:
+    result = cli.invoke(app, run_args(harness_dir, learner, "--sandbox-limits", "memory_mb=lots"))
+    assert result.exit_code == 2
+    assert "--sandbox-limits" in result.output and "whole number" in result.output
+    assert not (harness_dir / ".harnessevolve" / "runs").exists()
+
+
+def test_sandbox_limits_reach_the_commands(harness_dir: Path, cli) -> None:
+    def probe(messages, tools):
+        if not any(m["role"] == "tool" for m in messages):
+            return {"tool_calls": [{"name": "bash", "arguments": {"command": "ulimit -f; ulimit -t"}}]}
+        return {"tool_calls": [{"name": "submit", "arguments": {"answer": "done"}}]}
+
+    register_script("ulimit-probe", probe)
+    try:
+        result = cli.invoke(
+            app,
+            run_args(
+                harness_dir, "scripted/ulimit-probe", "-n", "1", "--sandbox-limits", "max_file_mb=2,cpu_s=30"
+            ),
+        )
+    finally:
+        unregister_script("ulimit-probe")
+    assert result.exit_code in (0, 1), result.output
+    (run,) = list((harness_dir / ".harnessevolve" / "runs").iterdir())
+    assert read_ledger(run / "ledger.jsonl")[0]["resume"]["sandbox_limits"] == "max_file_mb=2,cpu_s=30"
+    saved = next((run / "trajectories").rglob("*.json")).read_text()
+    assert "2048\\n30" in saved  # 2 MiB in 1 KiB blocks, then 30 CPU seconds, as bash reports them
