@@ -116,7 +116,7 @@ def run(
     ] = None,
     as_json: JsonOut = False,
 ) -> None:
-    """Evolve the harness: each generation runs a train minibatch, proposes one edit, and gates it.
+    """Evolve the harness: each generation runs a minibatch, proposes edits, keeps the best that passes.
 
     Accepted edits stay as commits in the harness's git history; rejected ones are reverted by a commit
     that names the gate and its numbers. Everything is logged to DIR/.harnessevolve/runs/<run-id>/.

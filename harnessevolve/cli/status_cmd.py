@@ -138,8 +138,10 @@ def _ago(ts: datetime | None) -> str:
 
 @handle_errors
 def status(run_ref: RunRef = None, harness: HarnessDir = Path("."), as_json: JsonOut = False) -> None:
-    """Where a run stands: running, finished, interrupted, failed or stale-lock (its process died and
-    left the harness lock), its generation, scores, accepted edits, elapsed time and last event."""
+    """Where a run stands (running, finished, interrupted, failed, stale-lock), with its scores.
+
+    stale-lock: the run's process died and left the harness lock. Also shows the generation, the
+    accepted edits, the elapsed time and the last event."""
     view = load_run_view(resolve_run(run_ref, harness), with_git=False)
     if as_json:
         console.print_json(json.dumps(status_document(view), default=str))
