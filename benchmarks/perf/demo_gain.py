@@ -19,23 +19,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness_arms import evolve, init_harness  # noqa: E402
+from harness_arms import add_run_arguments, evolve, init_harness  # noqa: E402
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--benchmark", default="shell-onecall")
-    parser.add_argument("--generations", type=int, default=4)
-    parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument(
-        "--model", default=None, help="agent model (default: the harness's, the embedded one)"
-    )
-    parser.add_argument(
-        "--gates", type=Path, default=None, help="gate thresholds YAML (default: gates/default.yaml)"
-    )
+    add_run_arguments(parser)
     args = parser.parse_args()
 
     from harnessevolve.pipeline.final import find_run, score_test_split

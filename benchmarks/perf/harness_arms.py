@@ -7,6 +7,7 @@ Not part of the package: a script imports it with ``sys.path`` pointing at this 
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import shutil
 import subprocess
@@ -27,6 +28,20 @@ from harnessevolve.pipeline.scoring import Scorer, TaskResult
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "harnessevolve.cli"]
 COPY_IGNORED = shutil.ignore_patterns(".git", ".harnessevolve", "__pycache__")
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options every harnessevolve arm of a measurement script takes."""
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--benchmark", default="shell-onecall")
+    parser.add_argument("--generations", type=int, default=4)
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument(
+        "--model", default=None, help="agent model (default: the harness's, the embedded one)"
+    )
+    parser.add_argument(
+        "--gates", type=Path, default=None, help="gate thresholds YAML (default: gates/default.yaml)"
+    )
 
 
 def init_harness(dest: Path) -> Path:

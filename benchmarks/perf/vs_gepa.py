@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gepa_arm import LiteLLMReflector, harness_components, run_gepa  # noqa: E402
 from harness_arms import (  # noqa: E402
     ProgressLine,
+    add_run_arguments,
     copy_harness,
     evolve,
     init_harness,
@@ -361,18 +362,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--seeds", type=int, default=3)
+    add_run_arguments(parser)
     parser.add_argument("--quick", action="store_true", help="smoke check: 1 seed, 1 generation, minibatch 4")
     parser.add_argument("--json", type=Path, default=None, help="write every number here")
-    parser.add_argument("--benchmark", default="shell-onecall")
-    parser.add_argument("--generations", type=int, default=4)
-    parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument(
-        "--model", default=None, help="agent model (default: the harness's, the embedded one)"
-    )
-    parser.add_argument(
-        "--gates", type=Path, default=None, help="gate thresholds (default: gates/default.yaml)"
-    )
     parser.add_argument(
         "--reflection-model", default=None, help="GEPA's reflection model (default: the agent model)"
     )

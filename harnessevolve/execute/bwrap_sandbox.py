@@ -30,7 +30,13 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from harnessevolve.core.errors import SandboxError
-from harnessevolve.execute.sandbox_launch import Launch, SandboxLimits, hand_over, sandbox_uid
+from harnessevolve.execute.sandbox_launch import (
+    Launch,
+    SandboxLimits,
+    claim_workspace,
+    hand_over,
+    sandbox_uid,
+)
 
 SYSTEM_DIRS = ("/usr", "/etc")
 """Bound read-only. Their contents are public: root-only files stay unreadable (never run as root)."""
@@ -126,9 +132,7 @@ class BwrapSandbox:
     @contextlib.contextmanager
     def launch(self, command: str, workspace: Path, env: Mapping[str, str]) -> Iterator[Launch]:
         self.check()
-        workspace = workspace.resolve()
-        uid = sandbox_uid(workspace)
-        hand_over(workspace, uid)
+        workspace, uid = claim_workspace(workspace)
         yield Launch(self.argv(command, workspace, uid), env, Path("/"))
 
     def check(self) -> None:

@@ -18,7 +18,11 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from harnessevolve.core.errors import SandboxError
-from harnessevolve.execute.sandbox_launch import Launch, SandboxLimits, hand_over, sandbox_uid
+from harnessevolve.execute.sandbox_launch import (
+    Launch,
+    SandboxLimits,
+    claim_workspace,
+)
 
 DEFAULT_IMAGE = "python:3.12-slim"
 DOCKER_CLIENT_KEYS = (
@@ -95,9 +99,7 @@ class DockerSandbox:
     @contextlib.contextmanager
     def launch(self, command: str, workspace: Path, env: Mapping[str, str]) -> Iterator[Launch]:
         self.check()
-        workspace = workspace.resolve()
-        uid = sandbox_uid(workspace)
-        hand_over(workspace, uid)
+        workspace, uid = claim_workspace(workspace)
         container = f"harnessevolve-{uuid.uuid4().hex[:12]}"
         yield Launch(
             self.argv(command, workspace, env, container, uid),

@@ -123,6 +123,15 @@ def _uid_for(workspace: str) -> int:
     return SANDBOX_UID_BASE + (os.getpid() % 64) * 1024 + next(_uids) % 1024
 
 
+def claim_workspace(workspace: Path) -> tuple[Path, int | None]:
+    """The workspace's resolved path and the uid its commands run as, the tree already handed over
+    to that uid: what every sandbox does before it launches a command."""
+    workspace = workspace.resolve()
+    uid = sandbox_uid(workspace)
+    hand_over(workspace, uid)
+    return workspace, uid
+
+
 def hand_over(workspace: Path, uid: int | None) -> None:
     """Give the workspace tree to ``uid`` (and group ``uid``) so the command can write it (None: no-op).
 

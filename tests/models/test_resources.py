@@ -217,7 +217,8 @@ def test_limits_resolution_prefers_exact_then_longest_pattern() -> None:
     assert limits_for("anthropic/claude") == ModelLimits()
 
 
-def test_concurrency_limit_holds(name: str, policy: RetryPolicy) -> None:
+def peak_counting_policy() -> tuple[dict[str, int], Any]:
+    """An async scripted policy that takes 20 ms and counts how many of its calls overlap at most."""
     state = {"now": 0, "peak": 0}
 
     async def slow(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
@@ -227,6 +228,11 @@ def test_concurrency_limit_holds(name: str, policy: RetryPolicy) -> None:
         state["now"] -= 1
         return "done"
 
+    return state, slow
+
+
+def test_concurrency_limit_holds(name: str, policy: RetryPolicy) -> None:
+    state, slow = peak_counting_policy()
     register_script(name, slow)
     configure_limits(f"scripted/{name}", ModelLimits(max_concurrency=3))
 
@@ -240,15 +246,7 @@ def test_concurrency_limit_holds(name: str, policy: RetryPolicy) -> None:
 
 
 def test_without_limits_calls_overlap(name: str, policy: RetryPolicy) -> None:
-    state = {"now": 0, "peak": 0}
-
-    async def slow(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
-        state["now"] += 1
-        state["peak"] = max(state["peak"], state["now"])
-        await asyncio.sleep(0.02)
-        state["now"] -= 1
-        return "done"
-
+    state, slow = peak_counting_policy()
     register_script(name, slow)
 
     async def many() -> None:
