@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Iterator
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -25,22 +27,114 @@ def json_path(parts: Any) -> str:
     return out or "(top level)"
 
 
+def non_finite(document: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], float]]:
+    """Every NaN or infinity in ``document`` with its path: YAML's ``.nan``/``.inf`` and Python's
+    JSON ``NaN``/``Infinity`` compare false against every bound, so schemas cannot refuse them."""
+    stack: list[tuple[tuple[Any, ...], Any]] = [(path, document)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                yield where, value
+        elif isinstance(value, dict):
+            stack.extend((where + (k,), v) for k, v in reversed(list(value.items())))
+        elif isinstance(value, list):
+            stack.extend((where + (i,), v) for i, v in reversed(list(enumerate(value))))
+
+
+def _non_finite_message(value: float) -> str:
+    return f"{value} is not a finite number (NaN and infinities are refused)"
+
+
 def check(
     document: Any, schema_name: str, *, file: str, error: type[HarnessEvolveError] = SchemaError
 ) -> None:
-    """Raise ``error`` naming ``file`` and the JSON path of the first (deepest) violation."""
+    """Raise ``error`` naming ``file`` and the JSON path of the first (deepest) violation.
+
+    A NaN or infinity anywhere in the document is refused first, whatever the schema says."""
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import best_match
+
+    for where, value in non_finite(document):
+        raise error(_non_finite_message(value), file=file, field=json_path(list(where)))
 
     validator = Draft202012Validator(load_schema(schema_name))
     found = best_match(validator.iter_errors(document))
     if found is None:
         return
+    where, message = explain(found)
+    raise error(message, file=file, field=where)
+
+
+def explain(found: Any) -> tuple[str, str]:
+    """(json path, message) of one violation, naming the bad key: a ``oneOf``/``anyOf`` failure is
+    narrowed to the branch its discriminator (a ``const`` property such as ``type``) selects, an
+    unknown key or a missing one is named in the path."""
+    from jsonschema.exceptions import best_match
+
+    found = _narrow(found)
     path = list(found.absolute_path)
     message = found.message
     if found.validator == "additionalProperties" and found.validator_value is False:
+        extra = sorted(set(found.instance) - set(found.schema.get("properties", {})))
+        if len(extra) == 1:
+            return json_path(path + extra), f"unknown key {extra[0]!r}"
         message = f"unknown key ({found.message})"
-    raise error(message, file=file, field=json_path(path))
+    elif found.validator == "required":
+        missing = [k for k in found.validator_value if k not in found.instance]
+        if len(missing) == 1:
+            return json_path(path + missing), f"required key {missing[0]!r} is missing"
+    elif found.validator in ("oneOf", "anyOf") and found.context:
+        message = f"matches none of the allowed forms ({best_match(found.context).message})"
+    return json_path(path), message
+
+
+def _narrow(found: Any) -> Any:
+    from jsonschema.exceptions import best_match
+
+    while found.validator in ("oneOf", "anyOf") and found.context:
+        branches: dict[int, list[Any]] = {}
+        for sub in found.context:
+            branches.setdefault(sub.schema_path[0], []).append(sub)
+        consts = {}  # discriminator key -> the values the branches allow
+        for branch in found.validator_value:
+            for key, spec in branch.get("properties", {}).items():
+                if isinstance(spec, dict) and "const" in spec:
+                    consts.setdefault(key, []).append(spec["const"])
+        selected = [
+            i
+            for i in range(len(found.validator_value))
+            if not any(
+                list(sub.schema_path)[1:2] == ["properties"] and sub.validator == "const"
+                for sub in branches.get(i, [])
+            )
+        ]
+        if consts and isinstance(found.instance, dict):
+            key, allowed = next(iter(consts.items()))
+            choices = ", ".join(map(str, allowed))
+            if key not in found.instance:
+                return _Located(
+                    found.absolute_path, key, f"required key {key!r} is missing (one of: {choices})"
+                )
+            if not selected:
+                value = found.instance[key]
+                return _Located(found.absolute_path, key, f"{key} {value!r} is not one of: {choices}")
+        if len(selected) != 1 or not branches.get(selected[0]):
+            return found
+        found = best_match(branches[selected[0]])
+    return found
+
+
+class _Located:
+    """A synthetic violation: ``explain`` reads these attributes only."""
+
+    validator = "located"
+    validator_value = None
+    context = None
+
+    def __init__(self, path: Any, key: str, message: str) -> None:
+        self.absolute_path = [*path, key]
+        self.message = message
 
 
 def all_errors(document: Any, schema_name: str) -> list[tuple[str, str]]:
@@ -48,7 +142,8 @@ def all_errors(document: Any, schema_name: str) -> list[tuple[str, str]]:
     from jsonschema import Draft202012Validator
 
     validator = Draft202012Validator(load_schema(schema_name))
-    return [
-        (json_path(list(e.absolute_path)), e.message)
-        for e in sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))
+    bad = [(json_path(list(where)), _non_finite_message(value)) for where, value in non_finite(document)]
+    return bad + [
+        explain(e)
+        for e in sorted(validator.iter_errors(document), key=lambda e: [str(p) for p in e.absolute_path])
     ]

@@ -1,0 +1,5 @@
+"""``python -m harnessevolve``."""
+
+from harnessevolve.cli.app import main
+
+main()
