@@ -75,7 +75,7 @@ def validate(
     elif problems:
         console.print(f"[red]invalid[/]: {directory}: {len(problems)} problem(s)")
         for p in problems:
-            console.print(f"  {p.file}: {p.field}: {p.message}", markup=False)
+            console.print(f"  {p}", markup=False)
     else:
         harness = load_harness(directory)
         console.print(

@@ -88,3 +88,7 @@ class SandboxError(HarnessEvolveError):
     """The sandbox for agent commands is unknown, missing or cannot start on this machine."""
 
     default_hint = "install bubblewrap (apt-get install bubblewrap) or pass --unsafe-no-sandbox"
+
+
+class OutputPathError(HarnessEvolveError):
+    """An output path cannot be written (a directory, under a file, read-only); checked up front."""

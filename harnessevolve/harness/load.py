@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, fields
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
+from harnessevolve.core.containment import contained, escape_of
 from harnessevolve.core.errors import HarnessError, HarnessEvolveError
 from harnessevolve.core.files import read_yaml
 from harnessevolve.core.schema import all_errors, check
 from harnessevolve.harness.model import DEFAULT_MODEL, Harness, LoopSettings, Skill, ToolSpec
 
 IGNORED_PARTS = {".git", ".harnessevolve", "__pycache__"}
+HARNESS = "the harness"
 
 
 @dataclass(frozen=True)
@@ -21,22 +24,39 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.file}: {self.field}: {self.message}"
+        return ": ".join(part for part in (self.file, self.field, self.message) if part)
+
+
+def _walk(root: Path) -> list[str]:
+    """Relative POSIX paths of every file and symlink under ``root`` (links are not followed),
+    run state and git excluded."""
+    found: list[str] = []
+    for folder, dirs, names in os.walk(root, onerror=None, followlinks=False):
+        base = Path(folder)
+        dirs[:] = sorted(d for d in dirs if d not in IGNORED_PARTS)
+        rel_base = base.relative_to(root)
+        for name in sorted(names) + [d for d in dirs if (base / d).is_symlink()]:
+            found.append((rel_base / name).as_posix())
+    return sorted(found)
 
 
 def read_files(root: Path) -> dict[str, str]:
-    """Every text file under ``root`` (relative POSIX path -> text), run state and git excluded."""
+    """Every text file under ``root`` (relative POSIX path -> text), run state and git excluded.
+
+    A symlink that leads outside ``root`` (to a file or a folder) is refused, whatever it names."""
     out: dict[str, str] = {}
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        if not path.is_file() or IGNORED_PARTS.intersection(rel.parts):
-            continue
+    for rel in _walk(root):
+        path = contained(root, rel, error=HarnessError, file=rel, field=None, inside=HARNESS)
+        if not path.is_file():
+            continue  # a symlink to a folder inside the harness, a fifo, a socket
         try:
-            out[rel.as_posix()] = path.read_text(encoding="utf-8")
+            out[rel] = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             raise HarnessError(
-                "not a UTF-8 text file", file=str(path), hint="a harness holds only text files"
+                "not a UTF-8 text file", file=rel, hint="a harness holds only text files"
             ) from None
+        except OSError as exc:
+            raise HarnessError(f"cannot read it ({exc.strerror})", file=rel) from None
     return out
 
 
@@ -72,7 +92,7 @@ def _load_skill(path: Path, rel: str) -> Skill:
 
 def _load_tool(root: Path, name: str) -> ToolSpec:
     rel = f"tools/{name}.yaml"
-    path = root / rel
+    path = contained(root, rel, error=HarnessError, file="harness.yaml", field="tools", inside=HARNESS)
     if not path.is_file():
         raise HarnessError(
             f"tool {name!r} is listed but {rel} does not exist",
@@ -98,11 +118,25 @@ def _load_tool(root: Path, name: str) -> ToolSpec:
     )
 
 
+def _check_parameters_schema(parameters: dict[str, Any], rel: str) -> None:
+    """A tool's ``parameters`` must itself be a valid JSON Schema (the model is shown it)."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError as InvalidSchema
+
+    try:
+        Draft202012Validator.check_schema(parameters)
+    except InvalidSchema as exc:
+        where = ".".join(str(p) for p in exc.absolute_path)
+        raise HarnessError(
+            f"not a valid JSON Schema: {exc.message}",
+            file=rel,
+            field=f"parameters.{where}" if where else "parameters",
+            hint="parameters is a JSON Schema object (type, properties, required)",
+        ) from None
+
+
 def _text_file(root: Path, rel: str, field: str) -> str:
-    pure = PurePosixPath(rel)
-    if pure.is_absolute() or ".." in pure.parts:
-        raise HarnessError(f"path {rel!r} must stay inside the harness", file="harness.yaml", field=field)
-    path = root / rel
+    path = contained(root, rel, error=HarnessError, file="harness.yaml", field=field, inside=HARNESS)
     if not path.is_file():
         raise HarnessError(
             f"{rel} does not exist",
@@ -110,7 +144,12 @@ def _text_file(root: Path, rel: str, field: str) -> str:
             field=field,
             hint=f"create {rel} or point {field} at an existing file",
         )
-    return path.read_text(encoding="utf-8")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise HarnessError(
+            "not a UTF-8 text file", file=rel, hint="a harness holds only text files"
+        ) from None
 
 
 def load_harness(root: Path) -> Harness:
@@ -136,7 +175,9 @@ def load_harness(root: Path) -> Harness:
             hint="add submit to tools",
         )
     skills = tuple(
-        _load_skill(p, p.relative_to(root).as_posix()) for p in sorted(root.glob("skills/*/SKILL.md"))
+        _load_skill(p, p.relative_to(root).as_posix())
+        for p in sorted(root.glob("skills/*/SKILL.md"))
+        if escape_of(root, p.relative_to(root).as_posix()) is None  # read_files refused the others
     )
     for rel, text in files.items():
         if rel.startswith("hooks/") and rel.endswith(".py"):
