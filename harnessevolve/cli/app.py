@@ -9,6 +9,7 @@ from harnessevolve.cli import (
     diff_cmd,
     gate_cmd,
     harness_cmds,
+    models_cmd,
     refs_cmd,
     report_cmd,
     run_cmd,
@@ -34,6 +35,7 @@ app.command()(status_cmd.status)
 app.command()(status_cmd.log)
 app.add_typer(refs_cmd.app, name="refs")
 app.add_typer(traj_cmd.app, name="traj")
+app.add_typer(models_cmd.app, name="models")
 app.command()(diff_cmd.diff)
 app.command()(train_cmd.train)
 

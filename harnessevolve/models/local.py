@@ -158,13 +158,32 @@ def resolve_model_path(model: str) -> Path:
             if candidate.is_file():
                 return candidate
         raise LocalModelNotFoundError(f"'{filename}' is missing from the installed '{package}' package")
+    fetched = _fetched_model_path(name)
+    if fetched is not None:
+        return fetched
     path = Path(os.path.expanduser(name))
     if path.suffix.lower() == ".gguf" and path.is_file():
         return path.resolve()
-    known = ", ".join(sorted(MODEL_ALIASES))
+    from harnessevolve.models.catalog import CATALOG
+
+    known = ", ".join(sorted([*MODEL_ALIASES, *CATALOG]))
     raise LocalModelNotFoundError(
         f"unknown local model '{name}': use one of {known} or a path to a .gguf file"
     )
+
+
+def _fetched_model_path(name: str) -> Path | None:
+    """The cached GGUF of a ``models fetch`` catalog name; None for other names."""
+    from harnessevolve.models.catalog import CATALOG, cached_path, is_present
+
+    if name.lower() not in CATALOG:
+        return None
+    if not is_present(name.lower()):
+        raise LocalModelNotFoundError(
+            f"model '{name}' is not downloaded (expected {cached_path(name.lower())})",
+            hint=f"harnessevolve models fetch {name.lower()}",
+        )
+    return cached_path(name.lower())
 
 
 def load_model(model: str, config: LocalModelConfig = LocalModelConfig()) -> _LoadedModel:
