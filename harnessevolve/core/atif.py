@@ -1,4 +1,11 @@
-"""Trajectories in ATIF (Agent Trajectory Interchange Format, v1.4): in-memory values and JSON.
+"""Trajectories in ATIF (Agent Trajectory Interchange Format, v1.0 to v1.5): in-memory values and JSON.
+
+v1.5 adds ``agent.tool_definitions`` (the OpenAI-style function definitions the agent was offered);
+a trajectory that carries them is written as v1.5, every other one as v1.4. A newer version
+(``ATIF-v1.6`` and up, ``ATIF-v2.x``) is refused with "newer than supported".
+Tool-call ``arguments`` given as a string (as OpenAI chat does) are parsed as JSON; a string that
+is not a JSON object is kept as ``ToolCall.raw_arguments`` (with empty ``arguments``) so the
+evaluator can name it a format error instead of the reader refusing the whole file.
 
 Beyond the JSON Schema, loading checks what a schema cannot say: step ids count up from 1, the
 agent-only fields (``tool_calls``, ``metrics``, ``model_name``, ``reasoning_*``) appear on agent
@@ -11,6 +18,8 @@ parse error) and ``extra.parse_error``; at the root, ``extra.task_id``, ``extra.
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -21,6 +30,8 @@ from harnessevolve.core.redact import redact_obj
 from harnessevolve.core.schema import check
 
 ATIF_VERSION = "ATIF-v1.4"
+ATIF_LATEST = "ATIF-v1.5"
+"""The newest version read; the one written when a trajectory has ``tool_definitions``."""
 
 
 @dataclass(frozen=True)
@@ -28,6 +39,8 @@ class ToolCall:
     tool_call_id: str
     function_name: str
     arguments: dict[str, Any]
+    raw_arguments: str | None = None
+    """The argument text when it was not a JSON object (then ``arguments`` is empty)."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +79,8 @@ class Trajectory:
     final_metrics: dict[str, Any] = field(default_factory=dict)
     notes: str = ""
     agent_extra: dict[str, Any] = field(default_factory=dict)
+    tool_definitions: tuple[dict[str, Any], ...] = ()
+    """ATIF v1.5 ``agent.tool_definitions``: the functions the agent was offered (OpenAI style)."""
 
     @property
     def agent_steps(self) -> tuple[Step, ...]:
@@ -80,7 +95,7 @@ class Trajectory:
 
     def to_dict(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
-            "schema_version": ATIF_VERSION,
+            "schema_version": ATIF_LATEST if self.tool_definitions else ATIF_VERSION,
             "session_id": self.session_id,
             "agent": self._agent_dict(),
             "steps": [_step_to_dict(s) for s in self.steps],
@@ -96,6 +111,8 @@ class Trajectory:
     def _agent_dict(self) -> dict[str, Any]:
         agent: dict[str, Any] = {"name": self.agent_name, "version": self.agent_version}
         agent["model_name"] = self.model_name
+        if self.tool_definitions:
+            agent["tool_definitions"] = [dict(t) for t in self.tool_definitions]
         if self.agent_extra:
             agent["extra"] = dict(self.agent_extra)
         return agent
@@ -116,7 +133,11 @@ def _step_to_dict(step: Step) -> dict[str, Any]:
         doc["reasoning_content"] = step.reasoning_content
     if step.tool_calls:
         doc["tool_calls"] = [
-            {"tool_call_id": c.tool_call_id, "function_name": c.function_name, "arguments": c.arguments}
+            {
+                "tool_call_id": c.tool_call_id,
+                "function_name": c.function_name,
+                "arguments": c.raw_arguments if c.raw_arguments is not None else c.arguments,
+            }
             for c in step.tool_calls
         ]
     if step.observations:
@@ -132,15 +153,8 @@ def _step_to_dict(step: Step) -> dict[str, Any]:
 
 def from_dict(doc: Any, *, file: str = "<trajectory>") -> Trajectory:
     """Build a trajectory from parsed JSON; anything not valid ATIF raises ``TrajectoryError``."""
+    _check_version(doc, file)
     check(doc, "trajectory", file=file, error=TrajectoryError)
-    version = doc["schema_version"]
-    if int(version.split(".")[1]) > int(ATIF_VERSION.split(".")[1]):
-        raise TrajectoryError(
-            f"{version} is newer than the supported {ATIF_VERSION}",
-            file=file,
-            field="schema_version",
-            hint="upgrade harnessevolve",
-        )
     steps = []
     for i, s in enumerate(doc["steps"]):
         if s["step_id"] != i + 1:
@@ -155,10 +169,7 @@ def from_dict(doc: Any, *, file: str = "<trajectory>") -> Trajectory:
                 step_id=s["step_id"],
                 source=s["source"],
                 message=s["message"],
-                tool_calls=tuple(
-                    ToolCall(c["tool_call_id"], c["function_name"], c["arguments"])
-                    for c in s.get("tool_calls", [])
-                ),
+                tool_calls=tuple(_tool_call(c) for c in s.get("tool_calls", [])),
                 observations=tuple(
                     ObservationResult(o.get("source_call_id"), o.get("content") or "")
                     for o in s.get("observation", {}).get("results", [])
@@ -182,11 +193,49 @@ def from_dict(doc: Any, *, file: str = "<trajectory>") -> Trajectory:
         final_metrics=doc.get("final_metrics", {}),
         notes=doc.get("notes", ""),
         agent_extra=agent.get("extra", {}),
+        tool_definitions=tuple(agent.get("tool_definitions") or ()),
     )
 
 
+_VERSION = re.compile(r"^ATIF-v(\d+)\.(\d+)$")
+
+
+def _version(text: str) -> tuple[int, int] | None:
+    match = _VERSION.match(text)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def _check_version(doc: Any, file: str) -> None:
+    """Refuse a version newer than ``ATIF_LATEST`` (a newer major or minor) before the schema does,
+    so the message says what is wrong."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("schema_version"), str):
+        return  # the schema names the missing or mistyped field
+    version = _version(doc["schema_version"])
+    latest = _version(ATIF_LATEST)
+    if version is not None and latest is not None and version > latest:
+        raise TrajectoryError(
+            f"{doc['schema_version']} is newer than supported (this version reads up to {ATIF_LATEST})",
+            file=file,
+            field="schema_version",
+            hint="upgrade harnessevolve, or convert the trajectory to ATIF-v1.5",
+        )
+
+
+def _tool_call(doc: dict[str, Any]) -> ToolCall:
+    arguments = doc["arguments"]
+    if isinstance(arguments, dict):
+        return ToolCall(doc["tool_call_id"], doc["function_name"], arguments)
+    try:
+        parsed = json.loads(arguments)
+    except (TypeError, ValueError):
+        parsed = None
+    if isinstance(parsed, dict):
+        return ToolCall(doc["tool_call_id"], doc["function_name"], parsed)
+    return ToolCall(doc["tool_call_id"], doc["function_name"], {}, raw_arguments=str(arguments))
+
+
 def _check_step(step: dict[str, Any], index: int, file: str) -> None:
-    """The rules of ATIF v1.4 that its JSON Schema cannot express."""
+    """The rules of ATIF that its JSON Schema cannot express."""
     if step["source"] != "agent":
         for name in AGENT_ONLY_FIELDS:
             if name in step:
