@@ -27,9 +27,27 @@ def json_path(parts: Any) -> str:
     return out or "(top level)"
 
 
+def _has_non_finite(document: Any) -> bool:
+    """Whether any float in ``document`` is NaN or infinite (fast: no paths kept)."""
+    finite, stack = math.isfinite, [document]
+    while stack:
+        value = stack.pop()
+        children = value.values() if type(value) is dict else value if type(value) is list else ()
+        for child in children:
+            kind = type(child)
+            if kind is float:
+                if not finite(child):
+                    return True
+            elif kind is dict or kind is list:
+                stack.append(child)
+    return isinstance(document, float) and not finite(document)
+
+
 def non_finite(document: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], float]]:
     """Every NaN or infinity in ``document`` with its path: YAML's ``.nan``/``.inf`` and Python's
     JSON ``NaN``/``Infinity`` compare false against every bound, so schemas cannot refuse them."""
+    if not _has_non_finite(document):
+        return
     stack: list[tuple[tuple[Any, ...], Any]] = [(path, document)]
     while stack:
         where, value = stack.pop()
@@ -46,6 +64,32 @@ def _non_finite_message(value: float) -> str:
     return f"{value} is not a finite number (NaN and infinities are refused)"
 
 
+FAST_SCHEMAS = frozenset({"trajectory"})
+"""Schemas also compiled to Python code (fastjsonschema): a valid 100 MB trajectory checks in
+about half a second instead of many. They use only keywords both validators read alike; the
+located message of an invalid document always comes from jsonschema."""
+
+
+@cache
+def _fast_validator(name: str) -> Any:
+    import fastjsonschema
+
+    schema = {k: v for k, v in load_schema(name).items() if k != "$schema"}
+    return fastjsonschema.compile(schema)
+
+
+def _fast_valid(document: Any, schema_name: str) -> bool:
+    if schema_name not in FAST_SCHEMAS:
+        return False
+    import fastjsonschema
+
+    try:
+        _fast_validator(schema_name)(document)
+    except (fastjsonschema.JsonSchemaException, RecursionError):
+        return False
+    return True
+
+
 def check(
     document: Any, schema_name: str, *, file: str, error: type[HarnessEvolveError] = SchemaError
 ) -> None:
@@ -57,6 +101,8 @@ def check(
 
     for where, value in non_finite(document):
         raise error(_non_finite_message(value), file=file, field=json_path(list(where)))
+    if _fast_valid(document, schema_name):
+        return
 
     validator = Draft202012Validator(load_schema(schema_name))
     found = best_match(validator.iter_errors(document))
