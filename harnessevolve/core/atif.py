@@ -256,7 +256,14 @@ def _check_step(step: dict[str, Any], index: int, file: str) -> None:
 
 
 def load(path: Path) -> Trajectory:
-    return from_dict(read_json(path, error=TrajectoryError), file=str(path))
+    """Any file, any bytes: a trajectory or ``TrajectoryError`` naming the file (and field)."""
+    doc = read_json(path, error=TrajectoryError)
+    try:
+        return from_dict(doc, file=str(path))
+    except RecursionError:
+        raise TrajectoryError(
+            "nested too deeply to check", file=str(path), hint="no valid trajectory nests that deep"
+        ) from None
 
 
 def save(trajectory: Trajectory, path: Path) -> None:

@@ -30,19 +30,38 @@ def atomic_write_json(path: Path, document: Any) -> None:
     atomic_write_text(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
 
 
+def read_text(path: Path, *, error: type[HarnessEvolveError] = SchemaError, name: str | None = None) -> str:
+    """A UTF-8 text file; a missing file, a folder, unreadable or non-UTF-8 bytes raise ``error``
+    naming it (as ``name``, default the path)."""
+    shown = name or str(path)
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise error("file not found", file=shown, hint="check the path") from None
+    except IsADirectoryError:
+        raise error("is a directory, not a file", file=shown, hint="pass the file itself") from None
+    except UnicodeDecodeError as exc:
+        raise error(
+            f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+            file=shown,
+            hint="the file must be UTF-8 text; re-encode it or pass the right file",
+        ) from None
+    except OSError as exc:
+        raise error(
+            f"cannot read it ({exc.strerror or exc})", file=shown, hint="check its permissions"
+        ) from None
+
+
 def read_yaml(path: Path, *, error: type[HarnessEvolveError] = SchemaError, name: str | None = None) -> Any:
     """Parse a YAML file; a syntax error names the file (as ``name``, default the path) and the line."""
     import yaml
 
     shown = name or str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise error("file not found", file=shown) from None
-    except UnicodeDecodeError as exc:
-        raise error(f"not UTF-8 text ({exc.reason})", file=shown) from None
+    text = read_text(path, error=error, name=name)
     try:
         return yaml.safe_load(text)
+    except RecursionError:
+        raise error("nested too deeply to read", file=shown, hint="flatten the document") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else None
@@ -53,12 +72,16 @@ def read_yaml(path: Path, *, error: type[HarnessEvolveError] = SchemaError, name
 
 
 def read_json(path: Path, *, error: type[HarnessEvolveError] = SchemaError) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise error("file not found", file=str(path)) from None
+    """Parse a JSON file; whatever its bytes, the result is a document or ``error`` naming the file."""
+    text = read_text(path, error=error)
     try:
         return json.loads(text)
+    except RecursionError:
+        raise error(
+            "nested too deeply to read (JSON nesting beyond Python's recursion limit)",
+            file=str(path),
+            hint="no valid file of this kind nests that deep; is it the right file?",
+        ) from None
     except json.JSONDecodeError as exc:
         raise error(
             f"invalid JSON: {exc.msg}",
