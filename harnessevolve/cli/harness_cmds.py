@@ -65,10 +65,36 @@ def init(
 
 @handle_errors
 def validate(
-    directory: Annotated[Path, typer.Argument(help="The harness directory.")],
+    directory: Annotated[
+        Path,
+        typer.Argument(help="A harness directory (harness.yaml) or a benchmark folder (benchmark.yaml)."),
+    ] = Path("."),
     as_json: JsonOut = False,
 ) -> None:
-    """Check every harness file against its schema and that the harness loads."""
+    """Check a harness (every file against its schema, and that it loads) or a benchmark folder
+    (every task file, its checks and the reference trajectories). Exit 2 when anything is wrong."""
+    from harnessevolve.adapters.validate import validate_spec
+
+    report = None if (directory / "harness.yaml").is_file() else validate_spec(str(directory))
+    if report is not None:
+        if as_json:
+            console.print_json(json.dumps(report.to_dict()))
+        elif report.problems:
+            console.print(f"[red]invalid[/]: benchmark {directory}: {len(report.problems)} problem(s)")
+            for p in report.problems:
+                console.print(f"  {p}", markup=False)
+        else:
+            splits = ", ".join(f"{n} {s}" for s, n in report.by_split.items())
+            console.print(
+                f"[green]valid[/]: benchmark {report.name} ({report.tasks} tasks: {splits}; "
+                f"{report.references} reference trajectories)"
+            )
+        if not as_json:
+            for note in report.notes:
+                console.print(f"  note: {note}", markup=False)
+        if report.problems:
+            raise typer.Exit(EXIT_BAD_INPUT)
+        return
     problems = validate_harness(directory)
     if as_json:
         console.print_json(json.dumps({"valid": not problems, "problems": [p.__dict__ for p in problems]}))
@@ -76,6 +102,12 @@ def validate(
         console.print(f"[red]invalid[/]: {directory}: {len(problems)} problem(s)")
         for p in problems:
             console.print(f"  {p}", markup=False)
+        if not (directory / "harness.yaml").exists():
+            console.print(
+                "  hint: validate takes a harness directory (harness.yaml) or a benchmark folder "
+                "(benchmark.yaml)",
+                markup=False,
+            )
     else:
         harness = load_harness(directory)
         console.print(

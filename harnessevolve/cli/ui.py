@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -10,7 +11,20 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from harnessevolve.pipeline.run import RunHooks
 
-console = Console(highlight=False)
+NON_TTY_WIDTH = 240
+"""Columns of piped output (no terminal): wide enough that paths and table rows are never split;
+``COLUMNS`` overrides it."""
+
+
+def _console() -> Console:
+    """Rich wraps piped output at 80 columns, splitting paths and rows: not a TTY gets a wide one."""
+    probe = Console()
+    if probe.is_terminal or os.environ.get("COLUMNS"):
+        return Console(highlight=False)
+    return Console(highlight=False, width=NON_TTY_WIDTH, soft_wrap=True)
+
+
+console = _console()
 
 
 def progress_bars(*, disable: bool = False) -> Progress:

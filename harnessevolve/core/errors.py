@@ -46,7 +46,9 @@ class HarnessGitError(HarnessEvolveError):
 class BenchmarkError(HarnessEvolveError):
     """Unknown benchmark or task, or a malformed task file."""
 
-    default_hint = "built-in benchmarks are listed by `harnessevolve run --help`; or pass a directory"
+    default_hint = (
+        "`harnessevolve validate BENCHMARK-FOLDER` lists every problem; the task format is in docs/tasks.md"
+    )
 
 
 class TrajectoryError(HarnessEvolveError):

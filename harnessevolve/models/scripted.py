@@ -4,7 +4,8 @@ A model named ``scripted/<spec>`` answers from a script:
 
 * a name registered from Python with :func:`register_script` (a list of replies, consumed in
   order, or a callable ``(messages, tools) -> reply``);
-* ``module:function`` — an importable callable, as above;
+* ``module:function`` — an importable callable, as above; ``policy:learner`` (and the other
+  functions of ``harnessevolve.models.policy``) are shipped dry-run agents;
 * a path to a ``.jsonl`` file — one reply per line, consumed in order.
 
 A reply is a string (plain content), or a dict with ``content`` and/or ``tool_calls``
@@ -58,6 +59,10 @@ class Script:
         return self.policy(messages, tools)
 
 
+SHIPPED_POLICIES = {"policy": "harnessevolve.models.policy"}
+"""``scripted/policy:<name>`` names a dry-run agent shipped in the package (``learner``,
+``gives_up``: see harnessevolve/models/policy.py); any other ``module:function`` is imported."""
+
 _scripts: dict[str, Script] = {}
 _scripts_lock = threading.Lock()
 
@@ -87,6 +92,7 @@ def resolve_script(spec: str) -> Script:
         return register_script(spec, replies)
     if ":" in spec:
         module_name, _, attr = spec.partition(":")
+        module_name = SHIPPED_POLICIES.get(module_name, module_name)
         try:
             policy = getattr(importlib.import_module(module_name), attr)
         except (ImportError, AttributeError) as exc:

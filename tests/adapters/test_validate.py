@@ -1,0 +1,99 @@
+"""``harnessevolve validate`` on a benchmark folder: every task file, check and reference at once,
+each problem naming file and key, exit 2; a sound suite is valid with its counts."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import yaml
+from typer.testing import CliRunner
+
+from harnessevolve.cli.app import app
+from harnessevolve.core import paths
+
+TASK = {
+    "version": 1,
+    "id": "say-hi",
+    "instruction": "Answer hi.",
+    "split": "train",
+    "checker": [{"type": "answer", "expected": "hi"}],
+}
+
+
+def make_suite(root: Path, *tasks: dict) -> Path:
+    (root / "tasks").mkdir(parents=True)
+    (root / "benchmark.yaml").write_text("version: 1\nname: mine\n")
+    for task in tasks:
+        (root / "tasks" / f"{task['id']}.yaml").write_text(yaml.safe_dump(task))
+    return root
+
+
+def test_builtin_suites_are_valid_by_folder_and_by_name() -> None:
+    cli = CliRunner()
+    for spec in (str(paths.builtin_dir("benchmarks") / "shell-onecall"), "shell-basics"):
+        result = cli.invoke(app, ["validate", spec])
+        assert result.exit_code == 0, result.output
+        assert "valid: benchmark" in result.output and "32 train, 16 validation, 16 test" in result.output
+        assert "32 reference trajectories" in result.output
+
+
+def test_every_problem_names_file_and_key(tmp_path: Path) -> None:
+    suite = make_suite(
+        tmp_path / "s",
+        TASK,
+        {**TASK, "id": "typo", "checker": [{"type": "answer", "expcted": "x"}]},
+        {**TASK, "id": "no-split", "split": None},
+        {**TASK, "id": "bad-kind", "checker": [{"type": "smell", "run": "true"}]},
+        {**TASK, "id": "bad-regex", "checker": [{"type": "answer", "expected": "(", "match": "regex"}]},
+        {**TASK, "id": "bad-shell", "checker": [{"type": "command", "run": "if then fi ("}]},
+        {**TASK, "id": "wrong-name"} | {"id": "other"},
+    )
+    (suite / "tasks" / "other.yaml").rename(suite / "tasks" / "wrong-name.yaml")
+    (suite / "trajectories").mkdir()
+    (suite / "trajectories" / "ghost.json").write_text("{}")
+    before = sorted(p.name for p in suite.rglob("*"))
+    result = CliRunner().invoke(app, ["validate", str(suite)])
+    assert result.exit_code == 2, result.output
+    out = result.output
+    assert "typo.yaml: checker[0].expcted: unknown key 'expcted'" in out
+    assert "no-split.yaml: split: None is not one of" in out and "train, validation or test" in out
+    assert "bad-kind.yaml: checker[0].type: type 'smell' is not one of: answer, file, command, effect" in out
+    assert "bad-regex.yaml: checker[0].expected: invalid regex" in out
+    assert "bad-shell.yaml: checker[0].run: shell syntax error" in out
+    assert "wrong-name.yaml: id: id 'other' differs from the file name" in out
+    assert "ghost.json" in out and "unknown task 'ghost'" in out
+    assert "say-hi.yaml" not in out  # the sound task is not reported
+    assert sorted(p.name for p in suite.rglob("*")) == before  # nothing written
+    assert "Traceback" not in out
+
+
+def test_json_and_notes_for_a_suite_without_references(tmp_path: Path) -> None:
+    suite = make_suite(tmp_path / "s", TASK)
+    result = CliRunner().invoke(app, ["validate", str(suite), "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["valid"] and doc["tasks"] == 1 and doc["by_split"]["train"] == 1 and doc["references"] == 0
+    assert any("without a reference trajectory" in n for n in doc["notes"])
+    assert any(n == "no test tasks" for n in doc["notes"])
+    text = CliRunner().invoke(app, ["validate", str(suite)]).output
+    assert "note: 1 train task(s) without a reference trajectory (say-hi)" in text
+
+
+def test_a_harbor_folder_is_validated_through_its_adapter(tmp_path: Path) -> None:
+    source = paths.builtin_dir("benchmarks") / "harbor-example"
+    result = CliRunner().invoke(app, ["validate", str(source)])
+    assert result.exit_code == 0, result.output
+    assert "valid: benchmark harbor-example (5 tasks" in result.output
+    broken = tmp_path / "h"
+    shutil.copytree(source, broken)
+    (broken / "trajectories" / "count-words.json").write_text("not json")
+    result = CliRunner().invoke(app, ["validate", str(broken)])
+    assert result.exit_code == 2 and "count-words.json" in result.output, result.output
+
+
+def test_a_folder_that_is_neither_says_what_validate_takes(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["validate", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "harness directory (harness.yaml) or a benchmark folder (benchmark.yaml)" in result.output
