@@ -3,6 +3,10 @@
 A benchmark is a folder with ``benchmark.yaml`` and ``tasks/*.yaml`` (one task a file, schema
 ``task.schema.json``). Reference trajectories live in the folder's ``trajectories/`` or, for a
 built-in benchmark, in the checkout's ``trajectories/<name>/``.
+
+A task is one or more user turns (``turns``, delivered one at a time, or a simulated ``user``),
+a workspace set-up, its own ``tools`` (Python callables, shell commands, MCP servers; layered on
+the harness's tools), checks and optional gold calls. The tool-use parts are in ``task_tools.py``.
 """
 
 from __future__ import annotations
@@ -15,6 +19,14 @@ from harnessevolve.core import paths
 from harnessevolve.core.errors import BenchmarkError
 from harnessevolve.core.files import read_yaml
 from harnessevolve.core.schema import check
+from harnessevolve.core.task_tools import (
+    McpServer,
+    ObjectSetup,
+    SimulatedUser,
+    TaskTool,
+    load_tool_use,
+    python_check,
+)
 
 Split = Literal["train", "validation", "test"]
 SPLITS: tuple[Split, ...] = ("train", "validation", "test")
@@ -22,19 +34,28 @@ SPLITS: tuple[Split, ...] = ("train", "validation", "test")
 
 @dataclass(frozen=True)
 class Check:
-    """One checker step: ``answer``, ``file``, ``command`` or ``effect`` (see task.schema.json)."""
+    """One checker step: ``answer``, ``file``, ``command``, ``effect`` or ``python`` (see
+    task.schema.json)."""
 
     type: str
     expected: str = ""
     match: str = "exact"
     path: str = ""
     run: str = ""
+    python: str = ""
+    """``module:function`` of a ``python`` check (it runs in the sandbox)."""
+    per_turn: bool = False
+    """A ``python`` check scored once per user turn (with that turn's tool state), not at the end."""
+    args: dict[str, Any] = field(default_factory=dict)
+    """JSON handed to a ``python`` check as ``CheckInput.args``."""
 
 
 @dataclass(frozen=True)
 class GoldCall:
     tool: str
     arguments: dict[str, Any]
+    turn: int = 0
+    """The user turn (0-based) the call answers; a replay ends each turn before the next one."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +69,30 @@ class Task:
     answer: str | None = None
     gold: tuple[GoldCall, ...] = ()
     tags: tuple[str, ...] = ()
+    turns: tuple[str, ...] = ()
+    """Every user turn, the first being ``instruction``; empty for a one-turn task."""
+    user: SimulatedUser | None = None
+    """A simulated user that writes the turns after ``instruction`` (instead of ``turns``)."""
+    tools: tuple[TaskTool, ...] = ()
+    """The task's own tools, offered next to the harness's (harness edits apply by name)."""
+    tool_setup: tuple[ObjectSetup, ...] = ()
+    """How the objects behind ``module:Class.method`` tools are made at the start of a rollout."""
+    mcp_servers: tuple[McpServer, ...] = ()
+    """MCP servers (stdio) whose tools the task offers; they run inside the sandbox."""
+    python_path: tuple[str, ...] = ()
+    """Absolute folders where the task's Python code (tools, checks) is imported from."""
+    read_only_paths: tuple[str, ...] = ()
+    """More host paths the rollout's sandbox shows read-only (benchmark.yaml ``sandbox_ro``)."""
+
+    @property
+    def user_turns(self) -> tuple[str, ...]:
+        """The scripted user turns: ``turns``, or just the instruction."""
+        return self.turns or (self.instruction,)
+
+    @property
+    def needs_tool_server(self) -> bool:
+        """True when some tool is Python code or comes from an MCP server (a per-rollout server)."""
+        return bool(self.mcp_servers) or any(t.python for t in self.tools)
 
 
 @dataclass(frozen=True)
@@ -107,13 +152,22 @@ def _safe_relative(path: str, *, file: str, field: str) -> str:
 def gold_calls(doc: dict) -> tuple[GoldCall, ...]:
     """The task's gold solution as tool calls; a ``gold_script`` becomes one bash call per line."""
     if "gold_script" not in doc:
-        return tuple(GoldCall(g["tool"], g["arguments"]) for g in doc.get("gold", []))
+        return tuple(GoldCall(g["tool"], g["arguments"], g.get("turn", 0)) for g in doc.get("gold", []))
     lines = [ln.strip() for ln in doc["gold_script"].splitlines()]
     calls = [GoldCall("bash", {"command": ln}) for ln in lines if ln and not ln.startswith("#")]
     return (*calls, GoldCall("submit", {"answer": doc.get("answer", "done")}))
 
 
-def load_task(path: Path) -> Task:
+@dataclass(frozen=True)
+class BenchmarkSettings:
+    """What ``benchmark.yaml`` says about running its tasks (besides name and description)."""
+
+    python_path: tuple[str, ...] = ()
+    read_only_paths: tuple[str, ...] = ()
+
+
+def load_task(path: Path, settings: BenchmarkSettings | None = None) -> Task:
+    settings = settings or BenchmarkSettings(python_path=(str(path.parent.parent.resolve()),))
     doc = read_yaml(path, error=BenchmarkError)
     check(doc, "task", file=str(path), error=BenchmarkError)
     if doc["id"] != path.stem:
@@ -132,17 +186,53 @@ def load_task(path: Path) -> Task:
     for i, c in enumerate(doc["checker"]):
         if c["type"] == "file":
             _safe_relative(c["path"], file=str(path), field=f"checker[{i}].path")
+        if c["type"] == "python":
+            python_check(c["python"], settings.python_path, file=str(path), field=f"checker[{i}].python")
         checks.append(Check(**c))
+    tool_use = load_tool_use(doc, settings.python_path, root=path.parent.parent, file=str(path))
+    turns = tuple(doc.get("turns", ()))
+    instruction = doc.get("instruction") or (turns[0] if turns else "")
+    if turns and doc.get("instruction") and turns[0] != doc["instruction"]:
+        raise BenchmarkError(
+            "instruction differs from turns[0]",
+            file=str(path),
+            field="instruction",
+            hint="with turns, leave instruction out (the first turn is the instruction)",
+        )
+    if not instruction and tool_use["user"] is None:
+        raise BenchmarkError(
+            "the task has no user turn",
+            file=str(path),
+            field="instruction",
+            hint="give an instruction, a non-empty turns list, or a simulated user",
+        )
+    gold = gold_calls(doc)
+    bad_turn = next((g for g in gold if g.turn >= max(1, len(turns))), None)
+    if bad_turn is not None and tool_use["user"] is None:
+        raise BenchmarkError(
+            f"gold call {bad_turn.tool!r} is for turn {bad_turn.turn}, but the task has "
+            f"{max(1, len(turns))} turn(s)",
+            file=str(path),
+            field="gold",
+            hint="turns count from 0",
+        )
     return Task(
         id=doc["id"],
-        instruction=doc["instruction"],
+        instruction=instruction,
         split=doc["split"],
         checks=tuple(checks),
         setup_files=files,
         setup_commands=tuple(setup.get("commands", [])),
         answer=doc.get("answer"),
-        gold=gold_calls(doc),
+        gold=gold,
         tags=tuple(doc.get("tags", [])),
+        turns=turns if len(turns) > 1 else (),
+        user=tool_use["user"],
+        tools=tool_use["tools"],
+        tool_setup=tool_use["tool_setup"],
+        mcp_servers=tool_use["mcp_servers"],
+        python_path=settings.python_path,
+        read_only_paths=settings.read_only_paths,
     )
 
 
@@ -156,5 +246,29 @@ def load_benchmark(name_or_dir: str) -> Benchmark:
         raise BenchmarkError(
             "benchmark has no tasks", file=str(root / "tasks"), hint="add one tasks/<id>.yaml per task"
         )
-    tasks = tuple(load_task(p) for p in task_files)
+    settings = benchmark_settings(meta, root, str(meta_file))
+    tasks = tuple(load_task(p, settings) for p in task_files)
     return Benchmark(name=meta["name"], root=root, tasks=tasks, description=meta.get("description", ""))
+
+
+def benchmark_settings(meta: dict, root: Path, file: str) -> BenchmarkSettings:
+    """``python_path`` (default: the benchmark folder) and ``sandbox_ro`` of ``benchmark.yaml``, as
+    absolute paths; a folder that does not exist is an error."""
+
+    def folders(key: str, default: list[str]) -> tuple[str, ...]:
+        out = []
+        for i, rel in enumerate(meta.get(key, default)):
+            where = (root / rel).resolve()
+            if not where.exists():
+                raise BenchmarkError(
+                    f"{rel!r} does not exist",
+                    file=file,
+                    field=f"{key}[{i}]",
+                    hint=f"paths are relative to {root}",
+                )
+            out.append(str(where))
+        return tuple(out)
+
+    return BenchmarkSettings(
+        python_path=folders("python_path", ["."]), read_only_paths=folders("sandbox_ro", [])
+    )
