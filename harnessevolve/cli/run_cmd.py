@@ -44,12 +44,13 @@ def run(
     proposer: Annotated[
         str,
         typer.Option(
-            help="Proposers tried in order: llm, ablate, demo, rules, tools, loop. auto: llm (with "
+            help="Proposers tried in order: llm, llm-rule, ablate, demo, rules, tools, loop. auto: llm (with "
             "--optimizer-model), then ablate, demo, rules."
         ),
     ] = "auto",
     optimizer_model: Annotated[
-        str | None, typer.Option("--optimizer-model", help="Model for the llm proposer (any litellm name).")
+        str | None,
+        typer.Option("--optimizer-model", help="Model for the llm and llm-rule proposers (a litellm name)."),
     ] = None,
     gates: GatesFile = None,
     allow_dirty: Annotated[

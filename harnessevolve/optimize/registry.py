@@ -16,6 +16,7 @@ from harnessevolve.optimize.ablation import AblationProposer
 from harnessevolve.optimize.llm_proposer import LLMProposer
 from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed, Proposer
 from harnessevolve.optimize.reference_diff import DemoProposer, RuleProposer
+from harnessevolve.optimize.rule_proposer import SmallModelRuleProposer
 from harnessevolve.optimize.settings_proposers import LoopSettingsProposer, ToolSpecProposer
 
 PROPOSERS: dict[str, Callable[[], Proposer]] = {
@@ -26,6 +27,12 @@ PROPOSERS: dict[str, Callable[[], Proposer]] = {
     "loop": LoopSettingsProposer,
 }
 DEFAULT_PROPOSERS = ("ablate", "demo", "rules")
+MODEL_PROPOSERS: dict[str, Callable[[str], Proposer]] = {
+    "llm": LLMProposer,
+    "llm-rule": SmallModelRuleProposer,
+}
+"""Proposers that need ``--optimizer-model``: ``llm`` (edit operations, a capable model) and
+``llm-rule`` (one general rule per failed run, a small model such as local/qwen2.5-coder-1.5b)."""
 
 
 class ChainProposer:
@@ -68,18 +75,22 @@ def make_proposer(names: Sequence[str], optimizer_model: str | None = None) -> C
     """``auto`` means ``llm`` first when an optimizer model is given, then the deterministic ones."""
     if list(names) in ([], ["auto"]):
         names = (["llm"] if optimizer_model else []) + list(DEFAULT_PROPOSERS)
-    unknown = [n for n in names if n not in PROPOSERS and n != "llm"]
+    unknown = [n for n in names if n not in PROPOSERS and n not in MODEL_PROPOSERS]
     if unknown:
         raise HarnessEvolveError(
             f"unknown proposer {unknown[0]!r}",
             field="--proposer",
-            hint=f"choose from: auto, llm, {', '.join(PROPOSERS)}",
+            hint=f"choose from: auto, {', '.join(MODEL_PROPOSERS)}, {', '.join(PROPOSERS)}",
         )
-    if "llm" in names and not optimizer_model:
+    needs_model = next((n for n in names if n in MODEL_PROPOSERS), None)
+    if needs_model and not optimizer_model:
         raise HarnessEvolveError(
-            "the llm proposer needs a model",
+            f"the {needs_model} proposer needs a model",
             field="--proposer",
             hint="pass --optimizer-model (any litellm model)",
         )
-    chain: list[Proposer] = [LLMProposer(optimizer_model) if n == "llm" else PROPOSERS[n]() for n in names]
+    chain: list[Proposer] = [
+        MODEL_PROPOSERS[n](optimizer_model) if n in MODEL_PROPOSERS and optimizer_model else PROPOSERS[n]()
+        for n in names
+    ]
     return ChainProposer(chain)
