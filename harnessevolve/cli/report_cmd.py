@@ -15,11 +15,11 @@ from harnessevolve.cli._errors import handle_errors
 from harnessevolve.cli.options import HarnessDir, JsonOut, Model, Seed
 from harnessevolve.cli.ui import console, progress_hooks
 from harnessevolve.pipeline.final import RunRecord, score_test_split
-from harnessevolve.pipeline.ledger import read_ledger
 from harnessevolve.report.html import write_html_report
 from harnessevolve.report.run_view import load_run_view
 from harnessevolve.report.runs import harness_of, resolve_run
 from harnessevolve.report.tracking import MlflowTracker, make_tracker, mirror_run
+from harnessevolve.runs.ledger import read_ledger
 
 RunRef = Annotated[
     str | None,

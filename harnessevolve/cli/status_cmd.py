@@ -20,6 +20,7 @@ from harnessevolve.cli.ui import console
 from harnessevolve.report.run_model import RunView
 from harnessevolve.report.run_view import load_run_view
 from harnessevolve.report.runs import END_STATES, format_duration, parse_ts, read_lock, resolve_run, run_state
+from harnessevolve.runs import events as ev
 
 STATE_STYLE = {
     "running": "bold blue",
@@ -30,14 +31,14 @@ STATE_STYLE = {
     "incomplete": "bold yellow",
 }
 EVENT_STYLE = {
-    "candidate_accepted": "green",
-    "candidate_reverted": "red",
-    "run_finished": "bold green",
-    "run_failed": "bold red",
-    "run_interrupted": "bold yellow",
-    "proposal_failed": "yellow",
-    "test_evaluated": "magenta",
-    "run_started": "bold",
+    ev.CandidateAccepted.NAME: "green",
+    ev.CandidateReverted.NAME: "red",
+    ev.RunFinished.NAME: "bold green",
+    ev.RunFailed.NAME: "bold red",
+    ev.RunInterrupted.NAME: "bold yellow",
+    ev.ProposalFailed.NAME: "yellow",
+    ev.TestEvaluated.NAME: "magenta",
+    ev.RunStarted.NAME: "bold",
 }
 
 
@@ -54,63 +55,63 @@ def _sha(value: Any) -> str:
 def describe_event(e: dict[str, Any]) -> str:
     """One line of plain text for a ledger event; unknown events list their scalar fields."""
     name, g = e.get("event"), e.get("generation", "?")
-    if name == "run_started":
+    if name == ev.RunStarted.NAME:
         options = e.get("options") or {}
         return (
             f"run {e.get('run_id')} on {e.get('benchmark')}, model {options.get('model')}, "
             f"{options.get('generations', '?')} generations, from {_sha(e.get('rev'))}"
         )
-    if name == "baseline":
+    if name == ev.Baseline.NAME:
         return f"seed harness: {e.get('split', 'validation')} {_s(e.get('score'))} on {e.get('tasks')} tasks"
-    if name == "generation_started":
+    if name == ev.GenerationStarted.NAME:
         return f"gen {g} starts at {_sha(e.get('rev'))}"
-    if name == "batch_evaluated":
+    if name == ev.BatchEvaluated.NAME:
         clusters = ", ".join(f"{c.get('cause')} x{c.get('size')}" for c in e.get("clusters") or [])
         return (
             f"gen {g}: train {_s(e.get('score'))}, {e.get('failed')}/{len(e.get('tasks') or [])} failed"
             + (f"; clusters {clusters}" if clusters else "")
         )
-    if name == "candidate_committed":
+    if name == ev.CandidateCommitted.NAME:
         targets = ", ".join(e.get("targets") or [])
         return f"gen {g}: {_sha(e.get('sha'))} by {e.get('proposer')}: {e.get('summary')} [{targets}]"
-    if name == "gate_verdicts":
+    if name == ev.GateVerdicts.NAME:
         marks = ", ".join(
             f"{v.get('gate')} {'pass' if v.get('passed') else 'FAIL'}" for v in e.get("verdicts") or []
         )
         which = _sha(e["sha"]) if e.get("sha") else f"candidate {e.get('candidate', 1)}"
         return f"gen {g}: {which}: {marks}"
-    if name in ("candidate_proposed", "candidate_revised"):
+    if name in (ev.CandidateProposed.NAME, ev.CandidateRevised.NAME):
         which = f"candidate {e.get('candidate', 1)}" + (f" rev {e['revision']}" if e.get("revision") else "")
         return f"gen {g}: {which} by {e.get('proposer', 'proposer')}: {e.get('summary')}"
-    if name == "candidate_rejected":
+    if name == ev.CandidateRejected.NAME:
         why = f"{e.get('gate')} gate: {e.get('reason')}" if e.get("gate") else "passed, another was picked"
         return f"gen {g}: candidate {e.get('candidate', 1)} not kept ({why})"
-    if name == "committing":
+    if name == ev.Committing.NAME:
         return f"gen {g}: committing {e.get('verdict')} candidate: {e.get('summary')}"
-    if name == "candidate_accepted":
+    if name == ev.CandidateAccepted.NAME:
         return f"gen {g}: accepted {_sha(e.get('sha'))}"
-    if name == "candidate_reverted":
+    if name == ev.CandidateReverted.NAME:
         return f"gen {g}: reverted {_sha(e.get('sha'))} by the {e.get('gate')} gate: {e.get('reason')}"
-    if name == "generation_finished":
+    if name == ev.GenerationFinished.NAME:
         validation = e.get("validation")
         return f"gen {g}: {e.get('outcome')}" + (
             f", validation {_s(validation)}" if validation is not None else ""
         )
-    if name == "epoch_finished":
+    if name == ev.EpochFinished.NAME:
         restored = f", restored as {_sha(e.get('restored'))}" if e.get("restored") else ""
         best = f"best {_sha(e.get('best'))} validation {_s(e.get('best_validation'))}"
         return f"epoch {e.get('epoch')}: {best}{restored}"
-    if name in ("proposal_failed", "revision_failed"):
+    if name in (ev.ProposalFailed.NAME, ev.RevisionFailed.NAME):
         errors = e.get("errors") or []
         return f"gen {g}: proposer {e.get('proposer')} failed: {errors[0] if errors else '?'}"
-    if name == "run_finished":
+    if name == ev.RunFinished.NAME:
         return (
             f"{len(e.get('accepted') or [])} accepted, {len(e.get('reverted') or [])} reverted; "
             f"head {_sha(e.get('rev'))}"
         )
-    if name in ("run_interrupted", "run_failed"):
+    if name in (ev.RunInterrupted.NAME, ev.RunFailed.NAME):
         return f"stopped in gen {g} at stage {e.get('stage')}: {e.get('error')}"
-    if name == "test_evaluated":
+    if name == ev.TestEvaluated.NAME:
         scores = e.get("scores") or {}
         pair = f"seed {_s(scores.get('seed'))} -> evolved {_s(scores.get('evolved'))}"
         return f"test split ({e.get('tasks')} tasks): {pair}"

@@ -27,13 +27,14 @@ from harnessevolve.gate.quality import quality_gate
 from harnessevolve.gate.verdict import GateVerdict
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness, read_files
-from harnessevolve.pipeline.ledger import Ledger
 from harnessevolve.pipeline.loop import sample_batch
 from harnessevolve.pipeline.references import load_references
 from harnessevolve.pipeline.run import RunHooks, default_concurrency, parse_limits
-from harnessevolve.pipeline.rundir import STATE_DIR
 from harnessevolve.pipeline.scoring import Scorer
 from harnessevolve.pipeline.sequential import RepeatedScorer, repetitions, sequential_decision
+from harnessevolve.runs.events import TestEvaluated
+from harnessevolve.runs.ledger import Ledger
+from harnessevolve.runs.rundir import STATE_DIR
 
 
 @dataclass(frozen=True)
@@ -232,12 +233,13 @@ def record_sealed_test(
     """Every look at the sealed test split outside a run goes to ``DIR/.harnessevolve/sealed-test.jsonl``."""
     ledger = Ledger(repo.dir / STATE_DIR / SEALED_TEST_LEDGER)
     ledger.append(
-        "test_evaluated",
-        source="gate",
-        benchmark=benchmark,
-        tasks=len(base),
-        revisions={"baseline": baseline, "candidate": candidate},
-        scores={"baseline": round(mean(base), 4), "candidate": round(mean(cand), 4)},
+        TestEvaluated(
+            source="gate",
+            benchmark=benchmark,
+            tasks=len(base),
+            revisions={"baseline": baseline, "candidate": candidate},
+            scores={"baseline": round(mean(base), 4), "candidate": round(mean(cand), 4)},
+        )
     )
     ledger.close()
 

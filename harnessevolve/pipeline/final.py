@@ -15,12 +15,14 @@ from harnessevolve.execute.executor import EXECUTORS
 from harnessevolve.gate.performance import mean
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
-from harnessevolve.pipeline.ledger import Ledger, read_ledger
 from harnessevolve.pipeline.references import load_references
 from harnessevolve.pipeline.rollout_cache import RolloutCache
 from harnessevolve.pipeline.run import RunHooks, default_concurrency
-from harnessevolve.pipeline.rundir import STATE_DIR
 from harnessevolve.pipeline.scoring import Scorer
+from harnessevolve.runs import events as ev
+from harnessevolve.runs.events import TestEvaluated
+from harnessevolve.runs.ledger import Ledger, read_ledger
+from harnessevolve.runs.rundir import STATE_DIR
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,7 @@ def score_test_split(
     harness_dir: Path, run: RunRecord, *, model: str | None, seed: int, hooks: RunHooks
 ) -> dict:
     """Score the run's seed revision and its final revision on the test split; log it in the ledger."""
-    started, finished = run.first("run_started"), run.last("run_finished")
+    started, finished = run.first(ev.RunStarted.NAME), run.last(ev.RunFinished.NAME)
     if started is None or finished is None:
         raise HarnessEvolveError(
             "the run has not finished",
@@ -94,12 +96,7 @@ def score_test_split(
         asyncio.run(score_both())
     ledger = Ledger(run.root / "ledger.jsonl")
     record = ledger.append(
-        "test_evaluated",
-        split="test",
-        tasks=len(tests),
-        revisions=revisions,
-        scores=scores,
-        model=agent_model,
+        TestEvaluated(split="test", tasks=len(tests), revisions=revisions, scores=scores, model=agent_model)
     )
     ledger.close()
     return record

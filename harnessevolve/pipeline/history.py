@@ -18,9 +18,16 @@ from harnessevolve.core.redact import redact_obj
 from harnessevolve.gate.verdict import GateVerdict
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.optimize.proposal import Candidate
-from harnessevolve.pipeline.ledger import Ledger
 from harnessevolve.pipeline.state import RunState
 from harnessevolve.pipeline.trials import Trial
+from harnessevolve.runs.events import (
+    CandidateCommitted,
+    CandidateRejected,
+    CandidateReverted,
+    Committing,
+    GateVerdicts,
+)
+from harnessevolve.runs.ledger import Ledger
 
 
 def write_candidate(harness_dir: Path, candidate: Candidate) -> None:
@@ -52,11 +59,9 @@ class RunHistory:
         )
         self.rejected.append(trial.candidate.summary)
         self.ledger.append(
-            "candidate_rejected",
-            generation=generation,
-            of=of,
-            file=str(path.relative_to(self.run_dir)),
-            **trial.record(),
+            CandidateRejected(
+                generation=generation, of=of, file=str(path.relative_to(self.run_dir)), **trial.record()
+            )
         )
 
     def commit(self, trial: Trial, generation: int, of: int, verdict: str) -> str:
@@ -71,13 +76,14 @@ class RunHistory:
         self.write_gate_report(generation, trial)
         judged = trial.judgement
         self.ledger.append(
-            "committing",
-            generation=generation,
-            paths=sorted(candidate.changes),
-            verdict=verdict,
-            summary=candidate.summary,
-            harness_hash=judged.harness.content_hash() if judged.harness else None,
-            validation=round(judged.validation_score, 4) if judged.validation else None,
+            Committing(
+                generation=generation,
+                paths=sorted(candidate.changes),
+                verdict=verdict,
+                summary=candidate.summary,
+                harness_hash=judged.harness.content_hash() if judged.harness else None,
+                validation=round(judged.validation_score, 4) if judged.validation else None,
+            )
         )
         try:
             write_candidate(self.harness_dir, candidate)
@@ -87,14 +93,15 @@ class RunHistory:
             raise
         self.state.pending_sha = sha if verdict != "accepted" else None
         self.ledger.append(
-            "candidate_committed",
-            generation=generation,
-            sha=sha,
-            **candidate.to_record(),
-            candidate=trial.index + 1,
-            of=of,
-            revisions=trial.revisions,
-            verdict=verdict,
+            CandidateCommitted(
+                generation=generation,
+                sha=sha,
+                **candidate.to_record(),
+                candidate=trial.index + 1,
+                of=of,
+                revisions=trial.revisions,
+                verdict=verdict,
+            )
         )
         return sha
 
@@ -111,13 +118,14 @@ class RunHistory:
         if candidate is not None:
             self.rejected.append(candidate.summary)
         self.ledger.append(
-            "candidate_reverted",
-            generation=generation,
-            sha=sha,
-            revert_sha=revert_sha,
-            gate=verdict.gate,
-            reason=verdict.reason,
-            numbers=verdict.numbers,
+            CandidateReverted(
+                generation=generation,
+                sha=sha,
+                revert_sha=revert_sha,
+                gate=verdict.gate,
+                reason=verdict.reason,
+                numbers=verdict.numbers,
+            )
         )
         return revert_sha
 
@@ -142,9 +150,10 @@ class RunHistory:
         }
         atomic_write_json(self.run_dir / "gates" / f"gen-{generation:03d}.json", redact_obj(report))
         self.ledger.append(
-            "gate_verdicts",
-            generation=generation,
-            candidate=trial.index + 1,
-            summary=trial.candidate.summary,
-            verdicts=verdicts,
+            GateVerdicts(
+                generation=generation,
+                candidate=trial.index + 1,
+                summary=trial.candidate.summary,
+                verdicts=verdicts,
+            )
         )

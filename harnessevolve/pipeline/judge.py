@@ -23,9 +23,10 @@ from harnessevolve.gate.quality import quality_gate
 from harnessevolve.gate.verdict import GateVerdict
 from harnessevolve.harness.load import load_harness
 from harnessevolve.harness.model import Harness
-from harnessevolve.pipeline.ledger import Ledger
 from harnessevolve.pipeline.scoring import Scorer, TaskResult
 from harnessevolve.pipeline.sequential import RepeatedScorer, repetitions, sequential_decision
+from harnessevolve.runs.events import PerformanceIncrement
+from harnessevolve.runs.ledger import Ledger
 
 
 @contextlib.contextmanager
@@ -205,7 +206,7 @@ class CandidateJudge:
             seed=self.seed * 100_003 + generation,
             label=label,
             on_increment=lambda d: self.ledger.append(
-                "performance_increment", generation=generation, **d.numbers
+                PerformanceIncrement(generation=generation, **d.numbers)
             ),
         )
         judgement.train_candidate = decision.numbers.get("candidate", judgement.train_candidate)

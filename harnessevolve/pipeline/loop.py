@@ -32,11 +32,21 @@ from harnessevolve.pipeline.context import build_context
 from harnessevolve.pipeline.epochs import EpochClock, Snapshot, SnapshotPool
 from harnessevolve.pipeline.history import RunHistory
 from harnessevolve.pipeline.judge import CandidateJudge
-from harnessevolve.pipeline.ledger import Ledger
 from harnessevolve.pipeline.resume import ResumePoint
 from harnessevolve.pipeline.scoring import Scorer, TaskResult, mean_score
 from harnessevolve.pipeline.state import GenerationRow, RunState
 from harnessevolve.pipeline.trials import TrialRunner, pick_winner
+from harnessevolve.runs.events import (
+    AgentModelChanged,
+    Baseline,
+    BatchEvaluated,
+    CandidateAccepted,
+    EpochFinished,
+    GenerationFinished,
+    GenerationStarted,
+    NoProposal,
+)
+from harnessevolve.runs.ledger import Ledger
 
 NOT_HARNESS = (Cause.MODEL_ERROR, Cause.SETUP_ERROR)
 
@@ -134,12 +144,13 @@ class GenerationLoop:
         if resume is None or not resume.baseline_done:
             refuse_if_model_unusable(val_current, self.scorer.model_for(current))
             self.ledger.append(
-                "baseline",
-                split="validation",
-                rev=self.repo.head(),
-                harness_hash=current.content_hash(),
-                score=round(mean([r.score for r in val_current]), 4),
-                tasks=len(validation),
+                Baseline(
+                    split="validation",
+                    rev=self.repo.head(),
+                    harness_hash=current.content_hash(),
+                    score=round(mean([r.score for r in val_current]), 4),
+                    tasks=len(validation),
+                )
             )
             pool = SnapshotPool(
                 [Snapshot(self.repo.head(), current.content_hash(), mean_score(val_current), 0)]
@@ -205,10 +216,11 @@ class GenerationLoop:
         with spending("train_eval"):
             val_current = await self.scorer.score(current, validation, "validation: trained model")
         self.ledger.append(
-            "agent_model_changed",
-            generation=self.state.generation,
-            model=outcome.model,
-            validation=round(mean_score(val_current), 4),
+            AgentModelChanged(
+                generation=self.state.generation,
+                model=outcome.model,
+                validation=round(mean_score(val_current), 4),
+            )
         )
         self.log(f"gen {self.state.generation}: agent model is now {outcome.model}")
         snapshot = Snapshot(
@@ -240,14 +252,15 @@ class GenerationLoop:
             with spending("epoch_end"):
                 val_current = await self.scorer.score(current, validation, "validation: restored snapshot")
         self.ledger.append(
-            "epoch_finished",
-            epoch=epoch,
-            generation=self.state.generation,
-            best=best.sha,
-            best_validation=round(best.validation, 4),
-            snapshots=len(pool.snapshots),
-            restored=restored,
-            rev=self.repo.head(),
+            EpochFinished(
+                epoch=epoch,
+                generation=self.state.generation,
+                best=best.sha,
+                best_validation=round(best.validation, 4),
+                snapshots=len(pool.snapshots),
+                restored=restored,
+                rev=self.repo.head(),
+            )
         )
         return current, val_current
 
@@ -256,7 +269,7 @@ class GenerationLoop:
     ) -> tuple[Harness, list[TaskResult]]:
         row = GenerationRow(generation, validation=mean([r.score for r in val_current]))
         self.state.rows.append(row)
-        self.ledger.append("generation_started", generation=generation, rev=self.repo.head())
+        self.ledger.append(GenerationStarted(generation=generation, rev=self.repo.head()))
         batch = sample_batch(
             self.benchmark.split("train"), self.batch_size, self.seed, generation, self.weights
         )
@@ -271,13 +284,14 @@ class GenerationLoop:
         self.state.stage = "evaluate"
         clusters = cluster_signals(r.signal for r in failed)
         self.ledger.append(
-            "batch_evaluated",
-            generation=generation,
-            harness_hash=current.content_hash(),
-            tasks=[t.id for t in batch],
-            score=round(row.train_current, 4),
-            failed=len(failed),
-            clusters=[c.to_dict() for c in clusters],
+            BatchEvaluated(
+                generation=generation,
+                harness_hash=current.content_hash(),
+                tasks=[t.id for t in batch],
+                score=round(row.train_current, 4),
+                failed=len(failed),
+                clusters=[c.to_dict() for c in clusters],
+            )
         )
         previous = (
             self.batches[-self.gates.performance.recent_batches :][::-1]
@@ -293,7 +307,7 @@ class GenerationLoop:
             generation, lambda avoid: self.context(current, clusters, batch, results, avoid)
         )
         if not trials:
-            self.ledger.append("no_proposal", generation=generation, proposer=self.proposer.name)
+            self.ledger.append(NoProposal(generation=generation, proposer=self.proposer.name))
             return self.finish_generation(row, "proposer had nothing new", current, val_current)
         self.check_budget()
         self.state.stage = "gate"
@@ -311,15 +325,18 @@ class GenerationLoop:
             self.state.accepted.append(sha)
             row.candidate, row.outcome = sha[:8], "accepted"
             self.ledger.append(
-                "candidate_accepted",
-                generation=generation,
-                sha=sha,
-                candidate=winner.index + 1,
-                of=len(trials),
-                revisions=winner.revisions,
-                harness_hash=winner.judgement.harness.content_hash() if winner.judgement.harness else None,
-                validation=round(winner.judgement.validation_score, 4),
-                verdicts=[v.to_dict() for v in winner.judgement.verdicts],
+                CandidateAccepted(
+                    generation=generation,
+                    sha=sha,
+                    candidate=winner.index + 1,
+                    of=len(trials),
+                    revisions=winner.revisions,
+                    harness_hash=winner.judgement.harness.content_hash()
+                    if winner.judgement.harness
+                    else None,
+                    validation=round(winner.judgement.validation_score, 4),
+                    verdicts=[v.to_dict() for v in winner.judgement.verdicts],
+                )
             )
             self.log(f"gen {generation}: accepted {sha[:8]} {winner.candidate.summary}")
             assert winner.judgement.harness is not None
@@ -347,17 +364,18 @@ class GenerationLoop:
         row.outcome = outcome
         row.validation = mean([r.score for r in val_current])
         self.ledger.append(
-            "generation_finished",
-            generation=row.generation,
-            outcome=outcome,
-            rev=self.repo.head(),
-            validation=round(row.validation, 4),
-            summary=row.summary,
-            candidate=row.candidate,
-            verdicts=row.verdicts,
-            train_current=row.train_current,
-            train_candidate=row.train_candidate,
-            usage=self.meter.snapshot() if self.meter is not None else None,
+            GenerationFinished(
+                generation=row.generation,
+                outcome=outcome,
+                rev=self.repo.head(),
+                validation=round(row.validation, 4),
+                summary=row.summary,
+                candidate=row.candidate,
+                verdicts=row.verdicts,
+                train_current=row.train_current,
+                train_candidate=row.train_candidate,
+                usage=self.meter.snapshot() if self.meter is not None else None,
+            )
         )
         return current, val_current
 

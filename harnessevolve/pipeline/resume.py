@@ -27,8 +27,15 @@ from harnessevolve.core.tasks import Benchmark, Task
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
 from harnessevolve.pipeline.epochs import EpochClock, Snapshot
-from harnessevolve.pipeline.ledger import Ledger, read_ledger
 from harnessevolve.pipeline.state import GenerationRow
+from harnessevolve.runs import events as ev
+from harnessevolve.runs.events import (
+    CandidateAccepted,
+    CandidateCommitted,
+    CandidateReverted,
+    GenerationFinished,
+)
+from harnessevolve.runs.ledger import Ledger, read_ledger
 
 TRAILER = re.compile(r"^([A-Z][A-Za-z-]+): (.*)$", re.MULTILINE)
 
@@ -61,14 +68,14 @@ def of_generation(events: Sequence[dict[str, Any]], generation: int, name: str) 
 def reconcile(repo: HarnessRepo, ledger: Ledger, run_id: str, events: list[dict[str, Any]]) -> list[str]:
     """Bring git and the ledger into agreement for the generation a crash cut short."""
     done = repo.recover_interrupted()
-    started = [e["generation"] for e in events if e.get("event") == "generation_started"]
+    started = [e["generation"] for e in events if e.get("event") == ev.GenerationStarted.NAME]
     finished = {e["generation"] for e in events if e.get("event") == "generation_finished"}
     open_gens = [g for g in started if g not in finished]
     generation = open_gens[-1] if open_gens else None
     writing = {
         _top_relative(repo, p)
         for e in events
-        if e.get("event") == "committing" and e.get("generation") == generation
+        if e.get("event") == ev.Committing.NAME and e.get("generation") == generation
         for p in e.get("paths", [])
     }
     dirty = repo.dirty_paths()
@@ -87,19 +94,20 @@ def reconcile(repo: HarnessRepo, ledger: Ledger, run_id: str, events: list[dict[
     tags = trailers(head)
     if tags.get("Run") != run_id or tags.get("Generation") != str(generation):
         return done  # nothing of this generation reached git: it is redone from the start
-    committed = {e.get("sha") for e in of_generation(events, generation, "candidate_committed")}
+    committed = {e.get("sha") for e in of_generation(events, generation, ev.CandidateCommitted.NAME)}
     sha = repo.head()
     if "Reverts" in tags:
         rejected_sha = tags["Reverts"]
-        if not of_generation(events, generation, "candidate_reverted"):
+        if not of_generation(events, generation, ev.CandidateReverted.NAME):
             ledger.append(
-                "candidate_reverted",
-                generation=generation,
-                sha=rejected_sha,
-                revert_sha=sha,
-                gate=tags.get("Gate"),
-                reason="recorded on resume",
-                recovered=True,
+                CandidateReverted(
+                    generation=generation,
+                    sha=rejected_sha,
+                    revert_sha=sha,
+                    gate=tags.get("Gate"),
+                    reason="recorded on resume",
+                    recovered=True,
+                )
             )
         _finish(ledger, generation, f"reverted by {tags.get('Gate')}", sha)
         done.append(f"recorded the revert of generation {generation}")
@@ -108,23 +116,25 @@ def reconcile(repo: HarnessRepo, ledger: Ledger, run_id: str, events: list[dict[
     summary = head.splitlines()[0].removeprefix("harnessevolve: ")
     if sha not in committed:
         ledger.append(
-            "candidate_committed",
-            generation=generation,
-            sha=sha,
-            summary=summary,
-            proposer=tags.get("Proposer"),
-            verdict=verdict,
-            recovered=True,
+            CandidateCommitted(
+                generation=generation,
+                sha=sha,
+                summary=summary,
+                proposer=tags.get("Proposer"),
+                verdict=verdict,
+                recovered=True,
+            )
         )
     if verdict == "accepted":
-        staged = of_generation(events, generation, "committing")
+        staged = of_generation(events, generation, ev.Committing.NAME)
         ledger.append(
-            "candidate_accepted",
-            generation=generation,
-            sha=sha,
-            harness_hash=load_harness(repo.dir).content_hash(),
-            validation=staged[-1].get("validation") if staged else None,
-            recovered=True,
+            CandidateAccepted(
+                generation=generation,
+                sha=sha,
+                harness_hash=load_harness(repo.dir).content_hash(),
+                validation=staged[-1].get("validation") if staged else None,
+                recovered=True,
+            )
         )
         _finish(ledger, generation, "accepted", sha, summary=summary)
         done.append(f"recorded the accepted commit {sha[:8]} of generation {generation}")
@@ -136,13 +146,14 @@ def reconcile(repo: HarnessRepo, ledger: Ledger, run_id: str, events: list[dict[
             f"Reverts: {sha}\nGate: {gate}\nRun: {run_id}\nGeneration: {generation}\n",
         )
         ledger.append(
-            "candidate_reverted",
-            generation=generation,
-            sha=sha,
-            revert_sha=revert_sha,
-            gate=gate,
-            reason="rejected before the crash; reverted on resume",
-            recovered=True,
+            CandidateReverted(
+                generation=generation,
+                sha=sha,
+                revert_sha=revert_sha,
+                gate=gate,
+                reason="rejected before the crash; reverted on resume",
+                recovered=True,
+            )
         )
         _finish(ledger, generation, f"reverted by {gate}", revert_sha, summary=summary)
         done.append(f"reverted the rejected commit {sha[:8]} of generation {generation}")
@@ -155,12 +166,7 @@ def _top_relative(repo: HarnessRepo, path: str) -> str:
 
 def _finish(ledger: Ledger, generation: int, outcome: str, rev: str, summary: str = "") -> None:
     ledger.append(
-        "generation_finished",
-        generation=generation,
-        outcome=outcome,
-        rev=rev,
-        summary=summary,
-        recovered=True,
+        GenerationFinished(generation=generation, outcome=outcome, rev=rev, summary=summary, recovered=True)
     )
 
 
@@ -169,7 +175,7 @@ def resume_point(
 ) -> ResumePoint:
     """The loop's state after the last finished generation, rebuilt from the ledger."""
     tasks = {t.id: t for t in benchmark.tasks}
-    baseline = next((e for e in events if e.get("event") == "baseline"), None)
+    baseline = next((e for e in events if e.get("event") == ev.Baseline.NAME), None)
     point = ResumePoint(run_id=run_id, baseline_done=baseline is not None, next_generation=1)
     if baseline is None:
         return point
@@ -177,15 +183,15 @@ def resume_point(
     point.epochs = EpochClock(patience)
     finished = {e["generation"]: e for e in events if e.get("event") == "generation_finished"}
     summaries = {
-        e.get("sha"): e.get("summary", "") for e in events if e.get("event") == "candidate_committed"
+        e.get("sha"): e.get("summary", "") for e in events if e.get("event") == ev.CandidateCommitted.NAME
     }
     last = 0
     for generation in sorted(finished):
         row_event = finished[generation]
-        batch = of_generation(events, generation, "batch_evaluated")
+        batch = of_generation(events, generation, ev.BatchEvaluated.NAME)
         if batch:
             point.batches.append([tasks[t] for t in batch[-1]["tasks"] if t in tasks])
-        accepted = of_generation(events, generation, "candidate_accepted")
+        accepted = of_generation(events, generation, ev.CandidateAccepted.NAME)
         for event in accepted:
             point.accepted.append(event["sha"])
             point.snapshots.append(
@@ -196,11 +202,11 @@ def resume_point(
                     generation,
                 )
             )
-        for event in of_generation(events, generation, "candidate_reverted"):
+        for event in of_generation(events, generation, ev.CandidateReverted.NAME):
             point.reverted.append(event["sha"])
             point.rejected.append(summaries.get(event["sha"], ""))
         point.rejected += [
-            e.get("summary", "") for e in of_generation(events, generation, "candidate_rejected")
+            e.get("summary", "") for e in of_generation(events, generation, ev.CandidateRejected.NAME)
         ]
         point.rows.append(
             GenerationRow(
@@ -217,7 +223,7 @@ def resume_point(
         ended = point.epochs.epoch
         if point.epochs.tick(bool(accepted)) or generation == generations:
             logged = any(
-                e.get("event") == "epoch_finished" and e.get("generation") == generation for e in events
+                e.get("event") == ev.EpochFinished.NAME and e.get("generation") == generation for e in events
             )
             point.epoch_end_pending = None if logged else ended
         last = generation
@@ -233,15 +239,15 @@ def load_run_for_resume(run_dir: Path) -> tuple[list[dict[str, Any]], dict[str, 
             "no ledger in the run folder", file=str(ledger), hint="pass a run id from `harnessevolve status`"
         )
     events = read_ledger(ledger)
-    started = next((e for e in events if e.get("event") == "run_started"), None)
-    if started is None or "resume" not in started:
+    started = next((e for e in events if e.get("event") == ev.RunStarted.NAME), None)
+    if started is None or not isinstance(started.get("options"), dict):
         raise HarnessEvolveError(
             "the ledger has no resumable run_started record",
             file=str(ledger),
-            field="run_started.resume",
+            field="run_started.options",
             hint="only runs started by this version can be resumed",
         )
-    if any(e.get("event") == "run_finished" for e in events):
+    if any(e.get("event") == ev.RunFinished.NAME for e in events):
         raise HarnessEvolveError(
             "the run already finished", file=str(ledger), hint="start a new run instead of --resume"
         )

@@ -19,16 +19,25 @@ from harnessevolve.harness.load import load_harness
 from harnessevolve.models.usage import UsageMeter
 from harnessevolve.optimize.registry import make_proposer
 from harnessevolve.pipeline.budget import Budget, BudgetExhausted, BudgetGuard, metering
-from harnessevolve.pipeline.ledger import Ledger
 from harnessevolve.pipeline.loop import GenerationLoop
 from harnessevolve.pipeline.references import load_references
 from harnessevolve.pipeline.refgen import load_regret
 from harnessevolve.pipeline.resume import ResumePoint, load_run_for_resume, reconcile, resume_point
 from harnessevolve.pipeline.rollout_cache import RolloutCache
-from harnessevolve.pipeline.rundir import STATE_DIR, HarnessLock, RunDir, new_run_id
 from harnessevolve.pipeline.scoring import Scorer
 from harnessevolve.pipeline.state import RunState
 from harnessevolve.report.tracking import make_tracker
+from harnessevolve.runs.events import BudgetExhausted as BudgetExhaustedEvent
+from harnessevolve.runs.events import (
+    RunFailed,
+    RunFinished,
+    RunInterrupted,
+    RunResumed,
+    RunStarted,
+    StaleLockRemoved,
+)
+from harnessevolve.runs.ledger import Ledger
+from harnessevolve.runs.rundir import STATE_DIR, HarnessLock, RunDir, new_run_id
 
 
 @dataclass(frozen=True)
@@ -175,7 +184,7 @@ def start_run(options: RunOptions, hooks: RunHooks, *, resume: str | None = None
     if resume is not None:
         run_dir = _find_run(harness_dir, resume)
         events, started = load_run_for_resume(run_dir.root)
-        options = RunOptions.from_json({**started["resume"], "harness_dir": str(harness_dir)})
+        options = RunOptions.from_json({**started["options"], "harness_dir": str(harness_dir)})
     options = RunOptions(**{**asdict(options), "harness_dir": harness_dir})
     seed_harness = load_harness(harness_dir)
     _check_options(options)
@@ -217,30 +226,31 @@ def start_run(options: RunOptions, hooks: RunHooks, *, resume: str | None = None
             point = resume_point(events, benchmark, run_id, options.epoch_patience, options.generations)
             meter, elapsed_s = spent_before(events)
             ledger.append(
-                "run_resumed",
-                run_id=run_id,
-                rev=repo.head(),
-                next_generation=point.next_generation,
-                recovered=recovered,
-                stale_lock=lock.stale_owner,
+                RunResumed(
+                    run_id=run_id,
+                    rev=repo.head(),
+                    next_generation=point.next_generation,
+                    recovered=recovered,
+                    stale_lock=lock.stale_owner,
+                )
             )
             for line in recovered:
                 hooks.log(f"resume: {line}")
         if lock.stale_owner and point is None:
-            ledger.append("stale_lock_removed", owner=lock.stale_owner)
+            ledger.append(StaleLockRemoved(owner=lock.stale_owner))
             hooks.log(f"removed a stale lock left by run {lock.stale_owner.get('run_id')}")
         if point is None:
             ledger.append(
-                "run_started",
-                run_id=run_id,
-                harness=str(harness_dir),
-                rev=repo.head(),
-                benchmark=benchmark.name,
-                options={k: str(v) for k, v in asdict(options).items()},
-                resume=options.to_json(),
-                gates=gates.source,
-                references=len(references),
-                sandbox=sandbox.name,
+                RunStarted(
+                    run_id=run_id,
+                    harness=str(harness_dir),
+                    rev=repo.head(),
+                    benchmark=benchmark.name,
+                    options=options.to_json(),
+                    gates=gates.source,
+                    references=len(references),
+                    sandbox=sandbox.name,
+                )
             )
         scorer = Scorer(
             executor,
@@ -277,15 +287,16 @@ def start_run(options: RunOptions, hooks: RunHooks, *, resume: str | None = None
         stopped = _drive(loop, options, point, meter, ledger, repo, state)
         usage = meter.snapshot()
         ledger.append(
-            "run_finished",
-            accepted=state.accepted,
-            reverted=state.reverted,
-            rev=repo.head(),
-            rollouts=loop.judging.repeated.rollouts,
-            cached_rollouts=sum(s.cached for s in loop.judging.repeated.scorers.values()),
-            tokens=loop.judging.repeated.tokens,
-            usage=usage,
-            stopped=stopped,
+            RunFinished(
+                accepted=state.accepted,
+                reverted=state.reverted,
+                rev=repo.head(),
+                rollouts=loop.judging.repeated.rollouts,
+                cached_rollouts=sum(s.cached for s in loop.judging.repeated.scorers.values()),
+                tokens=loop.judging.repeated.tokens,
+                usage=usage,
+                stopped=stopped,
+            )
         )
         ledger.close()
     finally:
@@ -310,17 +321,18 @@ def _drive(
             asyncio.run(loop.run(options.generations, point))
     except BudgetExhausted as exc:
         loop.abandon_pending(f"budget reached ({exc})")
-        ledger.append("budget_exhausted", generation=state.generation, stage=state.stage, **exc.to_dict())
+        ledger.append(BudgetExhaustedEvent(generation=state.generation, stage=state.stage, **exc.to_dict()))
         return exc.to_dict()
     except BaseException as exc:
         loop.abandon_pending(f"run stopped ({type(exc).__name__}) before the gates decided")
         ledger.append(
-            "run_interrupted" if isinstance(exc, KeyboardInterrupt) else "run_failed",
-            generation=state.generation,
-            stage=state.stage,
-            error=repr(exc)[:500],
-            rev=repo.head(),
-            usage=meter.snapshot(),
+            (RunInterrupted if isinstance(exc, KeyboardInterrupt) else RunFailed)(
+                generation=state.generation,
+                stage=state.stage,
+                error=repr(exc)[:500],
+                rev=repo.head(),
+                usage=meter.snapshot(),
+            )
         )
         raise
     return None
@@ -332,7 +344,7 @@ def spent_before(events: list[dict[str, Any]]) -> tuple[UsageMeter, float]:
     from datetime import UTC, datetime
 
     usage = next((e["usage"] for e in reversed(events) if isinstance(e.get("usage"), dict)), None)
-    started = next(e["ts"] for e in events if e.get("event") == "run_started")
+    started = next(e["ts"] for e in events if e.get("event") == RunStarted.NAME)
     elapsed = (datetime.now(UTC) - datetime.fromisoformat(started)).total_seconds()
     return (UsageMeter.from_snapshot(usage) if usage else UsageMeter()), max(0.0, elapsed)
 

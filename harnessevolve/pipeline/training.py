@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harnessevolve.pipeline.ledger import Ledger
 from harnessevolve.pipeline.state import RunState
+from harnessevolve.runs.events import PolicyTrained, PolicyTrainingSkipped
+from harnessevolve.runs.ledger import Ledger
 from harnessevolve.train.config import TrainConfig
 from harnessevolve.train.errors import NoTrainingDataError, TrainError, require_train_stack
 
@@ -81,7 +82,7 @@ def train_generation(
     except NoTrainingDataError as exc:
         record = {"generation": state.generation, "model": agent_model, "skipped": exc.message}
         if ledger is not None:
-            ledger.append("policy_training_skipped", **record)
+            ledger.append(PolicyTrainingSkipped(**record))
         return TrainOutcome(agent_model, record)
     finally:
         state.stage = previous_stage
@@ -103,5 +104,5 @@ def train_generation(
         "tokens_per_s": round(result.tokens_per_s, 1),
     }
     if ledger is not None:
-        ledger.append("policy_trained", **record)
+        ledger.append(PolicyTrained(**record))
     return TrainOutcome(result.model, record)

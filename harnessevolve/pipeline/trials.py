@@ -20,7 +20,14 @@ from harnessevolve.harness.model import Harness
 from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed, Proposer
 from harnessevolve.pipeline.budget import spending
 from harnessevolve.pipeline.judge import CandidateJudge, Judgement, scratch_harness
-from harnessevolve.pipeline.ledger import Ledger
+from harnessevolve.runs.events import (
+    CandidateProposed,
+    CandidateRevised,
+    RevisionFailed,
+    RevisionLimit,
+)
+from harnessevolve.runs.events import ProposalFailed as ProposalFailedEvent
+from harnessevolve.runs.ledger import Ledger
 
 
 @dataclass
@@ -98,7 +105,7 @@ class TrialRunner:
             trials.append(Trial(index, candidate, context))
             avoid += (candidate.summary,)
             self.ledger.append(
-                "candidate_proposed", generation=generation, candidate=index + 1, **candidate.to_record()
+                CandidateProposed(generation=generation, candidate=index + 1, **candidate.to_record())
             )
         return trials
 
@@ -147,10 +154,7 @@ class TrialRunner:
         if revise is None or trial.revisions >= self.max_revisions:
             if revise is not None:
                 self.ledger.append(
-                    "revision_limit",
-                    generation=generation,
-                    candidate=trial.index + 1,
-                    revisions=trial.revisions,
+                    RevisionLimit(generation=generation, candidate=trial.index + 1, revisions=trial.revisions)
                 )
             return False
         try:
@@ -158,24 +162,23 @@ class TrialRunner:
                 revised = await revise(trial.context, trial.candidate, reason)
         except ProposalFailed as exc:
             self.ledger.append(
-                "revision_failed",
-                generation=generation,
-                candidate=trial.index + 1,
-                proposer=exc.proposer,
-                errors=exc.errors,
+                RevisionFailed(
+                    generation=generation, candidate=trial.index + 1, proposer=exc.proposer, errors=exc.errors
+                )
             )
             return False
         if revised is None or revised.changes == trial.candidate.changes:
             return False
         trial.revisions += 1
         self.ledger.append(
-            "candidate_revised",
-            generation=generation,
-            candidate=trial.index + 1,
-            revision=trial.revisions,
-            reason=reason,
-            rejected_summary=trial.candidate.summary,
-            **{k: v for k, v in revised.to_record().items() if k != "revision"},
+            CandidateRevised(
+                generation=generation,
+                candidate=trial.index + 1,
+                revision=trial.revisions,
+                reason=reason,
+                rejected_summary=trial.candidate.summary,
+                **{k: v for k, v in revised.to_record().items() if k != "revision"},
+            )
         )
         self.log(f"gen {generation}: revised {trial.label} after '{reason[:80]}'")
         trial.candidate = revised
@@ -185,7 +188,7 @@ class TrialRunner:
         failures = getattr(self.proposer, "failures", [])
         for failed in failures:
             self.ledger.append(
-                "proposal_failed", generation=generation, proposer=failed.proposer, errors=failed.errors
+                ProposalFailedEvent(generation=generation, proposer=failed.proposer, errors=failed.errors)
             )
         if isinstance(failures, list):
             failures.clear()

@@ -128,6 +128,11 @@ class RunView:
     totals: dict[str, Any] = field(default_factory=dict)
     """Scalars ``run_finished`` recorded (rollouts, tokens, ...)."""
     unknown_events: tuple[str, ...] = ()
+    stopped: dict[str, Any] | None = None
+    """The ``budget_exhausted`` event when a budget stopped the run (limit, spent, cap, stage)."""
+    training: tuple[dict[str, Any], ...] = ()
+    """``--train-every``: the ``policy_trained``, ``policy_training_skipped`` and
+    ``agent_model_changed`` events, in order."""
     lock_owner: dict[str, Any] | None = None
     git_error: str | None = None
 

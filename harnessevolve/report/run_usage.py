@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from harnessevolve.runs import events as ev
+
 UsageTable = dict[str, dict[str, float]]
 
 
@@ -67,7 +69,7 @@ def fold_usage(events: list[dict[str, Any]]) -> RunUsage:
         else:
             share = _table(raw)
             summed = add(summed, share)
-        if e.get("event") == "run_finished":
+        if e.get("event") == ev.RunFinished.NAME:
             final = snapshot if "by_stage" in raw else share
         elif gen is not None:
             by_generation[gen] = _nonzero(add(by_generation.get(gen, {}), share))

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from harnessevolve.core.errors import HarnessEvolveError
-from harnessevolve.pipeline.ledger import read_ledger
 from harnessevolve.report.git_history import MAX_DIFF_CHARS, HarnessHistory, recorded_diff
 from harnessevolve.report.run_model import (
     CandidateView,
@@ -27,17 +26,11 @@ from harnessevolve.report.run_model import (
 )
 from harnessevolve.report.run_usage import fold_usage
 from harnessevolve.report.runs import END_STATES, harness_of, parse_ts, read_lock, run_state
+from harnessevolve.runs import events as ev
+from harnessevolve.runs.ledger import read_ledger
 
-KNOWN_EVENTS = frozenset(
-    {
-        "run_started", "run_resumed", "stale_lock_removed", "baseline", "generation_started",
-        "batch_evaluated", "proposal_failed", "no_proposal", "candidate_proposed", "candidate_revised",
-        "revision_failed", "revision_limit", "candidate_rejected", "committing", "candidate_committed",
-        "performance_increment", "gate_verdicts", "candidate_accepted", "candidate_reverted",
-        "generation_finished", "epoch_finished", "run_finished", "run_interrupted", "run_failed",
-        "test_evaluated",
-    }
-)  # fmt: skip
+KNOWN_EVENTS = frozenset(ev.CATALOG)
+"""Every event the report renders (each is counted in the event table; most are folded below)."""
 DETAILS = ("summary", "proposer", "model", "targets", "target_tasks", "paths")
 
 
@@ -91,6 +84,8 @@ class _Fold:
         self.tests: list[TestScores] = []
         self.lineage: list[tuple[str, dict[str, Any]]] = []
         self.baseline: float | None = None
+        self.stopped: dict[str, Any] | None = None
+        self.training: list[dict[str, Any]] = []
         self.head: str | None = None
 
     def slot(self, gen: int, index: int) -> dict[str, Any]:
@@ -104,20 +99,20 @@ class _Fold:
         if isinstance(e.get("rev"), str):
             self.head = e["rev"]
         sha = e.get("sha") if isinstance(e.get("sha"), str) else None
-        if name == "baseline" and self.baseline is None:
+        if name == ev.Baseline.NAME and self.baseline is None:
             self.baseline = _float(e.get("score"))
-        elif name == "generation_started":
+        elif name == ev.GenerationStarted.NAME:
             row["rev"] = e.get("rev")
-        elif name == "batch_evaluated":
+        elif name == ev.BatchEvaluated.NAME:
             row.update(
                 train_current=_float(e.get("score")),
                 failed=e.get("failed"),
                 tasks=len(e.get("tasks") or []),
                 clusters=_clusters(e.get("clusters")),
             )
-        elif name in ("candidate_proposed", "candidate_revised") and gen is not None:
+        elif name in (ev.CandidateProposed.NAME, ev.CandidateRevised.NAME) and gen is not None:
             self.slot(gen, index).update(_details(e), revisions=int(e.get("revision", 0) or 0))
-        elif name == "gate_verdicts" and (sha in self.by_sha or gen is not None):
+        elif name == ev.GateVerdicts.NAME and (sha in self.by_sha or gen is not None):
             slot = self.by_sha[sha] if sha in self.by_sha else self.slot(gen, index)  # type: ignore[arg-type]
             slot["verdicts"] = _verdicts(e.get("verdicts"))
             for v in slot["verdicts"]:
@@ -125,7 +120,7 @@ class _Fold:
                     row["train_candidate"] = _float(v.numbers.get("candidate"))
                 if v.gate == "heldout":
                     row["candidate_validation"] = _float(v.numbers.get("candidate"))
-        elif name == "candidate_rejected" and gen is not None:
+        elif name == ev.CandidateRejected.NAME and gen is not None:
             self.slot(gen, index).update(
                 _details(e),
                 outcome="rejected",
@@ -135,36 +130,40 @@ class _Fold:
                 verdicts=_verdicts(e.get("verdicts")),
                 revisions=int(e.get("revisions", 0) or 0),
             )
-        elif name == "candidate_committed" and sha and gen is not None:
+        elif name == ev.CandidateCommitted.NAME and sha and gen is not None:
             slot = self.slot(gen, index)
             slot.update(_details(e), sha=sha)
             slot.setdefault("outcome", "pending")
             self.by_sha[sha] = slot
             row["candidate"] = sha
-        elif name == "candidate_accepted" and sha in self.by_sha:
+        elif name == ev.CandidateAccepted.NAME and sha in self.by_sha:
             self.by_sha[sha]["outcome"] = "accepted"
             if e.get("verdicts"):
                 self.by_sha[sha]["verdicts"] = _verdicts(e["verdicts"])
             if _float(e.get("validation")) is not None and gen is not None:
                 row["candidate_validation"] = _float(e.get("validation"))
             self.lineage.append(("accepted", e))
-        elif name == "candidate_reverted" and sha in self.by_sha:
+        elif name == ev.CandidateReverted.NAME and sha in self.by_sha:
             self.by_sha[sha].update(
                 outcome="reverted",
                 rejected_by=e.get("gate"),
                 reason=str(e.get("reason", "")),
                 revert_sha=e.get("revert_sha"),
             )
-        elif name == "generation_finished":
+        elif name == ev.GenerationFinished.NAME:
             row.update(outcome=str(e.get("outcome", "")), validation=_float(e.get("validation")))
             for key in ("train_current", "train_candidate"):
                 if _float(e.get(key)) is not None:
                     row[key] = _float(e.get(key))
-        elif name in ("proposal_failed", "no_proposal", "revision_failed"):
+        elif name in (ev.ProposalFailed.NAME, ev.NoProposal.NAME, ev.RevisionFailed.NAME):
             self.failed_proposals.append(e)
-        elif name == "epoch_finished" and isinstance(e.get("restored"), str):
+        elif name == ev.EpochFinished.NAME and isinstance(e.get("restored"), str):
             self.lineage.append(("restored", e))
-        elif name == "test_evaluated":
+        elif name == ev.BudgetExhausted.NAME:
+            self.stopped = e
+        elif name in (ev.PolicyTrained.NAME, ev.PolicyTrainingSkipped.NAME, ev.AgentModelChanged.NAME):
+            self.training.append(e)
+        elif name == ev.TestEvaluated.NAME:
             self.tests.append(
                 TestScores(
                     int(e.get("tasks", 0) or 0),
@@ -183,7 +182,7 @@ def load_run_view(run_dir: Path, *, with_git: bool = True) -> RunView:
         raise HarnessEvolveError("no ledger.jsonl here", file=str(run_dir), hint="pass a run folder or id")
     events = [e for e in read_ledger(run_dir / "ledger.jsonl") if isinstance(e, dict)]
     harness_dir = harness_of(run_dir, events)
-    started = next((e for e in events if e.get("event") == "run_started"), {})
+    started = next((e for e in events if e.get("event") == ev.RunStarted.NAME), {})
     run_id = str(started.get("run_id") or run_dir.name)
     fold = _Fold()
     for e in events:
@@ -198,7 +197,7 @@ def load_run_view(run_dir: Path, *, with_git: bool = True) -> RunView:
         GenerationView(**{**row, "usage": usage.by_generation.get(g, {})})
         for g, row in sorted(fold.gens.items())
     )
-    finished = next((e for e in reversed(events) if e.get("event") == "run_finished"), None)
+    finished = next((e for e in reversed(events) if e.get("event") == ev.RunFinished.NAME), None)
     state = run_state(events, run_id, lock := read_lock(harness_dir))
     end = next((e for e in reversed(events) if e.get("event") in END_STATES), None)
     restored = {s for k, e in fold.lineage if k == "restored" and (s := e["restored"])}
@@ -244,6 +243,8 @@ def load_run_view(run_dir: Path, *, with_git: bool = True) -> RunView:
         if finished
         else {},
         unknown_events=tuple(sorted({str(e.get("event")) for e in events} - KNOWN_EVENTS)),
+        stopped=fold.stopped,
+        training=tuple(fold.training),
         lock_owner=lock if lock and lock.get("run_id") == run_id else None,
         git_error=history.error if history else None,
     )

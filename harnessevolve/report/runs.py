@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from harnessevolve.core.errors import HarnessEvolveError
-from harnessevolve.pipeline.rundir import STATE_DIR, pid_alive
+from harnessevolve.runs import events as ev
+from harnessevolve.runs.rundir import STATE_DIR, pid_alive
 
-START_EVENTS = ("run_started", "run_resumed")
-END_STATES = {"run_finished": "finished", "run_interrupted": "interrupted", "run_failed": "failed"}
+START_EVENTS = (ev.RunStarted.NAME, ev.RunResumed.NAME)
+END_STATES = ev.END_EVENTS
 
 
 def runs_dir(harness_dir: Path) -> Path:
@@ -51,7 +52,7 @@ def harness_of(run_dir: Path, events: list[dict[str, Any]]) -> Path:
     beside = Path(run_dir).resolve().parent.parent.parent
     if (beside / "harness.yaml").is_file() or not events:
         return beside
-    recorded = events[0].get("harness") if events[0].get("event") == "run_started" else None
+    recorded = events[0].get("harness") if events[0].get("event") == ev.RunStarted.NAME else None
     return Path(recorded) if recorded else beside
 
 

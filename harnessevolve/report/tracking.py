@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from harnessevolve.core.errors import HarnessEvolveError
-from harnessevolve.pipeline.rundir import STATE_DIR
+from harnessevolve.runs import events as ev
+from harnessevolve.runs.rundir import STATE_DIR
 
 log = logging.getLogger(__name__)
 RUN_ID_TAG = "harnessevolve.run_id"
-END_STATUS = {"run_finished": "FINISHED", "run_failed": "FAILED", "run_interrupted": "KILLED"}
+END_STATUS = {ev.RunFinished.NAME: "FINISHED", ev.RunFailed.NAME: "FAILED", ev.RunInterrupted.NAME: "KILLED"}
 
 
 class Tracker(Protocol):
@@ -65,35 +66,35 @@ def event_metrics(event: dict[str, Any]) -> dict[str, float]:
     """The numbers an event contributes, keyed by metric name (step: its generation)."""
     name = event.get("event")
     out: dict[str, float] = {}
-    if name == "baseline" and _number(event.get("score")) is not None:
+    if name == ev.Baseline.NAME and _number(event.get("score")) is not None:
         out["validation/current"] = float(event["score"])
-    elif name == "batch_evaluated":
+    elif name == ev.BatchEvaluated.NAME:
         out["train/current"] = float(event.get("score") or 0.0)
         out["train/failed"] = float(event.get("failed") or 0)
         for cluster in event.get("clusters") or []:
             out[metric_name("cluster", cluster.get("cause", "?"))] = float(cluster.get("size") or 0)
-    elif name in ("gate_verdicts", "candidate_rejected"):
+    elif name in (ev.GateVerdicts.NAME, ev.CandidateRejected.NAME):
         for verdict in event.get("verdicts") or []:
             gate = verdict.get("gate", "?")
             out[metric_name("gate", gate, "passed")] = 1.0 if verdict.get("passed") else 0.0
             for key, value in (verdict.get("numbers") or {}).items():
                 if _number(value) is not None:
                     out[metric_name("gate", gate, key)] = float(value)
-    elif name == "candidate_accepted" and _number(event.get("validation")) is not None:
+    elif name == ev.CandidateAccepted.NAME and _number(event.get("validation")) is not None:
         out["validation/candidate"] = float(event["validation"])
-    elif name == "generation_finished":
+    elif name == ev.GenerationFinished.NAME:
         for key, metric in (("validation", "validation/current"), ("train_current", "train/current")):
             if _number(event.get(key)) is not None:
                 out[metric] = float(event[key])
         if _number(event.get("train_candidate")) is not None:
             out["train/candidate"] = float(event["train_candidate"])
-    elif name == "epoch_finished" and _number(event.get("best_validation")) is not None:
+    elif name == ev.EpochFinished.NAME and _number(event.get("best_validation")) is not None:
         out["validation/best"] = float(event["best_validation"])
-    elif name == "test_evaluated":
+    elif name == ev.TestEvaluated.NAME:
         for which, value in (event.get("scores") or {}).items():
             if _number(value) is not None:
                 out[metric_name("test", which)] = float(value)
-    elif name == "run_finished":
+    elif name == ev.RunFinished.NAME:
         for key in ("rollouts", "tokens", "cached_rollouts"):
             if _number(event.get(key)) is not None:
                 out[metric_name("run", key)] = float(event[key])
@@ -183,7 +184,7 @@ class MlflowTracker:
             existing = self.client.search_runs(
                 [experiment], filter_string=f"tags.`{RUN_ID_TAG}` = '{run_id}'", max_results=1
             )
-            if existing and event.get("event") == "run_resumed":
+            if existing and event.get("event") == ev.RunResumed.NAME:
                 self.client.update_run(existing[0].info.run_id, status="RUNNING")
                 return existing[0].info.run_id
             if existing:
@@ -209,7 +210,7 @@ class MlflowTracker:
 
         name = event.get("event")
         if self.run_id is None:
-            if name not in ("run_started", "run_resumed"):
+            if name not in (ev.RunStarted.NAME, ev.RunResumed.NAME):
                 return
             self.run_id = self._open(event)
             if self.run_id is None:
@@ -217,15 +218,15 @@ class MlflowTracker:
                 return
         step = event.get("generation") if isinstance(event.get("generation"), int) else 0
         metrics = event_metrics(event)
-        if name == "candidate_accepted":
+        if name == ev.CandidateAccepted.NAME:
             self.accepted += 1
             metrics["candidates/accepted"] = float(self.accepted)
-        elif name in ("candidate_reverted", "candidate_rejected"):
+        elif name in (ev.CandidateReverted.NAME, ev.CandidateRejected.NAME):
             self.not_kept += 1
             metrics["candidates/not_kept"] = float(self.not_kept)
         stamp = int(time.time() * 1000)
         tags = [RunTag("harnessevolve.last_event", str(name))]
-        if name == "candidate_accepted" and event.get("sha"):
+        if name == ev.CandidateAccepted.NAME and event.get("sha"):
             tags.append(RunTag("harnessevolve.head", str(event["sha"])))
         self.client.log_batch(
             self.run_id, metrics=[Metric(k, v, stamp, step) for k, v in metrics.items()], tags=tags

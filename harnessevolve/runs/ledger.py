@@ -1,4 +1,10 @@
-"""The run ledger: append-only JSONL, one event a line, flushed and fsynced per event."""
+"""The run ledger: append-only JSONL, one event a line, flushed and fsynced per event.
+
+Every line is ``{"v": LEDGER_VERSION, "ts": ..., "event": NAME, **fields}`` with the event's fields
+from the catalog (:mod:`harnessevolve.runs.events`; the schema is
+``harnessevolve/schemas/ledger.schema.json``). Reading checks each line's version: a newer one is
+refused, an older one is migrated to this version's shape, so every reader sees one shape.
+"""
 
 from __future__ import annotations
 
@@ -9,29 +15,43 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.core.redact import redact, redact_obj
+from harnessevolve.runs.events import ENVELOPE, Event, RunStarted, build_event
 
-LEDGER_VERSION = 1
+LEDGER_VERSION = 2
+"""2: ``run_started.options`` holds the run's options typed, once (1 kept them twice: stringified in
+``options``, typed in ``resume``)."""
+
+
+class LedgerError(HarnessEvolveError):
+    """A ledger line cannot be read: not JSON (and not the torn last line), or a newer version."""
+
+    default_hint = "the ledger is append-only JSONL; restore the line named above or start a new run"
+
+
+Listener = Callable[[dict[str, Any]], None]
 
 
 class Ledger:
-    def __init__(self, path: Path, listeners: Iterable[Callable[[dict[str, Any]], None]] = ()) -> None:
+    def __init__(self, path: Path, listeners: Iterable[Listener] = ()) -> None:
         """``listeners`` get each event as written (secrets redacted), e.g. an MLflow tracker."""
         self.path = path
         self.listeners = list(listeners)
         path.parent.mkdir(parents=True, exist_ok=True)
+        _repair_torn_tail(path)
         self._handle = path.open("a", encoding="utf-8")
-        if self._handle.tell() and not path.read_bytes().endswith(b"\n"):
-            # A crash cut the last line short: end it, so the next event starts on a line of its own.
-            self._handle.write("\n")
-            self._handle.flush()
 
-    def append(self, event: str, **data: Any) -> dict[str, Any]:
+    def append(self, event: Event | str, **data: Any) -> dict[str, Any]:
+        """Write ``event`` (a catalog record, or a catalog name and its fields); returns the line."""
+        record_event = build_event(event, data) if isinstance(event, str) else event
+        if data and not isinstance(event, str):
+            raise TypeError("pass an event record or a name with fields, not both")
         record = {
             "v": LEDGER_VERSION,
             "ts": datetime.now(UTC).isoformat(timespec="milliseconds"),
-            "event": event,
-            **data,
+            "event": record_event.NAME,
+            **record_event.fields(),
         }
         line = json.dumps(redact_obj(record), ensure_ascii=False, default=lambda value: redact(str(value)))
         self._handle.write(line + "\n")
@@ -47,12 +67,99 @@ class Ledger:
         self._handle.close()
 
 
-def read_ledger(path: Path) -> list[dict[str, Any]]:
-    """Every complete event; a torn last line (a crash mid-write) is skipped."""
+def _repair_torn_tail(path: Path) -> None:
+    """A crash mid-write leaves a last line without its newline: a complete event gets its newline,
+    a torn one is cut off (it never finished; appending after it would bury it mid-file)."""
+    if not path.is_file():
+        return
+    data = path.read_bytes()
+    if not data or data.endswith(b"\n"):
+        return
+    start = data.rfind(b"\n") + 1
+    try:
+        json.loads(data[start:])
+    except ValueError:
+        with path.open("r+b") as handle:
+            handle.truncate(start)
+            handle.flush()
+            os.fsync(handle.fileno())
+        return
+    with path.open("ab") as handle:
+        handle.write(b"\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def migrate_event(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` in this version's shape (a line of an older ledger is upgraded; others unchanged)."""
+    version = record.get("v", 1)
+    if version == 1 and record.get("event") == RunStarted.NAME and isinstance(record.get("resume"), dict):
+        record = {**record, "options": record["resume"]}
+        record.pop("resume")
+    return {**record, "v": LEDGER_VERSION} if version != LEDGER_VERSION else record
+
+
+def parse_ledger_line(line: str, path: Path | str, number: int) -> dict[str, Any]:
+    """One line (1-based ``number``) as a current-version event; LedgerError says what is wrong."""
+    where = f"{path}:{number}"
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise LedgerError(f"line {number} is not JSON ({exc.msg})", file=where) from None
+    if not isinstance(record, dict) or not isinstance(record.get("event"), str):
+        raise LedgerError(f"line {number} is not a ledger event (an object with an 'event')", file=where)
+    version = record.get("v", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise LedgerError(f"line {number} has an invalid version {version!r}", file=where, field="v")
+    if version > LEDGER_VERSION:
+        raise LedgerError(
+            f"line {number} was written by a newer harnessevolve (ledger v{version}; this one reads up "
+            f"to v{LEDGER_VERSION})",
+            file=where,
+            field="v",
+            hint="upgrade harnessevolve to read this run",
+        )
+    return migrate_event(record)
+
+
+def parse_ledger_bytes(data: bytes, path: Path | str) -> list[dict[str, Any]]:
+    """Every event of a ledger's bytes; only a torn last line (a crash mid-write) is skipped."""
+    lines = data.split(b"\n")
+    torn_last = not data.endswith(b"\n")
     events = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            events.append(json.loads(line))
-        except json.JSONDecodeError:
+    for index, raw in enumerate(lines, start=1):
+        if not raw.strip():
             continue
+        try:
+            events.append(parse_ledger_line(_decode(raw, path, index), path, index))
+        except LedgerError:
+            if torn_last and index == len(lines):
+                continue
+            raise
     return events
+
+
+def _decode(raw: bytes, path: Path | str, number: int) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        where = f"{path}:{number}"
+        raise LedgerError(f"line {number} is not UTF-8 text ({exc.reason})", file=where) from None
+
+
+def read_ledger(path: Path) -> list[dict[str, Any]]:
+    """Every event of the ledger at ``path``; only a torn last line (a crash mid-write) is skipped,
+    anything else undecodable raises LedgerError naming the line."""
+    return parse_ledger_bytes(path.read_bytes(), path)
+
+
+__all__ = [
+    "ENVELOPE",
+    "LEDGER_VERSION",
+    "Ledger",
+    "LedgerError",
+    "migrate_event",
+    "parse_ledger_line",
+    "parse_ledger_bytes",
+    "read_ledger",
+]

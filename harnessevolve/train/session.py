@@ -19,6 +19,7 @@ from typing import Any
 from harnessevolve.core import atif
 from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.errors import HarnessEvolveError
+from harnessevolve.runs import events as ev
 from harnessevolve.train.checkpoint import Provenance, save_checkpoint
 from harnessevolve.train.config import TrainConfig
 from harnessevolve.train.errors import NoTrainingDataError, TrainError, require_train_stack
@@ -74,7 +75,7 @@ def load_trajectory_folder(folder: Path) -> list[Trajectory]:
 
 
 def _ledger(run_dir: Path) -> list[dict[str, Any]]:
-    from harnessevolve.pipeline.ledger import read_ledger
+    from harnessevolve.runs.ledger import read_ledger
 
     path = run_dir / "ledger.jsonl"
     if not path.is_file():
@@ -102,7 +103,7 @@ def run_training_data(run_dir: Path, *, with_references: bool = True) -> Trainin
     from harnessevolve.core.tasks import load_benchmark
 
     events = _ledger(run_dir)
-    started = next((e for e in events if e.get("event") == "run_started"), {})
+    started = next((e for e in events if e.get("event") == ev.RunStarted.NAME), {})
     revs = [e["rev"] for e in events if e.get("rev")]
     train_ids: set[str] = set()
     benchmark = None
@@ -110,7 +111,9 @@ def run_training_data(run_dir: Path, *, with_references: bool = True) -> Trainin
         benchmark = load_benchmark(str(started.get("benchmark", "")))
         train_ids = {t.id for t in benchmark.split("train")}
     except HarnessEvolveError:
-        train_ids = {t for e in events if e.get("event") == "batch_evaluated" for t in e.get("tasks", [])}
+        train_ids = {
+            t for e in events if e.get("event") == ev.BatchEvaluated.NAME for t in e.get("tasks", [])
+        }
     rollouts = [
         t
         for p in sorted((run_dir / "trajectories").glob("*/*.json"))

@@ -12,7 +12,7 @@ from run_args import run_args
 
 from harnessevolve.cli.app import app
 from harnessevolve.models.scripted import register_script, unregister_script
-from harnessevolve.pipeline.ledger import read_ledger
+from harnessevolve.runs.ledger import read_ledger
 
 
 def only_run_dir(harness_dir: Path) -> Path:

@@ -12,7 +12,7 @@ import pytest
 from harnessevolve.core import atif
 from harnessevolve.core.atif import Step, Trajectory
 from harnessevolve.core.redact import REDACTED, redact, redact_obj
-from harnessevolve.pipeline.ledger import Ledger, read_ledger
+from harnessevolve.runs.ledger import Ledger, read_ledger
 
 # Fake credentials of the right shapes (none is a real key).
 OPENAI = "sk-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6"
@@ -121,14 +121,18 @@ def test_redact_obj_walks_nested_data_and_keeps_keys() -> None:
 def test_ledger_lines_are_redacted(tmp_path: Path) -> None:
     ledger = Ledger(tmp_path / "ledger.jsonl")
     ledger.append(
-        "model_error", error=f"AuthenticationError: Incorrect API key provided: {OPENAI}", path=tmp_path
+        "run_failed",
+        generation=1,
+        stage="execute",
+        error=f"AuthenticationError: Incorrect API key provided: {OPENAI}",
+        rev=tmp_path,  # not JSON: written as its (redacted) text
     )
     ledger.close()
     text = (tmp_path / "ledger.jsonl").read_text()
     assert OPENAI not in text and REDACTED in text
     (event,) = read_ledger(tmp_path / "ledger.jsonl")
     assert event["error"] == f"AuthenticationError: Incorrect API key provided: {REDACTED}"
-    assert event["path"] == str(tmp_path)
+    assert event["rev"] == str(tmp_path)
 
 
 def test_saved_trajectories_are_redacted(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from harnessevolve.optimize import llm_proposer
 from harnessevolve.optimize.llm_proposer import LLMProposer, render_context
 from harnessevolve.optimize.proposal import ProposalContext, ProposalFailed, ReferenceAction
 from harnessevolve.optimize.reply_format import REPLY_NAME, response_format
-from harnessevolve.pipeline.ledger import read_ledger
+from harnessevolve.runs.ledger import read_ledger
 
 SEED = Path(__file__).parents[2] / "harnesses" / "shell-agent"
 SYSTEM = "prompts/system.md"

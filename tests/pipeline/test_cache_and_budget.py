@@ -16,10 +16,10 @@ from harnessevolve.harness.load import load_harness
 from harnessevolve.models.scripted import register_script, unregister_script
 from harnessevolve.models.usage import UsageMeter
 from harnessevolve.pipeline.budget import Budget, BudgetExhausted, BudgetGuard
-from harnessevolve.pipeline.ledger import read_ledger
 from harnessevolve.pipeline.references import load_references
 from harnessevolve.pipeline.rollout_cache import RolloutCache
 from harnessevolve.pipeline.scoring import Scorer
+from harnessevolve.runs.ledger import read_ledger
 
 
 class Counting:
@@ -207,6 +207,6 @@ def test_sandbox_limits_reach_the_commands(harness_dir: Path, cli) -> None:
         unregister_script("ulimit-probe")
     assert result.exit_code in (0, 1), result.output
     (run,) = list((harness_dir / ".harnessevolve" / "runs").iterdir())
-    assert read_ledger(run / "ledger.jsonl")[0]["resume"]["sandbox_limits"] == "max_file_mb=2,cpu_s=30"
+    assert read_ledger(run / "ledger.jsonl")[0]["options"]["sandbox_limits"] == "max_file_mb=2,cpu_s=30"
     saved = next((run / "trajectories").rglob("*.json")).read_text()
     assert "2048\\n30" in saved  # 2 MiB in 1 KiB blocks, then 30 CPU seconds, as bash reports them

@@ -15,7 +15,7 @@ from harnessevolve.harness.load import load_harness
 from harnessevolve.optimize import registry
 from harnessevolve.optimize.proposal import Candidate
 from harnessevolve.pipeline.judge import CandidateJudge
-from harnessevolve.pipeline.ledger import read_ledger
+from harnessevolve.runs.ledger import read_ledger
 
 
 def ledger_of(harness_dir: Path) -> list[dict]:

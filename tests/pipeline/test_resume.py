@@ -10,7 +10,7 @@ import git
 from run_args import run_args
 
 from harnessevolve.cli.app import app
-from harnessevolve.pipeline.ledger import read_ledger
+from harnessevolve.runs.ledger import read_ledger
 
 DEAD_PID = 2**22 + 12345  # above pid_max's default: no such process
 

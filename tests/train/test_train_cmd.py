@@ -18,9 +18,9 @@ from harnessevolve.cli.app import app
 from harnessevolve.core import atif
 from harnessevolve.core.tasks import load_benchmark
 from harnessevolve.models.scripted import register_script, unregister_script
-from harnessevolve.pipeline.ledger import Ledger, read_ledger
 from harnessevolve.pipeline.state import RunState
 from harnessevolve.pipeline.training import train_generation
+from harnessevolve.runs.ledger import Ledger, read_ledger
 from harnessevolve.train.checkpoint import read_metadata
 from harnessevolve.train.config import TrainConfig
 from harnessevolve.train.errors import TrainError

@@ -8,7 +8,7 @@ from pathlib import Path
 from run_args import run_args
 
 from harnessevolve.cli.app import app
-from harnessevolve.pipeline.ledger import read_ledger
+from harnessevolve.runs.ledger import read_ledger
 
 
 def test_a_run_goes_through_the_trainer_stage_and_switches_the_agent_model(

@@ -1,0 +1,66 @@
+"""Values that cross stages, as ``str`` enums: each member *is* its string, so the JSON on disk (ledger,
+trajectories, reports) holds the same plain strings it always did and old files read unchanged."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class StopReason(StrEnum):
+    """Why a rollout ended (``extra.stop_reason`` of its trajectory)."""
+
+    SUBMITTED = "submitted"
+    STEP_LIMIT = "step_limit"
+    REPEATED = "repeated"
+    MODEL_ERROR = "model_error"
+    SETUP_ERROR = "setup_error"
+    WORKSPACE_TOO_LARGE = "workspace_too_large"
+    EXECUTOR_ERROR = "executor_error"
+
+
+INFRASTRUCTURE_STOPS = frozenset({StopReason.MODEL_ERROR, StopReason.SETUP_ERROR})
+"""Stops that say nothing about the harness (a provider or set-up failure): never cached, never a
+signal for an edit, a smoke run that hits one is inconclusive rather than failed."""
+
+
+class Verdict(StrEnum):
+    """What became of a candidate (the report's badge, the ``Verdict:`` trailer's first word)."""
+
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"
+    """Judged and not kept, never committed (K > 1: lost to another, or failed a gate)."""
+    REVERTED = "reverted"
+    """Committed, then reverted by a gate."""
+    PENDING = "pending"
+    """Committed, no decision recorded yet (a run killed in between)."""
+
+
+class Outcome(StrEnum):
+    """A gate decision's outcome; ``continue`` only from a sequential test that wants more pairs."""
+
+    ACCEPT = "accept"
+    REJECT = "reject"
+    CONTINUE = "continue"
+
+
+class RunEnd(StrEnum):
+    """How a run's ledger ends (``status`` shows these as the run's state)."""
+
+    FINISHED = "finished"
+    INTERRUPTED = "interrupted"
+    FAILED = "failed"
+
+
+class Stage(StrEnum):
+    """Where a run is (``RunState.stage``, ``stage`` of budget/failure events, usage by stage)."""
+
+    BASELINE = "baseline"
+    EXECUTE = "execute"
+    EVALUATE = "evaluate"
+    OPTIMIZE = "optimize"
+    GATE = "gate"
+    COMMIT = "commit"
+    TRAIN = "train"
+    TRAIN_EVAL = "train_eval"
+    EPOCH_END = "epoch_end"
+    FINISHED = "finished"

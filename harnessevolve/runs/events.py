@@ -1,0 +1,493 @@
+"""The ledger's event catalog: every event a run writes, one typed record each, with its fields.
+
+Writers build a record and hand it to :meth:`Ledger.append` (a free name is looked up here and its
+fields checked, so a typo or an undeclared field fails at the write, not in a report weeks later);
+readers compare names with the record's ``NAME`` and may :func:`parse_event` a line into its record.
+Each line on disk is ``{"v": LEDGER_VERSION, "ts": ..., "event": NAME, **fields}``. A field left at
+its default ``None`` is not written (the run-time shape of a record: fields that were not known at
+the time of writing stay absent); required fields are always written, ``None`` or not.
+
+Adding an event: a record here (a ``NAME`` and its fields), then render it in the report
+(``report/run_view.py`` folds what it needs; every catalog event is counted in the HTML's event
+table). ``tests/runs/test_events.py`` checks that every event written anywhere is in the catalog.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+ENVELOPE = ("v", "ts", "event")
+"""Keys every ledger line has besides its event's fields."""
+
+
+class UnknownEventError(TypeError):
+    """A writer named an event, or a field, the catalog does not have (a programming error)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    """One ledger event. Subclasses set ``NAME`` and declare their fields."""
+
+    NAME: ClassVar[str] = ""
+
+    def fields(self) -> dict[str, Any]:
+        """The event's fields as written: required ones always, optional ones when set."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value is None and f.default is None:
+                continue
+            out[f.name] = value
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class CandidateDetails(Event):
+    """What a proposer said about its candidate (``Candidate.to_record()``); no file contents."""
+
+    summary: str | None = None
+    rationale: str | None = None
+    proposer: str | None = None
+    model: str | None = None
+    targets: list[str] | None = None
+    target_tasks: list[str] | None = None
+    paths: list[str] | None = None
+    edits: dict[str, Any] | None = None
+    evidence: list[Any] | None = None
+    revision: int | None = None
+    feedback: list[str] | None = None
+
+
+# -- a run's start and end --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunStarted(Event):
+    """The first event of a run. ``options`` are the run's options, typed (``RunOptions.to_json``)."""
+
+    NAME: ClassVar[str] = "run_started"
+    run_id: str
+    harness: str
+    rev: str
+    benchmark: str
+    options: dict[str, Any]
+    gates: str | None
+    references: int | None = None
+    sandbox: str | None = None
+    resume: dict[str, Any] | None = None
+    """Ledger v1 only: the typed options (v1 kept ``options`` stringified); read, never written."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunResumed(Event):
+    NAME: ClassVar[str] = "run_resumed"
+    run_id: str
+    rev: str
+    next_generation: int
+    recovered: list[str]
+    stale_lock: dict[str, Any] | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class StaleLockRemoved(Event):
+    NAME: ClassVar[str] = "stale_lock_removed"
+    owner: dict[str, Any] | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunFinished(Event):
+    """The run ended by itself: every generation done, or a budget ran out (``stopped``)."""
+
+    NAME: ClassVar[str] = "run_finished"
+    accepted: list[str]
+    reverted: list[str]
+    rev: str
+    rollouts: int | None = None
+    cached_rollouts: int | None = None
+    tokens: int | None = None
+    usage: dict[str, Any] | None = None
+    stopped: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class BudgetExhausted(Event):
+    """A ``--max-*`` budget stopped the run (``run_finished`` follows, with ``stopped``)."""
+
+    NAME: ClassVar[str] = "budget_exhausted"
+    generation: int
+    stage: str
+    limit: str
+    spent: float
+    cap: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunInterrupted(Event):
+    NAME: ClassVar[str] = "run_interrupted"
+    generation: int
+    stage: str
+    error: str
+    rev: str | None = None
+    usage: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunFailed(Event):
+    NAME: ClassVar[str] = "run_failed"
+    generation: int
+    stage: str
+    error: str
+    rev: str | None = None
+    usage: dict[str, Any] | None = None
+
+
+# -- generations ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Baseline(Event):
+    """The seed harness's validation score (the run's first measurement)."""
+
+    NAME: ClassVar[str] = "baseline"
+    split: str
+    rev: str
+    harness_hash: str
+    score: float
+    tasks: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class GenerationStarted(Event):
+    NAME: ClassVar[str] = "generation_started"
+    generation: int
+    rev: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class BatchEvaluated(Event):
+    NAME: ClassVar[str] = "batch_evaluated"
+    generation: int
+    harness_hash: str
+    tasks: list[str]
+    score: float
+    failed: int
+    clusters: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class NoProposal(Event):
+    NAME: ClassVar[str] = "no_proposal"
+    generation: int
+    proposer: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProposalFailed(Event):
+    NAME: ClassVar[str] = "proposal_failed"
+    generation: int
+    proposer: str
+    errors: list[str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class GenerationFinished(Event):
+    NAME: ClassVar[str] = "generation_finished"
+    generation: int
+    outcome: str
+    rev: str
+    summary: str | None = None
+    validation: float | None = None
+    candidate: str | None = None
+    verdicts: dict[str, Any] | None = None
+    train_current: float | None = None
+    train_candidate: float | None = None
+    usage: dict[str, Any] | None = None
+    recovered: bool | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class EpochFinished(Event):
+    """An epoch ended: the best snapshot on validation became current (``restored``: its sha, when
+    that meant going back)."""
+
+    NAME: ClassVar[str] = "epoch_finished"
+    epoch: int
+    generation: int
+    best: str
+    best_validation: float
+    snapshots: int
+    restored: str | None
+    rev: str
+
+
+# -- candidates -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class CandidateProposed(CandidateDetails):
+    NAME: ClassVar[str] = "candidate_proposed"
+    generation: int
+    candidate: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class CandidateRevised(CandidateDetails):
+    """A quality-gate rejection went back to the proposer; this is its answer."""
+
+    NAME: ClassVar[str] = "candidate_revised"
+    generation: int
+    candidate: int
+    reason: str
+    rejected_summary: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RevisionFailed(Event):
+    NAME: ClassVar[str] = "revision_failed"
+    generation: int
+    candidate: int
+    proposer: str
+    errors: list[str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RevisionLimit(Event):
+    NAME: ClassVar[str] = "revision_limit"
+    generation: int
+    candidate: int
+    revisions: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class PerformanceIncrement(Event):
+    """One step of a sequential performance test (``noise.SequentialGate`` numbers)."""
+
+    NAME: ClassVar[str] = "performance_increment"
+    generation: int
+    mode: str | None = None
+    pairs: int | None = None
+    rollouts: int | None = None
+    tasks: int | None = None
+    current: float | None = None
+    candidate: float | None = None
+    gain: float | None = None
+    gain_ci: list[float] | None = None
+    confidence: float | None = None
+    wins: int | None = None
+    losses: int | None = None
+    ties: int | None = None
+    llr: float | None = None
+    accept_at: float | None = None
+    reject_at: float | None = None
+    win_share_h1: float | None = None
+    effect: float | None = None
+    power: float | None = None
+    max_pairs: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class GateVerdicts(Event):
+    NAME: ClassVar[str] = "gate_verdicts"
+    generation: int
+    candidate: int | None = None
+    summary: str | None = None
+    sha: str | None = None
+    verdicts: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CandidateRejected(CandidateDetails):
+    """Judged and not kept, never committed; its changes are saved at ``file`` in the run folder."""
+
+    NAME: ClassVar[str] = "candidate_rejected"
+    generation: int
+    candidate: int
+    of: int
+    file: str
+    revisions: int | None = None
+    passed: bool | None = None
+    gate: str | None = None
+    reason: str | None = None
+    validation: float | None = None
+    train_candidate: float | None = None
+    verdicts: list[dict[str, Any]] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Committing(Event):
+    """Written just before a candidate's commit, so resume knows a commit may follow."""
+
+    NAME: ClassVar[str] = "committing"
+    generation: int
+    paths: list[str]
+    verdict: str
+    summary: str
+    harness_hash: str | None
+    validation: float | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CandidateCommitted(CandidateDetails):
+    NAME: ClassVar[str] = "candidate_committed"
+    generation: int
+    sha: str
+    verdict: str
+    candidate: int | None = None
+    of: int | None = None
+    revisions: int | None = None
+    recovered: bool | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CandidateAccepted(Event):
+    NAME: ClassVar[str] = "candidate_accepted"
+    generation: int
+    sha: str
+    harness_hash: str | None
+    validation: float | None
+    candidate: int | None = None
+    of: int | None = None
+    revisions: int | None = None
+    verdicts: list[dict[str, Any]] | None = None
+    recovered: bool | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CandidateReverted(Event):
+    NAME: ClassVar[str] = "candidate_reverted"
+    generation: int
+    sha: str
+    revert_sha: str
+    gate: str | None
+    reason: str
+    numbers: dict[str, Any] | None = None
+    recovered: bool | None = None
+
+
+# -- training and the sealed test split --------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class PolicyTrained(Event):
+    """``--train-every``: the agent model was fine-tuned on the run so far."""
+
+    NAME: ClassVar[str] = "policy_trained"
+    generation: int
+    mode: str
+    base_model: str
+    model: str
+    checkpoint: str
+    samples: int
+    trained_tokens: int
+    tokens: int
+    loss_before: float
+    loss_after: float
+    train_s: float
+    seconds: float
+    tokens_per_s: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class PolicyTrainingSkipped(Event):
+    """``--train-every``: nothing to learn from yet (no success, no groups); the model stays."""
+
+    NAME: ClassVar[str] = "policy_training_skipped"
+    generation: int
+    model: str
+    skipped: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentModelChanged(Event):
+    """After training, the new checkpoint is the agent model; ``validation`` is its score."""
+
+    NAME: ClassVar[str] = "agent_model_changed"
+    generation: int
+    model: str
+    validation: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class TestEvaluated(Event):
+    """The sealed test split was scored: by ``report --final`` (``source`` unset) or ``gate``."""
+
+    NAME: ClassVar[str] = "test_evaluated"
+    tasks: int
+    revisions: dict[str, str]
+    scores: dict[str, float]
+    split: str | None = None
+    model: str | None = None
+    source: str | None = None
+    benchmark: str | None = None
+
+
+CATALOG: dict[str, type[Event]] = {
+    cls.NAME: cls
+    for cls in (
+        RunStarted,
+        RunResumed,
+        StaleLockRemoved,
+        RunFinished,
+        BudgetExhausted,
+        RunInterrupted,
+        RunFailed,
+        Baseline,
+        GenerationStarted,
+        BatchEvaluated,
+        NoProposal,
+        ProposalFailed,
+        GenerationFinished,
+        EpochFinished,
+        CandidateProposed,
+        CandidateRevised,
+        RevisionFailed,
+        RevisionLimit,
+        PerformanceIncrement,
+        GateVerdicts,
+        CandidateRejected,
+        Committing,
+        CandidateCommitted,
+        CandidateAccepted,
+        CandidateReverted,
+        PolicyTrained,
+        PolicyTrainingSkipped,
+        AgentModelChanged,
+        TestEvaluated,
+    )
+}
+"""Every event by name."""
+
+END_EVENTS = {RunFinished.NAME: "finished", RunInterrupted.NAME: "interrupted", RunFailed.NAME: "failed"}
+"""Events that end a run, and the state ``status`` shows for each."""
+
+
+def build_event(name: str, data: dict[str, Any]) -> Event:
+    """The record for event ``name`` with fields ``data``; UnknownEventError names what is wrong."""
+    cls = CATALOG.get(name)
+    if cls is None:
+        raise UnknownEventError(f"ledger event {name!r} is not in harnessevolve/runs/events.py")
+    declared = {f.name for f in dataclasses.fields(cls)}
+    extra = sorted(set(data) - declared)
+    if extra:
+        fields_ = ", ".join(extra)
+        raise UnknownEventError(f"ledger event {name!r} has no field(s) {fields_} (see runs/events.py)")
+    try:
+        return cls(**data)
+    except TypeError as exc:
+        raise UnknownEventError(f"ledger event {name!r}: {exc}") from None
+
+
+def parse_event(record: dict[str, Any]) -> Event | None:
+    """A ledger line as its typed record; ``None`` for an event this version does not know or a
+    line whose fields do not fit its record (readers stay total: they fall back to the dict)."""
+    name = record.get("event")
+    cls = CATALOG.get(name) if isinstance(name, str) else None
+    if cls is None:
+        return None
+    declared = {f.name for f in dataclasses.fields(cls)}
+    try:
+        return cls(**{k: v for k, v in record.items() if k in declared})
+    except TypeError:
+        return None
