@@ -14,6 +14,7 @@ from harnessevolve.cli import (
     report_cmd,
     run_cmd,
     status_cmd,
+    tasks_cmd,
     train_cmd,
     traj_cmd,
 )
@@ -35,6 +36,7 @@ app.command()(status_cmd.status)
 app.command()(status_cmd.log)
 app.add_typer(refs_cmd.app, name="refs")
 app.add_typer(traj_cmd.app, name="traj")
+app.add_typer(tasks_cmd.app, name="tasks")
 app.add_typer(models_cmd.app, name="models")
 app.command()(diff_cmd.diff)
 app.command()(train_cmd.train)
