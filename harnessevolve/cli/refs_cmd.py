@@ -14,9 +14,46 @@ from harnessevolve.cli._errors import handle_errors
 from harnessevolve.cli.options import Benchmark, Model, Seed
 from harnessevolve.cli.ui import console
 from harnessevolve.core import paths
+from harnessevolve.core.errors import BenchmarkError
+from harnessevolve.core.tasks import Benchmark as BenchmarkSuite
 from harnessevolve.harness.load import load_harness
 from harnessevolve.pipeline.references import import_atif, replay_gold, save_reference
 from harnessevolve.pipeline.refgen import Generated, generate_reference, write_regret
+
+OUT_HELP = (
+    "Folder to write <task-id>.json into (default: the suite's trajectories/ folder, next to its tasks; "
+    "where run reads them)."
+)
+
+
+def reference_output_dir(bench: BenchmarkSuite, out: Path | None) -> Path:
+    """Where references are written: ``--out``, else next to the suite (``<suite>/trajectories``).
+
+    Never into the installed package; a built-in suite of the checkout keeps its references in the
+    checkout's ``trajectories/<name>`` (that is how they are maintained); a built-in suite of an
+    installed package needs ``--out``."""
+    if out is not None:
+        if paths.inside_package(out):
+            raise BenchmarkError(
+                "refusing to write into the installed harnessevolve package",
+                file=str(out),
+                field="--out",
+                hint="pass a folder of your own",
+            )
+        return out
+    default = bench.references_dir
+    if not paths.is_builtin(default):
+        return default
+    if not paths.is_builtin(bench.root):
+        return bench.root / "trajectories"
+    if paths.inside_package(default):
+        raise BenchmarkError(
+            f"{bench.name} is a built-in suite of the installed package; its reference folder is read-only",
+            field="--out",
+            hint="pass --out DIR (and copy the suite there to run on it with those references)",
+        )
+    return default
+
 
 app = typer.Typer(
     help="Reference trajectories: genuine successful runs the evaluator aligns failures against.",
@@ -39,10 +76,7 @@ def import_gold(
     split: Annotated[
         str, typer.Option(help="Which split's tasks: train (default), validation, test or all.")
     ] = "train",
-    out: Annotated[
-        Path | None,
-        typer.Option(help="Folder to write <task-id>.json into (default: the benchmark's reference folder)."),
-    ] = None,
+    out: Annotated[Path | None, typer.Option(help=OUT_HELP)] = None,
     from_atif: Annotated[
         list[Path] | None,
         typer.Option(
@@ -56,14 +90,14 @@ def import_gold(
     bench = load_benchmark_spec(benchmark)
     if from_atif:
         imported = import_atif(bench, from_atif)
-        folder = out or bench.references_dir
+        folder = reference_output_dir(bench, out)
         for task_id, trajectory in imported:
             save_reference(trajectory, folder, task_id)
         console.print(f"imported {len(imported)} reference trajectories into {folder}")
         return
     agent = load_harness(harness or paths.builtin_dir("harnesses") / "shell-agent")
     tasks = bench.tasks if split == "all" else bench.split(split)  # type: ignore[arg-type]
-    folder = out or bench.references_dir
+    folder = reference_output_dir(bench, out)
 
     async def build() -> list[tuple[str, object]]:
         return [(t.id, await replay_gold(agent, t)) for t in tasks if t.gold]
@@ -90,10 +124,7 @@ def generate(
     task: Annotated[
         list[str] | None, typer.Option("--task", help="Only these task ids (repeatable).")
     ] = None,
-    out: Annotated[
-        Path | None,
-        typer.Option(help="Folder to write <task-id>.json into (default: the benchmark's reference folder)."),
-    ] = None,
+    out: Annotated[Path | None, typer.Option(help=OUT_HELP)] = None,
     seed: Seed = 0,
 ) -> None:
     """Let the agent build references with the answer as a privileged hint; keep only genuine runs
@@ -101,7 +132,7 @@ def generate(
     bench = load_benchmark_spec(benchmark)
     agent = load_harness(harness or paths.builtin_dir("harnesses") / "shell-agent")
     tasks = [bench.task(t) for t in task] if task else list(bench.split("train"))
-    folder = out or bench.references_dir
+    folder = reference_output_dir(bench, out)
     agent_model = model or agent.model
 
     async def build() -> list[Generated]:

@@ -40,3 +40,9 @@ def is_builtin(path: Path) -> bool:
     resolved = Path(path).resolve()
     roots = [PACKAGE] + [PACKAGE.parent / kind for kind in KINDS]
     return any(resolved == root or root in resolved.parents for root in roots)
+
+
+def inside_package(path: Path) -> bool:
+    """Whether ``path`` lies inside the harnessevolve package itself (an installed wheel's data)."""
+    resolved = Path(path).resolve()
+    return resolved == PACKAGE or PACKAGE in resolved.parents

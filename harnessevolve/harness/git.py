@@ -22,6 +22,30 @@ class Commit:
     message: str
 
 
+def _own_session_repo() -> type:
+    """``git.Repo`` whose git processes (the persistent ``cat-file`` helpers included) start in
+    their own session: a terminal's Ctrl-C goes to the whole foreground process group, and a git
+    helper killed by it would break the very git calls that record where the run stopped."""
+    import git
+
+    global _SessionRepo
+    if _SessionRepo is None:
+
+        class SessionGit(git.Git):
+            def execute(self, command, **kwargs):  # type: ignore[no-untyped-def, override]
+                kwargs.setdefault("start_new_session", True)
+                return super().execute(command, **kwargs)
+
+        class SessionRepo(git.Repo):
+            GitCommandWrapperType = SessionGit
+
+        _SessionRepo = SessionRepo
+    return _SessionRepo
+
+
+_SessionRepo: type | None = None
+
+
 class HarnessRepo:
     """The git repository that holds a harness, with every operation scoped to the harness folder."""
 
@@ -30,7 +54,7 @@ class HarnessRepo:
 
         self.dir = Path(harness_dir).resolve()
         try:
-            self.repo = git.Repo(self.dir, search_parent_directories=True)
+            self.repo = _own_session_repo()(self.dir, search_parent_directories=True)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
             raise HarnessGitError(
                 "the harness is not in a git repository",
