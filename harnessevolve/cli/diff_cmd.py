@@ -15,7 +15,11 @@ from harnessevolve.cli.options import JsonOut
 from harnessevolve.cli.traj_cmd import read_trajectory
 from harnessevolve.cli.ui import console
 from harnessevolve.core.signals import ErrorSignal
-from harnessevolve.evaluate.alignment import AlignedRow, align, describe, first_divergence
+from harnessevolve.evaluate.alignment import AlignedRow, describe, first_divergence
+from harnessevolve.evaluate.bounded_alignment import align_bounded
+
+TABLE_ROWS = 200
+"""Rows the table shows at most: a window around the first divergence (--json has them all)."""
 
 
 def divergent_row(rows: list[AlignedRow], signal: ErrorSignal) -> int | None:
@@ -53,7 +57,8 @@ def _diff(run_path: Path, ref_path: Path, json_out: bool) -> None:
     run, reference = read_trajectory(run_path), read_trajectory(ref_path)
     passed = run.extra.get("passed") is True
     score = float(run.extra.get("score", 0.0) or 0.0)
-    rows = align(run, reference)
+    aligned = align_bounded(run, reference)
+    rows = aligned.rows
     signal = None if passed else first_divergence(run, reference, score=score)
     marked = divergent_row(rows, signal) if signal else None
     if json_out:
@@ -81,7 +86,10 @@ def _diff(run_path: Path, ref_path: Path, json_out: bool) -> None:
     table.add_column("ref", justify="right")
     table.add_column("reference action", overflow="fold")
     table.add_column("", justify="center")
-    for i, row in enumerate(rows):
+    start = max(0, min((marked or 0) - TABLE_ROWS // 2, len(rows) - TABLE_ROWS))
+    shown = range(start, min(len(rows), start + TABLE_ROWS))
+    for i in shown:
+        row = rows[i]
         mark = "[green]✓[/]" if row.match else "[red]✗[/]"
         style = None
         if i == marked:
@@ -95,6 +103,13 @@ def _diff(run_path: Path, ref_path: Path, json_out: bool) -> None:
             style=style,
         )
     console.print(table)
+    if len(shown) < len(rows):
+        console.print(f"[dim]rows {start + 1}-{shown.stop} of {len(rows)} shown (--json gives every row)[/]")
+    if aligned.banded:
+        console.print(
+            f"[dim]{len(rows)} rows: too long for the full alignment table, aligned within a band "
+            "around the diagonal (exact matches only); the first divergence is exact[/]"
+        )
     if signal is None:
         console.print("[green]the run passed its checker; nothing to diagnose[/]")
         return

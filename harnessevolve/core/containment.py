@@ -15,7 +15,7 @@ def escape_of(root: Path, rel: str, *, inside: str = "the folder") -> str | None
     need not exist."""
     pure = PurePosixPath(rel)
     if pure.is_absolute() or ".." in pure.parts:
-        return f"must be a relative path that stays inside {inside}"
+        return f"must stay inside {inside} (a relative path without '..')"
     base = Path(root).resolve()
     try:
         target = (Path(root) / rel).resolve()
