@@ -1,11 +1,23 @@
-"""The multi-turn agent loop: model -> tool calls -> observations, until submit or the step limit.
+"""The agent loop: model -> tool calls -> observations, until submit or the step limit.
 
-Every turn becomes an ATIF step. Nothing the model does is a crash: malformed replies, unknown
-tools and bad arguments are recorded on the step (``extra.error``) and shown to the model.
+Every model turn becomes an ATIF step. Nothing the model does is a crash: malformed replies,
+unknown tools and bad arguments are recorded on the step (``extra.error``) and shown to the model.
+
+Multi-turn tasks (``turns``, or a simulated ``user``): the agent ends its turn by calling
+``submit`` or by replying without a tool call; the next user turn is then delivered as a new
+``user`` step (``extra.turn``, from 0) and the conversation goes on. ``loop.max_steps`` counts
+model calls per user turn. A one-turn task keeps the original rule: a reply without a tool call
+is answered with a nudge, and only ``submit`` ends the run.
+
+Tasks with Python or MCP tools get a tool server for the rollout (``tool_server.py``); its state
+after each user turn is kept in ``extra.tool_states`` (one per turn), its call log in
+``extra.tool_calls`` and each turn's count of calls in ``extra.turn_call_counts``: the inputs of
+Python checks.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import uuid
@@ -16,8 +28,10 @@ from typing import Any
 from harnessevolve import __version__
 from harnessevolve.core.atif import ObservationResult, Step, ToolCall, Trajectory
 from harnessevolve.core.tasks import Task
-from harnessevolve.execute.sandbox import Sandbox
-from harnessevolve.execute.tools import run_tool
+from harnessevolve.execute.rollout_tools import OfferedTool, dispatch, rollout_tools
+from harnessevolve.execute.sandbox import Sandbox, resolve_sandbox
+from harnessevolve.execute.simulated_user import next_user_turn
+from harnessevolve.execute.tool_server import ToolServer, ToolServerError, with_read_only
 from harnessevolve.harness.model import Harness
 from harnessevolve.models import ModelReply, acomplete
 
@@ -32,6 +46,14 @@ class StopReason:
     STEP_LIMIT = "step_limit"
     REPEATED = "repeated"
     MODEL_ERROR = "model_error"
+    ENDED = "ended"
+    """A multi-turn task: the agent ended its last user turn, or the simulated user stopped."""
+    USER_TURN_LIMIT = "user_turn_limit"
+    """The simulated user reached ``max_turns`` without writing its stop token."""
+    USER_ERROR = "user_error"
+    """The simulated user's model failed or wrote nothing."""
+    TOOL_ERROR = "tool_error"
+    """The task's tool server could not start (bad module, set-up that raised, MCP failure)."""
 
 
 def _now() -> str:
@@ -65,35 +87,158 @@ def _token_ids(reply: ModelReply) -> dict[str, Any]:
     return {k: reply.extra[k] for k in ("prompt_token_ids", "completion_token_ids") if k in reply.extra}
 
 
+class _Rollout:
+    """The mutable state of one rollout while the loop runs."""
+
+    def __init__(self, system: str) -> None:
+        self.messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+        self.steps: list[Step] = [Step(1, "system", system, timestamp=_now())]
+        self.answer: str | None = None
+        self.last_end = ""
+        """How the agent ended its last turn: ``submit`` or ``message``."""
+        self.closing = ""
+        """The agent's last message content (what a simulated user answers)."""
+        self.states: list[Any] = []
+        self.call_counts: list[int] = []
+        self.exchanges: list[tuple[str, str]] = []
+
+    def add_user(self, text: str, extra: dict[str, Any]) -> None:
+        self.messages.append({"role": "user", "content": text})
+        self.steps.append(Step(len(self.steps) + 1, "user", text, extra=extra, timestamp=_now()))
+
+
 async def run_agent(
     harness: Harness, task: Task, workspace: Path, *, model: str, seed: int, sandbox: Sandbox | None = None
 ) -> Trajectory:
     """Run the harness's agent on ``task`` in ``workspace``; returns the full trajectory.
 
-    Its commands run in ``sandbox`` (the default sandbox when None).
+    Its commands run in ``sandbox`` (the default sandbox when None), with the task's read-only
+    paths added; Python and MCP tools run in a tool server inside that sandbox.
     """
+    started = time.monotonic()
+    if task.read_only_paths or task.needs_tool_server:
+        sandbox = with_read_only(resolve_sandbox(sandbox), task.read_only_paths)
+    multi_turn = bool(task.turns) or task.user is not None
+    rollout = _Rollout(harness.assembled_prompt())
+    extra: dict[str, Any] = {}
+    stop: str | None = None
+    if task.instruction:
+        rollout.add_user(task.instruction, {"turn": 0} if multi_turn else {})
+    else:  # a simulated user opens the conversation
+        stop = await _simulated_turn(task, rollout, 0, seed)
+    async with contextlib.AsyncExitStack() as stack:
+        server = None
+        if stop is None and task.needs_tool_server:
+            try:
+                server = await stack.enter_async_context(
+                    ToolServer.start(
+                        task,
+                        workspace,
+                        sandbox=sandbox,
+                        timeout_s=harness.loop.command_timeout_s,
+                        limit=harness.loop.tool_output_limit,
+                    )
+                )
+            except ToolServerError as exc:
+                extra["error"] = f"tool_error: {exc}"[:2000]
+                stop = StopReason.TOOL_ERROR
+        tools = rollout_tools(harness, task, server.offered if server else [])
+        turn = 0
+        while stop is None:
+            stop = await _agent_turn(
+                harness,
+                tools,
+                rollout,
+                workspace,
+                model=model,
+                seed=seed,
+                server=server,
+                sandbox=sandbox,
+                multi_turn=multi_turn,
+            )
+            if server is not None:
+                state = await server.state()
+                rollout.states.append(state["objects"] if state else None)
+                rollout.call_counts.append(len(state["calls"]) if state else -1)
+                if state:
+                    extra["tool_calls"] = state["calls"]
+            if stop is not None:
+                break
+            rollout.exchanges.append((rollout.steps[_last_user(rollout.steps)].message, rollout.closing))
+            turn += 1
+            if task.user is not None:
+                stop = await _simulated_turn(task, rollout, turn, seed)
+            elif turn < len(task.turns):
+                rollout.add_user(task.turns[turn], {"turn": turn})
+            else:
+                stop = StopReason.SUBMITTED if rollout.last_end == "submit" else StopReason.ENDED
+    if server is not None:
+        extra.update(tool_states=rollout.states, turn_call_counts=rollout.call_counts)
+    if multi_turn:
+        extra["turns"] = sum(1 for s in rollout.steps if s.source == "user" and "turn" in s.extra)
+    return _trajectory(harness, task, model, seed, rollout, stop, started, extra)
+
+
+def _last_user(steps: list[Step]) -> int:
+    return max(i for i, s in enumerate(steps) if s.source == "user")
+
+
+async def _simulated_turn(task: Task, rollout: _Rollout, turn: int, seed: int) -> str | None:
+    """Ask the simulated user for turn ``turn``: None when it was delivered, else the stop reason."""
+    user = task.user
+    assert user is not None
+    if turn >= user.max_turns:
+        return StopReason.USER_TURN_LIMIT
+    try:
+        reply = await next_user_turn(user, rollout.exchanges, seed=seed + 10_000 + turn)
+    except Exception as exc:  # noqa: BLE001 - a failing user model is recorded, never raised
+        error = f"user_error: {type(exc).__name__}: {exc}".splitlines()[0][:500]
+        rollout.steps.append(Step(len(rollout.steps) + 1, "user", "", extra={"turn": turn, "error": error}))
+        return StopReason.USER_ERROR
+    if reply.stopped:
+        return StopReason.SUBMITTED if rollout.last_end == "submit" else StopReason.ENDED
+    if not reply.text:
+        error = "user_error: the simulated user wrote nothing"
+        rollout.steps.append(Step(len(rollout.steps) + 1, "user", "", extra={"turn": turn, "error": error}))
+        return StopReason.USER_ERROR
+    metrics = {
+        "prompt_tokens": reply.prompt_tokens,
+        "completion_tokens": reply.completion_tokens,
+        "cost_usd": reply.cost_usd,
+    }
+    rollout.add_user(reply.text, {"turn": turn, "simulated_user": user.model, "user_metrics": metrics})
+    return None
+
+
+async def _agent_turn(
+    harness: Harness,
+    tools: dict[str, OfferedTool],
+    rollout: _Rollout,
+    workspace: Path,
+    *,
+    model: str,
+    seed: int,
+    server: ToolServer | None,
+    sandbox: Sandbox | None,
+    multi_turn: bool,
+) -> str | None:
+    """Model calls until the agent ends its turn; None when it did (multi-turn), else why the
+    rollout stops (``submitted`` for a one-turn task, the step limit, a model error ...)."""
     loop = harness.loop
-    tools = [t.openai_schema() for t in harness.tools]
-    system = harness.assembled_prompt()
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": system},
-        {"role": "user", "content": task.instruction},
-    ]
-    steps = [Step(1, "system", system, timestamp=_now()), Step(2, "user", task.instruction, timestamp=_now())]
-    answer: str | None = None
-    stop = StopReason.STEP_LIMIT
+    schemas = [t.spec.openai_schema() for t in tools.values()]
+    messages, steps = rollout.messages, rollout.steps
     # Grammar-constrained tool calls are a feature of the embedded provider only.
     extra_params = {"grammar_tools": True} if loop.json_grammar and model.startswith("local/") else None
-    started = time.monotonic()
-    for turn in range(loop.max_steps):
+    for _ in range(loop.max_steps):
+        call_index = sum(1 for s in steps if s.source == "agent")
         try:
             reply = await acomplete(
                 model,
                 messages,
-                tools=tools,
+                tools=schemas,
                 temperature=loop.temperature,
                 max_tokens=loop.max_tokens,
-                seed=seed + turn,
+                seed=seed + call_index,
                 extra_params=extra_params,
             )
         except Exception as exc:  # noqa: BLE001 - provider faults are recorded, never raised
@@ -111,9 +256,24 @@ async def run_agent(
                     model_name=model,
                 )
             )
-            stop = StopReason.MODEL_ERROR
-            break
+            return StopReason.MODEL_ERROR
         step_id = len(steps) + 1
+        if multi_turn and not reply.parse_error and not reply.tool_calls:
+            # A reply without a tool call ends the agent's turn: the user speaks next.
+            steps.append(
+                Step(
+                    step_id,
+                    "agent",
+                    reply.content,
+                    metrics=_metrics(reply),
+                    extra=_token_ids(reply),
+                    timestamp=_now(),
+                    model_name=model,
+                )
+            )
+            messages.append({"role": "assistant", "content": reply.content})
+            rollout.last_end, rollout.closing = "message", reply.content or ""
+            return None
         if reply.parse_error or not reply.tool_calls:
             error = f"parse_error: {reply.parse_error}" if reply.parse_error else "no_tool_call"
             steps.append(
@@ -132,23 +292,23 @@ async def run_agent(
             messages.append({"role": "user", "content": nudge})
             continue
         calls, observations, errors = [], [], []
+        submitted = False
         for call in reply.tool_calls:
-            spec = harness.tool(call.name)
+            tool = tools.get(call.name)
             arguments = call.arguments if call.arguments is not None else {}
             calls.append(ToolCall(call.id, call.name, arguments))
-            if spec is None:
-                output = (
-                    f"error: unknown tool {call.name!r}; tools: {', '.join(t.name for t in harness.tools)}"
-                )
+            if tool is None:
+                output = f"error: unknown tool {call.name!r}; tools: {', '.join(tools)}"
                 errors.append(f"unknown_tool: {call.name}")
             elif call.arguments is None:
                 output = f"error: arguments of {call.name} are not a JSON object: {call.raw_arguments[:200]}"
                 errors.append(f"bad_arguments: {call.name}")
             else:
-                result = await run_tool(
-                    spec,
+                result = await dispatch(
+                    tool,
                     arguments,
                     workspace,
+                    server=server,
                     timeout_s=loop.command_timeout_s,
                     limit=loop.tool_output_limit,
                     sandbox=sandbox,
@@ -157,7 +317,8 @@ async def run_agent(
                 if result.error:
                     errors.append(f"tool_error: {result.error}")
                 if result.submitted is not None:
-                    answer = result.submitted
+                    rollout.answer = result.submitted
+                    submitted = True
             observations.append(ObservationResult(call.id, output))
         extra = {"error": "; ".join(errors)} if errors else {}
         extra.update(_token_ids(reply))
@@ -193,12 +354,25 @@ async def run_agent(
             {"role": "tool", "tool_call_id": o.source_call_id, "content": o.content + note}
             for o in observations
         ]
-        if answer is not None:
-            stop = StopReason.SUBMITTED
-            break
+        if submitted:
+            rollout.last_end, rollout.closing = "submit", reply.content or rollout.answer or ""
+            return None if multi_turn else StopReason.SUBMITTED
         if repeats_last(steps, loop.stop_on_repeat):
-            stop = StopReason.REPEATED
-            break
+            return StopReason.REPEATED
+    return StopReason.STEP_LIMIT
+
+
+def _trajectory(
+    harness: Harness,
+    task: Task,
+    model: str,
+    seed: int,
+    rollout: _Rollout,
+    stop: str | None,
+    started: float,
+    extra: dict[str, Any],
+) -> Trajectory:
+    steps = rollout.steps
     agent_steps = [s for s in steps if s.source == "agent"]
     return Trajectory(
         session_id=uuid.uuid4().hex,
@@ -208,12 +382,13 @@ async def run_agent(
         steps=tuple(steps),
         extra={
             "task_id": task.id,
-            "stop_reason": stop,
-            "answer": answer,
+            "stop_reason": stop or StopReason.STEP_LIMIT,
+            "answer": rollout.answer,
             "harness": harness.name,
             "harness_hash": harness.content_hash(),
             "seed": seed,
             "wall_s": round(time.monotonic() - started, 3),
+            **extra,
         },
         final_metrics={
             "total_prompt_tokens": sum(s.metrics.get("prompt_tokens", 0) for s in agent_steps),
