@@ -67,16 +67,24 @@ class ErrorSignal:
     severity: float
     hint: str
     step: int | None = None
-    """ATIF ``step_id`` of the first divergent step of the run; None without a reference."""
+    """ATIF ``step_id`` of the run's step at the first divergence; None without a reference.
+    For a skipped action: the step right after the last action the run got right (see
+    ``evaluate/alignment.py`` and docs/stages/evaluate.md, "Step convention")."""
     reference_step: int | None = None
-    """Index (1-based) of the reference action that should have happened there."""
+    """ATIF ``step_id`` of the reference's step holding the action expected there (None when the
+    reference had already finished)."""
     actual: dict[str, Any] | None = None
     """The run's action at the divergence: ``{"tool": ..., "arguments": ...}``."""
     expected: dict[str, Any] | None = None
     """The reference action at the divergence."""
+    gaps: tuple[str, ...] = ()
+    """What the trajectories lacked that the signal could have used (no tool definitions, a call
+    without an observation, ...): the signal is the best reading without it."""
+    judge: dict[str, Any] | None = None
+    """The optional LLM judge's view: ``{"model", "cause", "agrees", "hint", "reference_genuine"}``."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        doc = {
             "task_id": self.task_id,
             "cause": str(self.cause),
             "severity": round(self.severity, 3),
@@ -85,7 +93,11 @@ class ErrorSignal:
             "reference_step": self.reference_step,
             "actual": self.actual,
             "expected": self.expected,
+            "gaps": list(self.gaps),
         }
+        if self.judge is not None:
+            doc["judge"] = dict(self.judge)
+        return doc
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> ErrorSignal:
@@ -98,6 +110,8 @@ class ErrorSignal:
             reference_step=doc.get("reference_step"),
             actual=doc.get("actual"),
             expected=doc.get("expected"),
+            gaps=tuple(doc.get("gaps") or ()),
+            judge=doc.get("judge"),
         )
 
 

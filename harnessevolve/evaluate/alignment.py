@@ -1,285 +1,392 @@
 """Align a failed run with its reference trajectory and find the first divergent action.
 
-Actions are compared in order: the tool, then the arguments. Two calls of one tool are the same
-action when their arguments are similar as text (normalised similarity >= ``ARGUMENT_SIMILARITY``)
-*and* name the same operands (the words that decide the effect on the workspace: file names,
-numbers, words to write or replace), so ``wc -l  a.txt`` matches ``wc -l a.txt`` but ``wc -l b.txt``
-does not; the submitted answer must match exactly after normalisation. At the first mismatch a one-step
-look-ahead tells a skipped step (the run does the reference's *next* action) from an extra step
-(the run's *next* action is the reference's current one).
+Reads only the ATIF content plus the tool definitions when present (``actions.py`` says how
+actions, finishes and turns are read; ``call_match.py`` when two calls are the same). The actions
+are compared in order; at the first mismatch:
+
+1. a malformed reply, non-JSON arguments, a tool no definition offers, a call missing its
+   arguments as the loop recorded it, or a provider failure decides the cause;
+2. a failed call (its observation reports an error the reference's did not) that the run retried
+   or recovered from (the reference's action follows within ``RECOVERY_WINDOW`` actions) is not a
+   divergence; one the run went on from is ``tool_error_ignored``, on the step that went on;
+3. ``LOOP_REPEATS`` identical calls (after normalisation) are ``step_limit``;
+4. a finish while the reference still had calls is ``premature_finish``;
+5. a one-step look-ahead (and the turn each action belongs to) tells a skipped step from an extra
+   one; an unneeded *read-only* call is not counted while a later divergence explains the failure;
+6. otherwise ``unknown_tool`` / ``wrong_tool`` / ``missing_argument`` / ``wrong_argument``.
+
+**Step convention** (the same in ``diff``, the ledger, clusters and reports): ``step`` is the ATIF
+``step_id`` in the run and ``reference_step`` the ATIF ``step_id`` in the reference, each of the
+step holding the action at the divergence. When the run *lacks* an action (a skipped step), its
+``step`` is the step right after the last action it got right: the step that holds the action it
+did instead, or the user step that began the next turn when the skipped call ended a turn. While
+the run matches the reference step for step, ``step == reference_step``.
 """
 
 from __future__ import annotations
 
-import difflib
-import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.signals import BASE_SEVERITY, Cause, ErrorSignal
+from harnessevolve.evaluate.actions import LIMIT_STOPS, Action, read_actions, read_only, stop_key
+from harnessevolve.evaluate.call_match import (
+    ARGUMENT_SIMILARITY,
+    Difference,
+    argument_similarity,
+    difference,
+    operands,
+)
+from harnessevolve.evaluate.tool_schemas import ToolSet, canonical_call, tool_set, trajectory_definitions
 
-ARGUMENT_SIMILARITY = 0.8
+__all__ = [
+    "ARGUMENT_SIMILARITY",
+    "Action",
+    "AlignedRow",
+    "actions",
+    "align",
+    "argument_similarity",
+    "describe",
+    "first_divergence",
+    "operands",
+    "signal_without_reference",
+]
+
 LOOP_REPEATS = 3
+RECOVERY_WINDOW = 3
 
 
-@dataclass(frozen=True)
-class Action:
-    step_id: int
-    tool: str | None
-    arguments: dict[str, Any]
-    error: str = ""
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"tool": self.tool, "arguments": self.arguments}
+def offered_tools(*trajectories: Trajectory, tools: Iterable[Any] | None = None) -> ToolSet:
+    """The tool definitions the caller passes, then those the trajectories carry."""
+    return tool_set(tools, *(trajectory_definitions(t) for t in trajectories))
 
 
-def actions(trajectory: Trajectory) -> list[Action]:
-    """The agent's actions, one per tool call; a turn with no (readable) call is an action too."""
-    out: list[Action] = []
-    for step in trajectory.agent_steps:
-        error = str(step.extra.get("error", ""))
-        if not step.tool_calls:
-            out.append(Action(step.step_id, None, {}, error or "no_tool_call"))
-        out += [Action(step.step_id, c.function_name, dict(c.arguments), error) for c in step.tool_calls]
-    return out
-
-
-def _norm(value: Any) -> str:
-    return re.sub(r"\s+", " ", str(value)).strip()
-
-
-def argument_similarity(a: dict[str, Any], b: dict[str, Any]) -> float:
-    keys = set(a) | set(b)
-    if not keys:
-        return 1.0
-    total = 0.0
-    for key in keys:
-        if key in a and key in b:
-            total += difflib.SequenceMatcher(None, _norm(a[key]), _norm(b[key])).ratio()
-    return total / len(keys)
-
-
-_OPERAND = re.compile(r"""[^\s'"`;&|<>(){}]+""")
-
-
-def operands(value: Any) -> frozenset[str]:
-    """The words of an argument that decide its effect, ignoring quoting, shell punctuation, a
-    leading ``./`` and a trailing ``/``: ``mv a.txt old/`` and ``mv ./a.txt 'old'`` have the same."""
-    words = (w.removeprefix("./") for w in _OPERAND.findall(str(value)))
-    return frozenset(w.rstrip("/") or w for w in words)
-
-
-def same_arguments(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    if argument_similarity(a, b) < ARGUMENT_SIMILARITY:
-        return False
-    return all(operands(a[key]) == operands(b[key]) for key in set(a) & set(b))
-
-
-def same_action(run: Action, ref: Action) -> bool:
-    if run.tool != ref.tool:
-        return False
-    if run.tool == "submit":
-        return (
-            _norm(run.arguments.get("answer", "")).lower() == _norm(ref.arguments.get("answer", "")).lower()
-        )
-    return same_arguments(run.arguments, ref.arguments)
+def actions(trajectory: Trajectory, tools: Iterable[Any] | None = None) -> list[Action]:
+    """The agent's actions (calls, finishes, malformed replies) in order."""
+    return list(read_actions(trajectory, offered_tools(trajectory, tools=tools)).actions)
 
 
 def _describe(action: Action | None) -> str:
-    if action is None or action.tool is None:
+    if action is None:
         return "nothing"
-    args = ", ".join(f"{k}={_norm(v)[:60]!r}" for k, v in action.arguments.items())
+    if action.tool is None:
+        return "finish" if action.is_finish else "nothing"
+    if action.raw_arguments is not None:
+        return f"{action.tool}({_short(action.raw_arguments)!r})"
+    args = ", ".join(f"{k}={_short(v)!r}" for k, v in action.arguments.items())
     return f"{action.tool}({args})"
 
 
-def _signal(
-    task_id: str,
-    cause: Cause,
-    run: Action | None,
-    ref: Action | None,
-    ref_index: int | None,
-    hint: str,
-    score: float,
-) -> ErrorSignal:
-    severity = BASE_SEVERITY[cause] * (1.0 - 0.5 * score)
-    return ErrorSignal(
-        task_id=task_id,
-        cause=cause,
-        severity=severity,
-        hint=hint,
-        step=run.step_id if run else None,
-        reference_step=ref_index,
-        actual=run.as_dict() if run else None,
-        expected=ref.as_dict() if ref else None,
-    )
+def _short(value: Any) -> str:
+    return " ".join(str(value).split())[:60]
 
 
-def _error_cause(run: Action) -> Cause | None:
-    if run.error.startswith(("parse_error", "no_tool_call")):
+def describe(action: Action | None) -> str:
+    """``tool(key='value', ...)``, ``finish`` for a final message, or ``nothing``."""
+    return _describe(action)
+
+
+@dataclass
+class _Context:
+    task_id: str
+    run: list[Action]
+    ref: list[Action]
+    tools: ToolSet
+    score: float
+    gaps: list[str]
+    turns_comparable: bool
+
+    def signal(
+        self, cause: Cause, act: Action | None, exp: Action | None, hint: str, *, step: int | None = None
+    ) -> ErrorSignal:
+        severity = BASE_SEVERITY[cause] * (1.0 - 0.5 * self.score)
+        gaps = list(self.gaps)
+        if cause is Cause.WRONG_TOOL and not self.tools.known:
+            gaps.append("no tool definitions: a tool that does not exist cannot be told from a wrong one")
+        return ErrorSignal(
+            task_id=self.task_id,
+            cause=cause,
+            severity=severity,
+            hint=hint,
+            step=step if step is not None else (act.step_id if act else None),
+            reference_step=exp.step_id if exp else None,
+            actual=act.as_dict() if act else None,
+            expected=exp.as_dict() if exp else None,
+            gaps=tuple(dict.fromkeys(gaps)),
+        )
+
+    def differs(self, a: Action, b: Action) -> Difference | None:
+        return difference(a, b, self.tools.get(b.tool))
+
+    def same(self, a: Action | None, b: Action | None) -> bool:
+        return a is not None and b is not None and self.differs(a, b) is None
+
+    def key(self, a: Action) -> str:
+        return canonical_call(a.tool, a.arguments, self.tools.get(a.tool)) + (a.raw_arguments or "")
+
+
+def _error_cause(act: Action) -> Cause | None:
+    if act.error.startswith(("parse_error", "no_tool_call")) or (act.kind == "malformed" and not act.error):
         return Cause.FORMAT_ERROR
-    if run.error.startswith("unknown_tool"):
+    if act.error.startswith("unknown_tool"):
         return Cause.UNKNOWN_TOOL
-    if run.error.startswith(("bad_arguments", "tool_error: missing argument")):
+    if act.error.startswith(("bad_arguments", "tool_error: missing argument")):
         return Cause.MISSING_ARGUMENT
-    if run.error.startswith("model_error"):
+    if act.error.startswith("model_error"):
         return Cause.MODEL_ERROR
+    if act.kind == "malformed":
+        return Cause.FORMAT_ERROR
     return None
 
 
-def _loop_start(run: list[Action]) -> Action | None:
-    for i in range(len(run) - LOOP_REPEATS + 1):
-        window = run[i : i + LOOP_REPEATS]
-        if all(a.tool == window[0].tool and a.arguments == window[0].arguments for a in window):
-            return run[i]
+def _error_signal(ctx: _Context, cause: Cause, act: Action, exp: Action | None) -> ErrorSignal:
+    hint = {
+        Cause.FORMAT_ERROR: f"step {act.step_id}: the reply was not a (readable) tool call ({act.error}); "
+        f"the reference did {_describe(exp)}",
+        Cause.UNKNOWN_TOOL: f"step {act.step_id}: called a tool that does not exist ({act.tool}); "
+        f"the reference did {_describe(exp)}",
+        Cause.MISSING_ARGUMENT: f"step {act.step_id}: {act.tool} was called without its required "
+        f"arguments; the reference did {_describe(exp)}",
+        Cause.MODEL_ERROR: f"step {act.step_id}: the model provider failed ({act.error}); "
+        "the run is not evidence about the harness",
+    }[cause]
+    return ctx.signal(cause, act, exp, hint)
+
+
+def _loop_at(ctx: _Context, run: list[Action], start: int) -> bool:
+    window = run[start : start + LOOP_REPEATS]
+    return len(window) == LOOP_REPEATS and len({ctx.key(a) for a in window}) == 1 and not window[0].is_finish
+
+
+def _recovers(ctx: _Context, i: int, exp: Action | None) -> int | None:
+    """After the failed call ``run[i]``: the index of the first later action that does ``exp``
+    within the recovery window, when every action in between uses the same tool or only looks."""
+    if exp is None:
+        return None
+    for d in range(1, RECOVERY_WINDOW + 1):
+        if i + d >= len(ctx.run):
+            return None
+        nxt = ctx.run[i + d]
+        if ctx.same(nxt, exp):
+            return i + d
+        if nxt.is_finish or not (nxt.tool == ctx.run[i].tool or read_only(nxt, ctx.tools) or nxt.tool_failed):
+            return None
     return None
 
 
-def first_divergence(trajectory: Trajectory, reference: Trajectory, *, score: float = 0.0) -> ErrorSignal:
-    """The first step where the failed run leaves the reference's path, with cause and hint."""
-    task_id = trajectory.task_id or reference.task_id or "?"
-    run, ref = actions(trajectory), [a for a in actions(reference) if a.tool is not None]
-    for i, act in enumerate(run):
-        expected = ref[i] if i < len(ref) else None
+def first_divergence(
+    trajectory: Trajectory,
+    reference: Trajectory,
+    *,
+    score: float = 0.0,
+    tools: Iterable[Any] | None = None,
+) -> ErrorSignal:
+    """The first step where the failed run leaves the reference's path, with cause and hint.
+
+    ``tools``: tool definitions the caller knows (the harness's or the task's), added to those the
+    trajectories carry."""
+    offered = offered_tools(trajectory, reference, tools=tools)
+    run_list, ref_list = read_actions(trajectory, offered), read_actions(reference, offered)
+    ctx = _Context(
+        task_id=trajectory.task_id or reference.task_id or "?",
+        run=list(run_list.actions),
+        ref=[a for a in ref_list.actions if a.kind != "malformed"],
+        tools=offered,
+        score=score,
+        gaps=list(run_list.gaps),
+        turns_comparable=run_list.turns == ref_list.turns,
+    )
+    return _walk(ctx, trajectory)
+
+
+def _walk(ctx: _Context, trajectory: Trajectory) -> ErrorSignal:
+    run, ref = ctx.run, ctx.ref
+    i = j = 0
+    last: Action | None = None  # the last run action consumed (matched, recovered or harmless)
+    pending: ErrorSignal | None = None  # a harmless unneeded call, reported if nothing else is found
+    while i < len(run):
+        act, exp = run[i], (ref[j] if j < len(ref) else None)
         cause = _error_cause(act)
         if cause is not None:
-            hint = {
-                Cause.FORMAT_ERROR: f"step {act.step_id}: the reply was not a tool call ({act.error}); "
-                f"the reference did {_describe(expected)}",
-                Cause.UNKNOWN_TOOL: f"step {act.step_id}: called a tool that does not exist ({act.tool}); "
-                f"the reference did {_describe(expected)}",
-                Cause.MISSING_ARGUMENT: f"step {act.step_id}: {act.tool} was called without its required "
-                f"arguments; the reference did {_describe(expected)}",
-                Cause.MODEL_ERROR: f"step {act.step_id}: the model provider failed ({act.error}); "
-                "the run is not evidence about the harness",
-            }[cause]
-            return _signal(task_id, cause, act, expected, i + 1 if expected else None, hint, score)
-        if expected is None:
-            if act.tool == "submit":
+            return _error_signal(ctx, cause, act, exp)
+        if exp is None:
+            if act.is_finish:
                 break
-            return _signal(
-                task_id,
+            return ctx.signal(
                 Cause.EXTRA_STEP,
                 act,
                 None,
-                None,
                 f"step {act.step_id}: {_describe(act)} after the reference had finished",
-                score,
             )
-        if same_action(act, expected):
+        diff = ctx.differs(act, exp)
+        failed_here = act.tool_failed and not (diff is None and exp.tool_failed)
+        if failed_here:
+            back = _recovers(ctx, i, exp)
+            if back is not None:  # retried or recovered: the failed attempts are not the divergence
+                last, i = run[back - 1], back
+                continue
+            nxt_ref = ref[j + 1] if j + 1 < len(ref) else None
+            nxt = run[i + 1] if i + 1 < len(run) else None
+            if nxt is not None and (diff is None or ctx.same(nxt, nxt_ref)):
+                hint = (
+                    f"step {nxt.step_id}: the previous command {_describe(act)} failed "
+                    f"({act.error.removeprefix('tool_error: ')}) and the agent went on with {_describe(nxt)} "
+                    f"instead of retrying or fixing it; the reference's call succeeded"
+                )
+                return ctx.signal(Cause.TOOL_ERROR_IGNORED, nxt, nxt_ref, hint)
+        if diff is None:
+            last, i, j = act, i + 1, j + 1
             continue
-        looping = i > 0 and _loop_start(run[i - 1 :]) is run[i - 1]
-        if looping:
-            hint = f"step {act.step_id}: repeating {_describe(act)} instead of {_describe(expected)}"
-            return _signal(task_id, Cause.STEP_LIMIT, act, expected, i + 1, hint, score)
-        prev_error = i > 0 and run[i - 1].error.startswith("tool_error")
-        nxt_ref = ref[i + 1] if i + 1 < len(ref) else None
-        nxt_run = run[i + 1] if i + 1 < len(run) else None
-        if prev_error:
-            cause, hint = (
-                Cause.TOOL_ERROR_IGNORED,
-                (
-                    f"step {act.step_id}: the previous command failed ({run[i - 1].error}) and the agent "
-                    f"went on with {_describe(act)} instead of fixing it; "
-                    f"the reference did {_describe(expected)}"
-                ),
-            )
-        elif act.tool == "submit" and expected.tool != "submit":
-            cause, hint = (
-                Cause.PREMATURE_FINISH,
-                (f"step {act.step_id}: submitted before doing {_describe(expected)} as the reference did"),
-            )
-        elif nxt_ref is not None and same_action(act, nxt_ref):
-            cause, hint = (
-                Cause.SKIPPED_STEP,
-                (f"step {act.step_id}: skipped {_describe(expected)} and went to {_describe(act)}"),
-            )
-        elif nxt_run is not None and same_action(nxt_run, expected):
-            cause, hint = (
-                Cause.EXTRA_STEP,
-                (f"step {act.step_id}: an unneeded {_describe(act)} before {_describe(expected)}"),
-            )
-        elif act.tool != expected.tool:
-            cause, hint = (
-                Cause.WRONG_TOOL,
-                (f"step {act.step_id}: used {act.tool} where the reference used {_describe(expected)}"),
-            )
-        else:
-            cause, hint = (
-                Cause.WRONG_ARGUMENT,
-                (f"step {act.step_id}: {_describe(act)} where the reference did {_describe(expected)}"),
-            )
-        return _signal(task_id, cause, act, expected, i + 1, hint, score)
-    return _without_divergent_action(task_id, trajectory, run, ref, score)
+        found = _classify(ctx, i, j, diff, last)
+        if found is None:  # a harmless unneeded call: remember it and look further
+            pending = pending or _extra(ctx, act, exp)
+            last, i = act, i + 1
+            continue
+        return found
+    if pending is not None and not _limited(ctx, trajectory):
+        return pending
+    return _without_divergent_action(ctx, trajectory, i, j, last)
 
 
-def _without_divergent_action(
-    task_id: str, trajectory: Trajectory, run: list[Action], ref: list[Action], score: float
-) -> ErrorSignal:
-    """Every action matched the reference's prefix: the run stopped early, or looped."""
-    stop = trajectory.extra.get("stop_reason")
-    nxt = ref[len(run)] if len(run) < len(ref) else None
-    if stop == "model_error":
-        return _signal(
-            task_id,
-            Cause.MODEL_ERROR,
-            run[-1] if run else None,
-            nxt,
-            len(run) + 1 if nxt else None,
-            "the model provider failed; the run is not evidence about the harness",
-            score,
-        )
-    if stop == "setup_error":
-        return _signal(
-            task_id, Cause.SETUP_ERROR, None, None, None, "the task's workspace setup failed", score
-        )
-    looped = _loop_start(run)
-    if stop in ("step_limit", "repeated") or looped is not None:
-        where = looped or (run[-1] if run else None)
-        return _signal(
-            task_id,
-            Cause.STEP_LIMIT,
-            where,
-            nxt,
-            len(run) + 1 if nxt else None,
-            f"the run hit the step limit{' repeating ' + _describe(looped) if looped else ''} "
-            f"before {_describe(nxt)}",
-            score,
-        )
-    last = run[-1] if run else None
-    return _signal(
-        task_id,
-        Cause.WRONG_ARGUMENT,
-        last,
-        ref[-1] if ref else None,
-        len(ref) or None,
-        "the run followed the reference's steps but the checker still failed",
-        score,
+def _extra(ctx: _Context, act: Action, exp: Action) -> ErrorSignal:
+    return ctx.signal(
+        Cause.EXTRA_STEP,
+        act,
+        exp,
+        f"step {act.step_id}: an unneeded {_describe(act)} before {_describe(exp)}",
     )
 
 
-def signal_without_reference(trajectory: Trajectory, *, score: float = 0.0) -> ErrorSignal:
+def _slot(act: Action, last: Action | None) -> int:
+    """The run's step where a skipped action belonged (see the module docstring)."""
+    return act.step_id if last is None else min(act.step_id, last.step_id + 1)
+
+
+def _classify(ctx: _Context, i: int, j: int, diff: Difference, last: Action | None) -> ErrorSignal | None:
+    run, ref = ctx.run, ctx.ref
+    act, exp = run[i], ref[j]
+    nxt_ref = ref[j + 1] if j + 1 < len(ref) else None
+    nxt = run[i + 1] if i + 1 < len(run) else None
+    if i > 0 and _loop_at(ctx, run, i - 1):
+        return ctx.signal(
+            Cause.STEP_LIMIT,
+            act,
+            exp,
+            f"step {act.step_id}: repeating {_describe(act)} instead of {_describe(exp)}",
+        )
+    if exp.is_finish and not act.is_finish:
+        hint = f"step {act.step_id}: {_describe(act)} after the reference had finished"
+        return ctx.signal(Cause.EXTRA_STEP, act, None, hint)
+    if act.is_finish and not exp.is_finish:
+        return ctx.signal(
+            Cause.PREMATURE_FINISH,
+            act,
+            exp,
+            f"step {act.step_id}: {'submitted' if act.tool else 'finished'} before doing {_describe(exp)} "
+            "as the reference did",
+        )
+    later_turn = ctx.turns_comparable and act.turn > exp.turn
+    if ctx.same(act, nxt_ref) or (later_turn and not exp.is_finish):
+        hint = f"step {_slot(act, last)}: skipped {_describe(exp)} and went to {_describe(act)}"
+        return ctx.signal(Cause.SKIPPED_STEP, act, exp, hint, step=_slot(act, last))
+    harmless = read_only(act, ctx.tools) and not exp.is_finish
+    earlier_turn = ctx.turns_comparable and act.turn < exp.turn
+    if ctx.same(nxt, exp) or earlier_turn:
+        return None if harmless and not earlier_turn else _extra(ctx, act, exp)
+    if (
+        harmless
+        and act.tool != exp.tool
+        and nxt is not None
+        and nxt.tool == exp.tool
+        and not ctx.same(nxt, nxt_ref)
+    ):
+        return None
+    if ctx.tools.offers(act.tool or "") is False:
+        return _error_signal(ctx, Cause.UNKNOWN_TOOL, act, exp)
+    if diff.kind == "tool":
+        return ctx.signal(
+            Cause.WRONG_TOOL,
+            act,
+            exp,
+            f"step {act.step_id}: used {act.tool} where the reference used {_describe(exp)}",
+        )
+    if diff.kind == "missing":
+        hint = (
+            f"step {act.step_id}: {_describe(act)} leaves out {diff.key}; the reference did {_describe(exp)}"
+        )
+        return ctx.signal(Cause.MISSING_ARGUMENT, act, exp, hint)
+    detail = f" ({diff.detail})" if diff.detail else ""
+    hint = f"step {act.step_id}: {_describe(act)} where the reference did {_describe(exp)}{detail}"
+    return ctx.signal(Cause.WRONG_ARGUMENT, act, exp, hint)
+
+
+def _limited(ctx: _Context, trajectory: Trajectory) -> bool:
+    return stop_key(trajectory.extra.get("stop_reason")) in LIMIT_STOPS or any(
+        _loop_at(ctx, ctx.run, k) for k in range(len(ctx.run))
+    )
+
+
+def _without_divergent_action(
+    ctx: _Context, trajectory: Trajectory, i: int, j: int, last: Action | None
+) -> ErrorSignal:
+    """Every action matched the reference's prefix: the run stopped early, or looped."""
+    run, ref = ctx.run, ctx.ref
+    stop = stop_key(trajectory.extra.get("stop_reason"))
+    nxt = ref[j] if j < len(ref) else None
+    if stop == "modelerror":
+        hint = "the model provider failed; the run is not evidence about the harness"
+        return ctx.signal(Cause.MODEL_ERROR, run[-1] if run else None, nxt, hint)
+    if stop == "setuperror":
+        return ctx.signal(Cause.SETUP_ERROR, None, None, "the task's workspace setup failed")
+    looped = next((run[k] for k in range(len(run)) if _loop_at(ctx, run, k)), None)
+    if stop in LIMIT_STOPS or looped is not None:
+        where = looped or (run[-1] if run else None)
+        repeating = f" repeating {_describe(looped)}" if looped else ""
+        return ctx.signal(
+            Cause.STEP_LIMIT, where, nxt, f"the run hit the step limit{repeating} before {_describe(nxt)}"
+        )
+    if nxt is not None and not nxt.is_finish:
+        end = run[-1] if run else None
+        step = trajectory.steps[-1].step_id if trajectory.steps else None
+        hint = f"the run ended before doing {_describe(nxt)} as the reference did"
+        return ctx.signal(
+            Cause.PREMATURE_FINISH, end, nxt, hint, step=end.step_id if end and end.is_finish else step
+        )
+    return ctx.signal(
+        Cause.WRONG_ARGUMENT,
+        last or (run[-1] if run else None),
+        ref[-1] if ref else None,
+        "the run followed the reference's steps but the checker still failed",
+    )
+
+
+def signal_without_reference(
+    trajectory: Trajectory, *, score: float = 0.0, tools: Iterable[Any] | None = None
+) -> ErrorSignal:
     """The same fields, from the run alone: no step, the cause read off its errors and stop reason."""
     task_id = trajectory.task_id or "?"
-    run = actions(trajectory)
-    for act in run:
+    listing = read_actions(trajectory, offered_tools(trajectory, tools=tools))
+    for act in listing.actions:
         cause = _error_cause(act)
         if cause is not None:
             return ErrorSignal(
                 task_id,
                 cause,
                 BASE_SEVERITY[cause] * (1 - 0.5 * score),
-                f"{cause.value} at step {act.step_id} ({act.error})",
+                f"{cause.value} at step {act.step_id} ({act.error or act.kind})",
+                gaps=listing.gaps,
             )
     stop = trajectory.extra.get("stop_reason")
-    cause = {
-        "step_limit": Cause.STEP_LIMIT,
-        "repeated": Cause.STEP_LIMIT,
-        "model_error": Cause.MODEL_ERROR,
-        "setup_error": Cause.SETUP_ERROR,
-    }.get(stop, Cause.WRONG_ARGUMENT)
+    key = stop_key(stop)
+    cause = Cause.WRONG_ARGUMENT
+    if key in LIMIT_STOPS:
+        cause = Cause.STEP_LIMIT
+    elif key in ("modelerror", "setuperror"):
+        cause = Cause.MODEL_ERROR if key == "modelerror" else Cause.SETUP_ERROR
     hint = f"no reference trajectory; the run ended with {stop} and the checker failed"
-    return ErrorSignal(task_id, cause, BASE_SEVERITY[cause] * (1 - 0.5 * score), hint)
+    return ErrorSignal(task_id, cause, BASE_SEVERITY[cause] * (1 - 0.5 * score), hint, gaps=listing.gaps)
 
 
 @dataclass(frozen=True)
@@ -296,17 +403,24 @@ class AlignedRow:
 GAP_COST, SAME_TOOL_COST, OTHER_TOOL_COST = 1.0, 1.0, 1.5
 
 
-def align(trajectory: Trajectory, reference: Trajectory) -> list[AlignedRow]:
+def align(
+    trajectory: Trajectory, reference: Trajectory, *, tools: Iterable[Any] | None = None
+) -> list[AlignedRow]:
     """Every action of the run against every action of the reference (a global alignment: the
     fewest unmatched actions, a changed argument costing less than a changed tool), for display.
 
     ``first_divergence`` is what decides the divergent step; this only lays the two runs out.
     """
-    run, ref = actions(trajectory), [a for a in actions(reference) if a.tool is not None]
+    offered = offered_tools(trajectory, reference, tools=tools)
+    run = list(read_actions(trajectory, offered).actions)
+    ref = [a for a in read_actions(reference, offered).actions if a.kind != "malformed"]
     n, m = len(run), len(ref)
 
+    def same(a: Action, b: Action) -> bool:
+        return difference(a, b, offered.get(b.tool)) is None
+
     def pair_cost(a: Action, b: Action) -> float:
-        if same_action(a, b):
+        if same(a, b):
             return 0.0
         return SAME_TOOL_COST if a.tool == b.tool else OTHER_TOOL_COST
 
@@ -325,7 +439,7 @@ def align(trajectory: Trajectory, reference: Trajectory) -> list[AlignedRow]:
     i, j = n, m
     while i or j:
         if i and j and cost[i][j] == cost[i - 1][j - 1] + pair_cost(run[i - 1], ref[j - 1]):
-            rows.append(AlignedRow(run[i - 1], ref[j - 1], j, same_action(run[i - 1], ref[j - 1])))
+            rows.append(AlignedRow(run[i - 1], ref[j - 1], j, same(run[i - 1], ref[j - 1])))
             i, j = i - 1, j - 1
         elif i and cost[i][j] == cost[i - 1][j] + GAP_COST:
             rows.append(AlignedRow(run[i - 1], None, None, False))
@@ -334,8 +448,3 @@ def align(trajectory: Trajectory, reference: Trajectory) -> list[AlignedRow]:
             rows.append(AlignedRow(None, ref[j - 1], j, False))
             j -= 1
     return rows[::-1]
-
-
-def describe(action: Action | None) -> str:
-    """``tool(key='value', ...)``, or ``nothing`` for a turn without a tool call."""
-    return _describe(action)

@@ -55,6 +55,7 @@ REFERENCE = trajectory(READ_A, COUNT_A, submit("3"), stop="submitted")
 
 
 def check(signal: ErrorSignal, cause: Cause, step: int | None, reference_step: int | None) -> None:
+    """``step`` and ``reference_step`` are ATIF step_ids (system 1, user 2, actions from 3)."""
     assert (signal.cause, signal.step, signal.reference_step) == (cause, step, reference_step), signal
     assert signal.task_id == "t-1"
 
@@ -66,7 +67,7 @@ def test_wrong_tool() -> None:
     # second action: write_file where the reference ran bash, and neither look-ahead matches
     run = trajectory(READ_A, ("write_file", {"path": "out.txt", "content": "x"}), submit("2"))
     signal = first_divergence(run, REFERENCE)
-    check(signal, Cause.WRONG_TOOL, 4, 2)
+    check(signal, Cause.WRONG_TOOL, 4, 4)
     assert signal.actual == {"tool": "write_file", "arguments": {"path": "out.txt", "content": "x"}}
     assert signal.expected == {"tool": "bash", "arguments": {"command": "wc -l a.txt"}}
     assert "write_file" in signal.hint and "bash" in signal.hint
@@ -75,33 +76,33 @@ def test_wrong_tool() -> None:
 def test_unknown_tool_from_step_error() -> None:
     run = trajectory(READ_A, turn(("cat", {"file": "a.txt"}), "unknown_tool: cat"), submit("3"))
     signal = first_divergence(run, REFERENCE)
-    check(signal, Cause.UNKNOWN_TOOL, 4, 2)
+    check(signal, Cause.UNKNOWN_TOOL, 4, 4)
     assert signal.actual == {"tool": "cat", "arguments": {"file": "a.txt"}}
 
 
 @pytest.mark.parametrize("error", ["bad_arguments: read_file", "tool_error: missing argument"])
 def test_missing_argument_from_step_error(error: str) -> None:
     run = trajectory(turn(("read_file", {}), error), READ_A, COUNT_A, submit("3"))
-    check(first_divergence(run, REFERENCE), Cause.MISSING_ARGUMENT, 3, 1)
+    check(first_divergence(run, REFERENCE), Cause.MISSING_ARGUMENT, 3, 3)
 
 
 def test_wrong_argument() -> None:
     run = trajectory(READ_A, ("bash", {"command": "grep -c maple notes/other.md"}), submit("3"))
     signal = first_divergence(run, REFERENCE)
-    check(signal, Cause.WRONG_ARGUMENT, 4, 2)
+    check(signal, Cause.WRONG_ARGUMENT, 4, 4)
     assert "grep -c maple" in signal.hint
 
 
 def test_near_identical_arguments_are_the_same_action() -> None:
     # whitespace differences are normalised away: no divergence until the wrong answer
     run = trajectory(READ_A, ("bash", {"command": "  wc  -l   a.txt\n"}), submit("4"))
-    check(first_divergence(run, REFERENCE), Cause.WRONG_ARGUMENT, 5, 3)
+    check(first_divergence(run, REFERENCE), Cause.WRONG_ARGUMENT, 5, 5)
 
 
 def test_submitted_answer_must_match_exactly_not_by_similarity() -> None:
     run = trajectory(READ_A, COUNT_A, submit("30"))
     signal = first_divergence(run, REFERENCE)
-    check(signal, Cause.WRONG_ARGUMENT, 5, 3)
+    check(signal, Cause.WRONG_ARGUMENT, 5, 5)
     # case and surrounding whitespace do not matter for the answer
     matched = first_divergence(trajectory(READ_A, COUNT_A, submit("  3 ")), REFERENCE)
     assert matched.step == 5 and "checker still failed" in matched.hint
@@ -110,14 +111,14 @@ def test_submitted_answer_must_match_exactly_not_by_similarity() -> None:
 def test_skipped_step() -> None:
     run = trajectory(COUNT_A, submit("3"))
     signal = first_divergence(run, REFERENCE)
-    check(signal, Cause.SKIPPED_STEP, 3, 1)
+    check(signal, Cause.SKIPPED_STEP, 3, 3)
     assert signal.expected == {"tool": "read_file", "arguments": {"path": "a.txt"}}
 
 
 def test_extra_step_before_the_expected_action() -> None:
     run = trajectory(("bash", {"command": "ls -la"}), READ_A, COUNT_A, submit("3"))
     signal = first_divergence(run, REFERENCE)
-    check(signal, Cause.EXTRA_STEP, 3, 1)
+    check(signal, Cause.EXTRA_STEP, 3, 3)
     assert signal.actual == {"tool": "bash", "arguments": {"command": "ls -la"}}
 
 
@@ -132,7 +133,7 @@ def test_extra_step_after_the_reference_finished() -> None:
 def test_premature_finish() -> None:
     run = trajectory(READ_A, submit("3"))
     signal = first_divergence(run, REFERENCE)
-    check(signal, Cause.PREMATURE_FINISH, 4, 2)
+    check(signal, Cause.PREMATURE_FINISH, 4, 4)
     assert "submitted before" in signal.hint
 
 
@@ -140,14 +141,14 @@ def test_premature_finish() -> None:
 def test_format_error_for_a_turn_without_tool_calls(error: str | None) -> None:
     run = trajectory(READ_A, turn(None, error), COUNT_A, submit("3"))
     signal = first_divergence(run, REFERENCE)
-    check(signal, Cause.FORMAT_ERROR, 4, 2)
+    check(signal, Cause.FORMAT_ERROR, 4, 4)
     assert signal.actual == {"tool": None, "arguments": {}}
 
 
 def test_step_limit_when_every_action_matched_the_reference_prefix() -> None:
     run = trajectory(READ_A, COUNT_A, stop="step_limit")
     signal = first_divergence(run, REFERENCE)
-    check(signal, Cause.STEP_LIMIT, 4, 3)
+    check(signal, Cause.STEP_LIMIT, 4, 5)
     assert signal.expected == {"tool": "submit", "arguments": {"answer": "3"}}
 
 
@@ -156,7 +157,7 @@ def test_loop_of_three_identical_calls_inside_the_reference_prefix() -> None:
     reference = trajectory(ls, ls, ls, submit("x"))
     run = trajectory(ls, ls, ls, stop=None)
     signal = first_divergence(run, reference)
-    check(signal, Cause.STEP_LIMIT, 3, 4)
+    check(signal, Cause.STEP_LIMIT, 3, 6)
     assert "repeating bash" in signal.hint
 
 
@@ -164,31 +165,31 @@ def test_loop_of_three_identical_calls_until_step_limit() -> None:
     run = trajectory(READ_A, READ_A, READ_A, READ_A, stop="step_limit")
     reference = trajectory(READ_A, submit("maple"))
     signal = first_divergence(run, reference)
-    check(signal, Cause.STEP_LIMIT, 4, 2)
+    check(signal, Cause.STEP_LIMIT, 4, 4)
 
 
 def test_tool_error_ignored() -> None:
     reference = trajectory(("bash", {"command": "cat data.txt"}), submit("42"))
     run = trajectory(turn(("bash", {"command": "cat data.txt"}), "tool_error: exit code 1"), submit("0"))
     signal = first_divergence(run, reference)
-    check(signal, Cause.TOOL_ERROR_IGNORED, 4, 2)
+    check(signal, Cause.TOOL_ERROR_IGNORED, 4, 4)
     assert "exit code 1" in signal.hint
 
 
 def test_model_error_stop_reason_after_a_matching_prefix() -> None:
     run = trajectory(READ_A, stop="model_error")
-    check(first_divergence(run, REFERENCE), Cause.MODEL_ERROR, 3, 2)
+    check(first_divergence(run, REFERENCE), Cause.MODEL_ERROR, 3, 4)
 
 
 def test_model_error_step_as_the_agent_loop_records_it() -> None:
     run = trajectory(READ_A, turn(None, "model_error: APIConnectionError: boom"), stop="model_error")
-    check(first_divergence(run, REFERENCE), Cause.MODEL_ERROR, 4, 2)
+    check(first_divergence(run, REFERENCE), Cause.MODEL_ERROR, 4, 4)
 
 
 def test_run_that_followed_the_reference_but_failed_the_checker() -> None:
     run = trajectory(READ_A, COUNT_A, submit("3"))
     signal = first_divergence(run, REFERENCE)
-    check(signal, Cause.WRONG_ARGUMENT, 5, 3)
+    check(signal, Cause.WRONG_ARGUMENT, 5, 5)
 
 
 def test_severity_scales_with_partial_score() -> None:
@@ -206,7 +207,7 @@ def test_task_id_falls_back_to_the_reference() -> None:
 def test_only_the_first_divergence_is_reported() -> None:
     run = trajectory(("bash", {"command": "ls"}), turn(("cat", {}), "unknown_tool: cat"), submit("9"))
     signal = first_divergence(run, REFERENCE)
-    check(signal, Cause.WRONG_TOOL, 3, 1)
+    check(signal, Cause.WRONG_TOOL, 3, 3)
 
 
 # --- without a reference --------------------------------------------------------------------------
