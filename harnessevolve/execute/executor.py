@@ -17,7 +17,7 @@ from typing import Protocol
 
 from harnessevolve.core.atif import Step, Trajectory
 from harnessevolve.core.tasks import Task
-from harnessevolve.execute.agent import run_agent
+from harnessevolve.execute.runners import runner_for
 from harnessevolve.execute.sandbox import Sandbox
 from harnessevolve.execute.workspace import WorkspaceError, create_workspace
 from harnessevolve.harness.model import Harness
@@ -89,7 +89,8 @@ class LocalExecutor:
 async def run_one(
     harness: Harness, task: Task, *, model: str, seed: int, sandbox: Sandbox | None = None
 ) -> Rollout:
-    """One rollout: set up the workspace, run the agent; setup and commands run in ``sandbox``."""
+    """One rollout: set up the workspace, run the harness's agent runner (``agent.kind``); setup and
+    commands run in ``sandbox``."""
     try:
         workspace = await create_workspace(task, sandbox=sandbox)
     except (WorkspaceError, OSError, TimeoutError) as exc:
@@ -108,7 +109,8 @@ async def run_one(
             },
         )
         return Rollout(task.id, trajectory, None)
-    trajectory = await run_agent(harness, task, workspace, model=model, seed=seed, sandbox=sandbox)
+    runner = runner_for(harness)
+    trajectory = await runner.run(harness, task, workspace, model=model, seed=seed, sandbox=sandbox)
     return Rollout(task.id, trajectory, workspace)
 
 

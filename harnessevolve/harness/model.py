@@ -55,6 +55,28 @@ class LoopSettings:
     """Text appended to every tool result the model sees (e.g. a reminder to submit)."""
 
 
+AGENT_KINDS = ("builtin", "command", "mini-swe-agent")
+"""Runners a harness may name (``harness.yaml: agent.kind``); ``execute/runners`` implements each."""
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    """Which agent runs the harness (``harness.yaml: agent``); see docs/agents.md."""
+
+    kind: str = "builtin"
+    """``builtin`` (harnessevolve's own loop), ``command`` (any program) or ``mini-swe-agent``."""
+    command: tuple[str, ...] = ()
+    """``command``: the agent's argv, run in the sandbox with the workspace as cwd."""
+    config: str = ""
+    """``mini-swe-agent``: the harness file holding mini-swe-agent's own YAML config."""
+    timeout_s: float = 600.0
+    """Wall-clock limit of one rollout of an external agent; past it the agent is killed."""
+    output_limit: int = 20000
+    """Characters of the agent's own stdout/stderr kept in the trajectory (the rest is cut)."""
+    max_model_calls: int = 50
+    """Model calls one rollout may make through the endpoint; past it each call is refused."""
+
+
 @dataclass(frozen=True)
 class Harness:
     root: Path
@@ -69,6 +91,8 @@ class Harness:
     files: dict[str, str] = field(default_factory=dict)
     """Every tracked text file of the harness, relative path -> content."""
     description: str = ""
+    agent: AgentSettings = field(default_factory=AgentSettings)
+    """Which runner runs this harness (default: the builtin loop)."""
 
     def content_hash(self) -> str:
         """Stable hash of the harness files: the identity of what an agent run used."""

@@ -16,12 +16,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harnessevolve.core.atif import Trajectory
-from harnessevolve.core.files import atomic_write_json
 from harnessevolve.core.tasks import Task
 from harnessevolve.evaluate.checkers import run_checks
-from harnessevolve.execute.agent import run_agent
+from harnessevolve.execute.runners import runner_for
 from harnessevolve.execute.workspace import create_workspace, remove_workspace
 from harnessevolve.harness.model import Harness
+from harnessevolve.pipeline.sandboxed_checks import sandboxed_runner
+from harnessevolve.runs.files import read_regret
+from harnessevolve.runs.files import write_regret as write_regret_table
 
 HINT = "\n\n(Hint for this run only: {hint}. Still use the tools to do the task and check the result.)"
 REGRET_FILE = "regret.json"
@@ -81,8 +83,8 @@ async def _attempt(
 ) -> tuple[Trajectory, bool]:
     workspace = await create_workspace(task)
     try:
-        trajectory = await run_agent(harness, run_task, workspace, model=model, seed=seed)
-        passed = run_checks(task, workspace, trajectory.extra.get("answer")).passed
+        trajectory = await runner_for(harness).run(harness, run_task, workspace, model=model, seed=seed)
+        passed = run_checks(task, workspace, trajectory.extra.get("answer"), runner=sandboxed_runner()).passed
     finally:
         remove_workspace(workspace)
     return trajectory, passed
@@ -109,9 +111,9 @@ async def generate_reference(
 
 
 def write_regret(folder: Path, results: list[Generated]) -> Path:
-    """Merge these tasks' pass rates into ``regret.json`` (atomically)."""
+    """Merge these tasks' pass rates into ``regret.json`` (atomically; versioned, see runs/files.py)."""
     path = folder / REGRET_FILE
-    table = json.loads(path.read_text()) if path.is_file() else {}
+    table = read_regret(path)
     for r in results:
         table[r.task_id] = {
             "pass_without_hint": r.pass_without,
@@ -119,12 +121,8 @@ def write_regret(folder: Path, results: list[Generated]) -> Path:
             "regret": round(r.regret, 4),
             "attempts": r.attempts,
         }
-    atomic_write_json(path, dict(sorted(table.items())))
-    return path
+    return write_regret_table(path, table)
 
 
 def load_regret(folder: Path) -> dict[str, float]:
-    path = folder / REGRET_FILE
-    if not path.is_file():
-        return {}
-    return {k: float(v.get("regret", 0.0)) for k, v in json.loads(path.read_text()).items()}
+    return {k: float(v.get("regret", 0.0)) for k, v in read_regret(folder / REGRET_FILE).items()}

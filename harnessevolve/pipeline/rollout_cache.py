@@ -1,10 +1,11 @@
 """A persistent, content-addressed cache of evaluated rollouts.
 
 The key is the hash of everything a rollout's outcome depends on: the harness files it ran
-(``Harness.content_hash``), the task (instruction, setup, checks, answer), the agent model, the
-rollout seed, the reference trajectory the failure was aligned against, and the cache format
-version. Re-scoring an unchanged harness on the same task therefore makes no model call, in this
-run or any later one, and a cached entry keeps the full trajectory and evaluation.
+(``Harness.content_hash``), the agent runner's kind and version, the task (instruction, setup,
+checks, answer), the agent model, the rollout seed, the reference trajectory the failure was
+aligned against, and the cache format version. Re-scoring an unchanged harness on the same task
+therefore makes no model call, in this run or any later one, and a cached entry keeps the full
+trajectory and evaluation.
 
 Rollouts that ended in a provider or setup failure are not cached: they say nothing about the
 harness, and the next attempt may succeed. Entries live under
@@ -38,10 +39,20 @@ def task_fingerprint(task: Task) -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def rollout_key(*, harness_hash: str, task: Task, model: str, seed: int, reference: Trajectory | None) -> str:
+def rollout_key(
+    *,
+    harness_hash: str,
+    task: Task,
+    model: str,
+    seed: int,
+    reference: Trajectory | None,
+    runner: str = "builtin@1",
+) -> str:
+    """``runner``: the agent runner's ``kind@version`` (``execute.runners.runner_identity``)."""
     parts = {
         "v": CACHE_VERSION,
         "harness": harness_hash,
+        "runner": runner,
         "task": task_fingerprint(task),
         "model": model,
         "seed": seed,

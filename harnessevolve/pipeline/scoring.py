@@ -7,6 +7,7 @@ trajectories and evaluations are saved under the run folder.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from harnessevolve.core.signals import ErrorSignal
 from harnessevolve.core.tasks import Task
 from harnessevolve.evaluate.evaluation import evaluate_rollout
 from harnessevolve.execute.executor import Executor, Rollout
+from harnessevolve.execute.runners import runner_identity
 from harnessevolve.execute.workspace import remove_workspace
 from harnessevolve.harness.model import Harness
 from harnessevolve.models.usage import current_scope
@@ -64,6 +66,8 @@ class Scorer:
         self.out_dir = out_dir
         self.on_progress = on_progress
         self.memo: dict[tuple[str, str], TaskResult] = {}
+        self.runners: dict[str, str] = {}
+        """Harness hash -> its runner's ``kind@version`` (part of the cache key)."""
         self.rollouts = 0
         """Rollouts actually executed (cache hits excluded)."""
         self.tokens = 0
@@ -75,6 +79,7 @@ class Scorer:
 
     async def score(self, harness: Harness, tasks: Sequence[Task], label: str) -> list[TaskResult]:
         model = self.model_for(harness)
+        self.runners[harness.content_hash()] = runner_identity(harness)
         key = f"{harness.content_hash()}@{model}"  # a trained agent model makes new rollouts
         todo: list[Task] = []
         for task in tasks:
@@ -95,9 +100,9 @@ class Scorer:
                 on_done=(lambda _r: advance()) if advance else None,
             )
             by_id = {t.id: t for t in todo}
-            for rollout in rollouts:
-                self.memo[(key, rollout.task_id)] = self._evaluate(
-                    by_id[rollout.task_id], rollout, harness.content_hash(), model
+            for rollout in rollouts:  # checks run sandboxed programs: off the event loop
+                self.memo[(key, rollout.task_id)] = await asyncio.to_thread(
+                    self._evaluate, by_id[rollout.task_id], rollout, harness.content_hash(), model
                 )
         return [self.memo[(key, t.id)] for t in tasks]
 
@@ -108,6 +113,7 @@ class Scorer:
             model=model,
             seed=self.seed,
             reference=self.references.get(task.id),
+            runner=self.runners.get(harness_hash, "builtin@1"),
         )
 
     def _from_cache(self, task: Task, harness_hash: str, model: str) -> TaskResult | None:

@@ -1,0 +1,125 @@
+"""What an external agent sees inside the run's sandbox, besides its workspace.
+
+With bubblewrap (the default), three things are bound in, and nothing else of the host:
+
+- ``/harness`` (read-only): a copy of the harness's files (never its ``.git`` or ``.harnessevolve``
+  run state, which hold other rollouts and reference answers);
+- ``/run/harnessevolve`` (read-only): the task file, the relay script and the model endpoint's unix
+  socket; ``/run/harnessevolve/out`` inside it is writable, for the agent's ATIF file and answer;
+- the Python environment harnessevolve runs in (read-only, at its own path), first on ``PATH``.
+
+The sandbox keeps ``--unshare-net``: its only network is its own loopback, where the in-sandbox
+relay (``unix_relay.py``) forwards ``OPENAI_BASE_URL=http://127.0.0.1:<port>/v1`` to the socket.
+So the one thing an agent can reach is its own rollout's endpoint. The ``none`` sandbox (``--unsafe-
+no-sandbox``) runs the same agent on the host, with the same files at their host paths.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from harnessevolve.core.errors import SandboxError
+from harnessevolve.execute.bwrap_sandbox import SYSTEM_DIRS, BwrapSandbox
+from harnessevolve.execute.sandbox import Sandbox
+from harnessevolve.execute.sandbox_launch import ReadOnly
+from harnessevolve.harness.agent_config import HARNESS_MOUNT
+
+CONTROL_MOUNT = "/run/harnessevolve"
+SOCKET_NAME = "model.sock"
+RELAY = Path(__file__).with_name("unix_relay.py")
+
+
+@dataclass(frozen=True)
+class AgentPaths:
+    """Where the agent finds things, as paths inside its sandbox."""
+
+    harness: str
+    control: str
+
+    @property
+    def out(self) -> str:
+        return f"{self.control}/out"
+
+    @property
+    def socket(self) -> str:
+        return f"{self.control}/{SOCKET_NAME}"
+
+    def inside(self, arg: str) -> str:
+        """``arg`` of the agent's argv with ``/harness/...`` pointing where the harness is mounted."""
+        if arg == HARNESS_MOUNT or arg.startswith(HARNESS_MOUNT + "/"):
+            return self.harness + arg[len(HARNESS_MOUNT) :]
+        return arg
+
+
+class _AgentBwrap(BwrapSandbox):
+    """The run's bwrap sandbox (same limits, namespaces, uid) plus writable binds, mounted after
+    the read-only ones so that one may sit inside another."""
+
+    def __init__(self, base: BwrapSandbox, writable: list[tuple[str, str]]) -> None:
+        self.__dict__.update(base.__dict__)
+        self._writable = writable
+
+    def filesystem_args(self, workspace: Path, read_only: ReadOnly = ()) -> list[str]:
+        args = super().filesystem_args(workspace)
+        made = {Path("/"), Path("/tmp"), *workspace.parents}
+        binds = [("--ro-bind", str(s), Path(t)) for s, t in read_only]
+        for option, source, target in binds + [("--bind", s, Path(t)) for s, t in self._writable]:
+            for parent in reversed(target.parents):  # bwrap would make them 0700: closed to the uid
+                if parent not in made and not any(
+                    parent == Path(d) or Path(d) in parent.parents for d in SYSTEM_DIRS
+                ):
+                    made.add(parent)
+                    args += ["--perms", "0755", "--dir", str(parent)]
+            args += [option, source, str(target)]
+            made.add(target)
+        return args
+
+
+def python_roots() -> list[str]:
+    """The folders the Python environment needs (the venv and its base interpreter), system ones left out."""
+    roots = []
+    for prefix in dict.fromkeys((sys.prefix, sys.base_prefix)):
+        if not any(prefix == d or prefix.startswith(d + "/") for d in SYSTEM_DIRS):
+            roots.append(prefix)
+    return roots
+
+
+@dataclass(frozen=True)
+class AgentBox:
+    """The sandbox to launch the agent in, the paths it sees, and what to show it read-only."""
+
+    sandbox: Sandbox
+    paths: AgentPaths
+    read_only: ReadOnly
+
+
+def agent_sandbox(sandbox: Sandbox, harness_copy: Path, control: Path) -> AgentBox:
+    """How to host an external agent in the run's ``sandbox``; ``SandboxError`` when it cannot
+    (docker, for now)."""
+    if isinstance(sandbox, BwrapSandbox):
+        read_only = tuple((Path(root), Path(root)) for root in python_roots())
+        read_only += ((harness_copy, Path(HARNESS_MOUNT)), (control, Path(CONTROL_MOUNT)))
+        box = _AgentBwrap(sandbox, [(str(control / "out"), f"{CONTROL_MOUNT}/out")])
+        return AgentBox(box, AgentPaths(HARNESS_MOUNT, CONTROL_MOUNT), read_only)
+    if sandbox.name == "none":
+        return AgentBox(sandbox, AgentPaths(str(harness_copy), str(control)), ())
+    raise SandboxError(
+        f"the {sandbox.name!r} sandbox cannot run an external agent",
+        hint="run command and mini-swe-agent harnesses with --sandbox bwrap",
+    )
+
+
+def launcher(argv: list[str], paths: AgentPaths) -> str:
+    """The ``bash -c`` script: start the relay, export its URL, then ``exec`` the agent."""
+    python = shlex.quote(sys.executable)
+    relay = shlex.quote(f"{paths.control}/{RELAY.name}")
+    socket = shlex.quote(paths.socket)
+    return (
+        f"port=$({python} -I {relay} {socket}) || "
+        "{ echo 'harnessevolve: model relay failed' >&2; exit 97; }\n"
+        'export OPENAI_BASE_URL="http://127.0.0.1:$port/v1" OPENAI_API_BASE="http://127.0.0.1:$port/v1"\n'
+        f"exec {shlex.join(argv)}\n"
+    )

@@ -1,0 +1,414 @@
+"""One rollout of an external agent program: files in, sandboxed process, endpoint, trajectory out.
+
+The agent gets (paths as it sees them inside the sandbox, see ``agent_sandbox``):
+
+- ``HARNESSEVOLVE_TASK``: a JSON file with ``instruction``, ``turns`` (every user turn, the first
+  being the instruction), ``system_prompt`` (the harness's assembled prompt: system prompt, skills,
+  examples), ``tools`` (the harness's tool specs), ``loop`` (its loop settings) and ``model``;
+- ``OPENAI_BASE_URL`` (the in-sandbox relay to the endpoint), ``OPENAI_API_KEY`` (a dummy: no
+  key enters the sandbox), ``OPENAI_MODEL`` / ``HARNESSEVOLVE_MODEL`` (the one model it may ask for),
+  ``HARNESSEVOLVE_MODEL_SOCKET`` (the endpoint's unix socket, for clients that speak HTTP over it);
+- ``HARNESSEVOLVE_ANSWER``: where it may write its final answer (else its last model reply without
+  tool calls is the answer), ``HARNESSEVOLVE_ATIF``: where it may write its own ATIF trajectory;
+- ``HARNESSEVOLVE_HARNESS``: the harness, read-only; the workspace as its working directory.
+
+It ends with one of these stop reasons: ``submitted`` (exit 0 with an answer), ``no_answer`` (exit 0
+without one), ``agent_crashed`` (non-zero exit), ``agent_timeout`` (past ``agent.timeout_s``),
+``output_flood`` (printed more than ``FLOOD_FACTOR`` x ``agent.output_limit`` characters),
+``bad_trajectory`` (its ATIF file is not valid ATIF), ``model_refused`` (asked for another model,
+no answer), ``budget_exhausted`` / ``step_limit`` (the endpoint refused further calls; the agent
+gets ``STOP_GRACE_S`` to exit after the refusal, then is killed), ``setup_error`` (it could not be
+started at all).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import stat
+import tempfile
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from harnessevolve import __version__
+from harnessevolve.core.atif import Step, Trajectory
+from harnessevolve.core.errors import SandboxError, TrajectoryError
+from harnessevolve.core.tasks import Task
+from harnessevolve.execute.runners.agent_sandbox import (
+    RELAY,
+    SOCKET_NAME,
+    AgentPaths,
+    agent_sandbox,
+    launcher,
+)
+from harnessevolve.execute.runners.endpoint import ModelEndpoint
+from harnessevolve.execute.runners.recorded import merge_metrics, read_agent_atif, steps_from_calls
+from harnessevolve.execute.sandbox import Sandbox, launched, resolve_sandbox
+from harnessevolve.execute.sandbox_launch import READ_CHUNK, finish_process
+from harnessevolve.execute.workspace import tool_env
+from harnessevolve.harness.agent_config import agent_path
+from harnessevolve.harness.model import Harness
+
+FLOOD_FACTOR = 100
+STOP_GRACE_S = 5.0
+ANSWER_LIMIT = 100_000
+DUMMY_KEY = "harnessevolve-endpoint-no-key"
+
+
+class Stop:
+    """Stop reasons of external agents (their string values are ``core.enums.StopReason``'s)."""
+
+    SUBMITTED = "submitted"
+    NO_ANSWER = "no_answer"
+    CRASHED = "agent_crashed"
+    TIMEOUT = "agent_timeout"
+    FLOOD = "output_flood"
+    BAD_TRAJECTORY = "bad_trajectory"
+    MODEL_REFUSED = "model_refused"
+    BUDGET = "budget_exhausted"
+    STEP_LIMIT = "step_limit"
+    SETUP_ERROR = "setup_error"
+    MODEL_ERROR = "model_error"
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    exit_code: int | None
+    output: str
+    """Head and tail of what it printed (stdout and stderr together), within the output limit."""
+    printed: int
+    """Bytes it printed in all."""
+    ended: str
+    """``exited``, ``timeout``, ``flood`` or ``stopped`` (the endpoint refused further calls)."""
+
+
+@dataclass(frozen=True)
+class ExternalAgent:
+    """What differs between external runners: the argv and extra environment."""
+
+    kind: str
+    version: str
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    name: str
+
+
+def _write_harness_copy(harness: Harness, target: Path) -> None:
+    target.mkdir(mode=0o755)
+    for rel, text in harness.files.items():
+        path = target / rel
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+        path.write_text(text, encoding="utf-8")
+        source = harness.root / rel
+        executable = source.is_file() and os.stat(source).st_mode & stat.S_IXUSR
+        path.chmod(0o755 if executable else 0o644)
+
+
+def task_document(harness: Harness, task: Task, model: str) -> dict[str, Any]:
+    """The task file an external agent reads (``HARNESSEVOLVE_TASK``)."""
+    return {
+        "version": 1,
+        "task_id": task.id,
+        "instruction": task.instruction,
+        "turns": list(getattr(task, "turns", ()) or (task.instruction,)),
+        "system_prompt": harness.assembled_prompt() if harness.system_prompt else "",
+        "tools": [
+            {**t.openai_schema()["function"], "builtin": t.builtin, "command": t.command}
+            for t in harness.tools
+        ],
+        "loop": asdict(harness.loop),
+        "model": model,
+    }
+
+
+async def run_process(
+    argv: tuple[str, ...], options: dict[str, Any], *, timeout_s: float, limit: int, stopped: asyncio.Event
+) -> ProcessResult:
+    """Run the launched agent: capped output (head and tail kept), killed past the wall-clock
+    limit, on an output flood, or ``STOP_GRACE_S`` after ``stopped`` is set; its group reaped."""
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,
+        **options,
+    )
+    head = bytearray()
+    tail = bytearray()
+    printed = 0
+    half = max(1, limit // 2)
+    flood_at = limit * FLOOD_FACTOR
+    ended = "exited"
+
+    async def read_all() -> str:
+        nonlocal printed, tail
+        assert proc.stdout is not None
+        while chunk := await proc.stdout.read(READ_CHUNK):
+            printed += len(chunk)
+            if len(head) < half:
+                head.extend(chunk[: half - len(head)])
+            tail = (tail + chunk)[-half:]
+            if printed > flood_at:
+                return "flood"
+        await proc.wait()
+        return "exited"
+
+    async def stop_requested() -> str:
+        await stopped.wait()
+        await asyncio.sleep(STOP_GRACE_S)
+        return "stopped"
+
+    reader = asyncio.ensure_future(read_all())
+    watcher = asyncio.ensure_future(stop_requested())
+    try:
+        done, _ = await asyncio.wait(
+            {reader, watcher}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
+        )
+        ended = done.pop().result() if done else "timeout"
+    finally:
+        for task in (reader, watcher):
+            task.cancel()
+        await finish_process(proc)
+    text = head.decode(errors="replace")
+    if printed > len(head):
+        skipped = printed - len(head) - len(tail)
+        if skipped > 0:
+            text += f"\n[... {skipped} bytes cut ...]\n"
+        text += bytes(tail[-(printed - len(head)) :]).decode(errors="replace")
+    return ProcessResult(proc.returncode if ended == "exited" else None, text, printed, ended)
+
+
+async def run_external(
+    agent: ExternalAgent,
+    harness: Harness,
+    task: Task,
+    workspace: Path,
+    *,
+    model: str,
+    seed: int,
+    sandbox: Sandbox | None = None,
+) -> Trajectory:
+    """One rollout of ``agent`` (see the module docstring); never raises for what the agent did."""
+    started = time.monotonic()
+    root = Path(tempfile.mkdtemp(prefix="he-agent-"))
+    try:
+        control = root / "control"
+        control.mkdir(mode=0o755)
+        (control / "out").mkdir()
+        (control / "out").chmod(0o777)  # the sandbox's own uid writes its answer and ATIF here
+        _write_harness_copy(harness, root / "harness")
+        shutil.copy(RELAY, control / RELAY.name)
+        (control / "task.json").write_text(json.dumps(task_document(harness, task, model)), encoding="utf-8")
+        try:
+            box = agent_sandbox(resolve_sandbox(sandbox), root / "harness", control)
+        except SandboxError as exc:
+            return _trajectory(
+                agent,
+                harness,
+                task,
+                model,
+                seed,
+                started,
+                [],
+                Stop.SETUP_ERROR,
+                error=f"setup_error: {exc.message}",
+            )
+        endpoint = ModelEndpoint(
+            control / SOCKET_NAME,
+            model=model,
+            seed=seed,
+            max_calls=harness.agent.max_model_calls,
+            temperature=harness.loop.temperature,
+            max_tokens=harness.loop.max_tokens,
+        )
+        async with endpoint:
+            env = _agent_env(agent, box.paths, model, workspace)
+            argv = [box.paths.inside(a) for a in agent.argv]
+            script = launcher(argv, box.paths)
+            try:
+                async with launched(box.sandbox, script, workspace, env, read_only=box.read_only) as launch:
+                    result = await run_process(
+                        launch.argv,
+                        launch.subprocess_options(),
+                        timeout_s=harness.agent.timeout_s,
+                        limit=harness.agent.output_limit,
+                        stopped=endpoint.stopped,
+                    )
+            except (SandboxError, OSError) as exc:
+                return _trajectory(
+                    agent,
+                    harness,
+                    task,
+                    model,
+                    seed,
+                    started,
+                    endpoint.calls,
+                    Stop.SETUP_ERROR,
+                    error=f"setup_error: {exc}",
+                )
+        return _finish(agent, harness, task, model, seed, started, endpoint, result, control / "out")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _agent_env(agent: ExternalAgent, paths: AgentPaths, model: str, workspace: Path) -> dict[str, str]:
+    env = tool_env(workspace)
+    env.update(
+        {
+            "PATH": agent_path(),
+            "OPENAI_API_KEY": DUMMY_KEY,
+            "OPENAI_MODEL": model,
+            "HARNESSEVOLVE_MODEL": model,
+            "HARNESSEVOLVE_MODEL_SOCKET": paths.socket,
+            "HARNESSEVOLVE_TASK": f"{paths.control}/task.json",
+            "HARNESSEVOLVE_ANSWER": f"{paths.out}/answer.txt",
+            "HARNESSEVOLVE_ATIF": f"{paths.out}/trajectory.json",
+            "HARNESSEVOLVE_HARNESS": paths.harness,
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONUNBUFFERED": "1",
+            "NO_COLOR": "1",
+        }
+    )
+    env.update(agent.env)
+    return env
+
+
+def _read_answer(out: Path) -> str | None:
+    path = out / "answer.txt"
+    if not path.is_file():
+        return None
+    with path.open("rb") as handle:
+        return handle.read(ANSWER_LIMIT).decode(errors="replace").strip()
+
+
+def _finish(
+    agent: ExternalAgent,
+    harness: Harness,
+    task: Task,
+    model: str,
+    seed: int,
+    started: float,
+    endpoint: ModelEndpoint,
+    result: ProcessResult,
+    out: Path,
+) -> Trajectory:
+    calls = endpoint.calls
+    error: str | None = None
+    own: Trajectory | None = None
+    bad_atif = None
+    try:
+        own = read_agent_atif(out / "trajectory.json")
+    except TrajectoryError as exc:
+        bad_atif = f"bad_trajectory: the agent's ATIF file: {exc.one_line()}"
+    answer = _read_answer(out)
+    if answer is None and own is not None and isinstance(own.extra.get("answer"), str):
+        answer = own.extra["answer"]
+    if answer is None:
+        finals = [
+            c for c in calls if c.reply is not None and not c.reply["tool_calls"] and c.reply["content"]
+        ]
+        if finals and finals[-1] is [c for c in calls if c.reply is not None][-1]:
+            answer = finals[-1].reply["content"].strip()  # type: ignore[index]
+    refused = [c for c in calls if c.status == 404]
+    failed = [c for c in calls if c.status == 502]
+    tail = result.output.strip().splitlines()[-1][:300] if result.output.strip() else "no output"
+    if endpoint.stop is not None:
+        stop, error = endpoint.stop.reason, f"{endpoint.stop.reason}: {endpoint.stop.message}"
+    elif result.ended == "timeout":
+        stop, error = Stop.TIMEOUT, f"agent_timeout: killed after {harness.agent.timeout_s:g}s ({tail})"
+    elif result.ended == "flood":
+        stop = Stop.FLOOD
+        cap = harness.agent.output_limit * FLOOD_FACTOR
+        error = f"output_flood: killed after printing {result.printed} bytes (limit {cap})"
+    elif result.exit_code:
+        stop, error = Stop.CRASHED, f"agent_crashed: exit code {result.exit_code}: {tail}"
+        if refused:
+            error += f" (after {refused[-1].error})"
+        elif failed:
+            stop, error = Stop.MODEL_ERROR, f"model_error: {failed[-1].error}; then {error}"
+    elif bad_atif:
+        stop, error = Stop.BAD_TRAJECTORY, bad_atif
+    elif answer is None and refused:
+        stop, error = Stop.MODEL_REFUSED, f"model_refused: {refused[-1].error}"
+    elif answer is None:
+        stop, error = Stop.NO_ANSWER, f"no_answer: the agent exited 0 without an answer ({tail})"
+    else:
+        stop = Stop.SUBMITTED
+    return _trajectory(
+        agent,
+        harness,
+        task,
+        model,
+        seed,
+        started,
+        calls,
+        stop,
+        error=error,
+        answer=answer,
+        own=own if not bad_atif else None,
+        result=result,
+    )
+
+
+def _trajectory(
+    agent: ExternalAgent,
+    harness: Harness,
+    task: Task,
+    model: str,
+    seed: int,
+    started: float,
+    calls: list,
+    stop: str,
+    *,
+    error: str | None = None,
+    answer: str | None = None,
+    own: Trajectory | None = None,
+    result: ProcessResult | None = None,
+) -> Trajectory:
+    steps = (
+        merge_metrics(own.steps, calls)
+        if own is not None and own.steps
+        else tuple(steps_from_calls(calls, model))
+    )
+    if not steps:
+        steps = (Step(1, "user", task.instruction),)
+    answered = [c for c in calls if c.reply is not None]
+    extra: dict[str, Any] = {
+        **(own.extra if own is not None else {}),
+        "task_id": task.id,
+        "stop_reason": stop,
+        "answer": answer,
+        "harness": harness.name,
+        "harness_hash": harness.content_hash(),
+        "seed": seed,
+        "wall_s": round(time.monotonic() - started, 3),
+        "runner": agent.kind,
+        "runner_version": agent.version,
+        "steps_from": "agent_atif" if own is not None else "endpoint",
+        "model_calls": [c.to_dict() for c in calls],
+    }
+    if error:
+        extra["error"] = error
+    if result is not None:
+        extra["agent_exit_code"] = result.exit_code
+        extra["agent_output"] = result.output
+    return Trajectory(
+        session_id=own.session_id if own is not None else uuid.uuid4().hex,
+        agent_name=own.agent_name if own is not None else agent.name,
+        agent_version=own.agent_version if own is not None else __version__,
+        model_name=model,
+        steps=steps,
+        extra=extra,
+        final_metrics={
+            "total_prompt_tokens": sum(c.usage.get("prompt_tokens", 0) for c in answered),
+            "total_completion_tokens": sum(c.usage.get("completion_tokens", 0) for c in answered),
+            "total_cost_usd": sum(c.usage.get("cost_usd", 0.0) for c in answered),
+            "total_steps": len(steps),
+        },
+    )
