@@ -11,6 +11,7 @@ from harnessevolve.core.containment import contained, escape_of
 from harnessevolve.core.errors import HarnessError, HarnessEvolveError
 from harnessevolve.core.files import read_yaml
 from harnessevolve.core.schema import all_errors, check
+from harnessevolve.harness.agent_config import load_agent
 from harnessevolve.harness.model import DEFAULT_MODEL, Harness, LoopSettings, Skill, ToolSpec
 
 IGNORED_PARTS = {".git", ".harnessevolve", "__pycache__"}
@@ -164,10 +165,12 @@ def load_harness(root: Path) -> Harness:
     doc = read_yaml(root / "harness.yaml", error=HarnessError, name="harness.yaml")
     check(doc, "harness", file="harness.yaml", error=HarnessError)
     files = read_files(root)
-    system_prompt = _text_file(root, doc["system_prompt"], "system_prompt")
+    agent = load_agent(root, doc, files)
+    prompt_file = doc.get("system_prompt")
+    system_prompt = _text_file(root, prompt_file, "system_prompt") if prompt_file else ""
     examples = _text_file(root, doc["examples"], "examples") if doc.get("examples") else ""
-    tools = tuple(_load_tool(root, name) for name in doc["tools"])
-    if not any(t.builtin == "submit" for t in tools):
+    tools = tuple(_load_tool(root, name) for name in doc.get("tools", ()))
+    if agent.kind == "builtin" and not any(t.builtin == "submit" for t in tools):
         raise HarnessError(
             "no tool implements builtin 'submit', so the agent can never finish",
             file="harness.yaml",
@@ -201,6 +204,7 @@ def load_harness(root: Path) -> Harness:
         editable=tuple(doc.get("editable", [])),
         files=files,
         description=doc.get("description", ""),
+        agent=agent,
     )
 
 
