@@ -1,0 +1,163 @@
+"""The wheel is the product: built from the checkout, installed in a fresh virtual environment
+outside it, it carries every template, gate config, built-in benchmark and reference it needs
+(``init``, ``validate``, a scripted ``run``, ``gate`` and ``report --html`` all work there, with no
+``HARNESSEVOLVE_HOME``), and ``refs import`` refuses to write into the installed package.
+
+It takes about 15 s (building the wheel is most of it). The fresh venv gets no network: the wheel is installed with ``--no-deps``, and the dependencies
+come from this test's own environment through a ``.pth`` line (which, unlike the editable
+install's finder, does not make the checkout importable)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def sh(*args: str | Path, cwd: Path, env: dict[str, str] | None = None, ok: tuple[int, ...] = (0,)) -> str:
+    proc = subprocess.run(
+        [str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode in ok, f"{args} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout + proc.stderr
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str], Path]:
+    """(the venv's bin folder, the environment to run it in, a work folder outside the checkout)."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HARNESSEVOLVE_HOME", "PYTHON"))}
+    env |= {
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
+    sh(
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "--no-deps",
+        "--no-build-isolation",
+        "-q",
+        "-w",
+        tmp / "dist",
+        ROOT,
+        cwd=tmp,
+        env=env,
+    )
+    (wheel,) = (tmp / "dist").glob("harnessevolve-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    for needed in (
+        "harnessevolve/_bundled/harnesses/shell-agent/harness.yaml",
+        "harnessevolve/_bundled/gates/default.yaml",
+        "harnessevolve/_bundled/benchmarks/shell-onecall/benchmark.yaml",
+        "harnessevolve/_bundled/trajectories/shell-basics/lookup-key-01.json",
+        "harnessevolve/models/policy.py",
+        "harnessevolve/schemas/task.schema.json",
+    ):
+        assert needed in names, needed
+    assert not any("/perf/" in n or "__pycache__" in n for n in names)
+    venv = tmp / "venv"
+    sh(sys.executable, "-m", "venv", "--without-pip", venv, cwd=tmp, env=env)
+    site = Path(
+        sh(
+            venv / "bin" / "python",
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+            cwd=tmp,
+            env=env,
+        ).strip()
+    )
+    # Installed before the dependencies are visible, so pip sees an empty venv.
+    sh(
+        sys.executable,
+        "-m",
+        "pip",
+        "--python",
+        venv / "bin" / "python",
+        "install",
+        "-q",
+        "--no-deps",
+        "--no-index",
+        "--ignore-installed",
+        wheel,
+        cwd=tmp,
+        env=env,
+    )
+    (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    work = tmp / "work"
+    work.mkdir()
+    return venv / "bin", env, work
+
+
+def test_the_installed_wheel_runs_the_whole_loop_outside_the_checkout(installed) -> None:
+    bin_dir, env, work = installed
+    he = bin_dir / "harnessevolve"
+    where = sh(
+        bin_dir / "python", "-c", "import harnessevolve; print(harnessevolve.__file__)", cwd=work, env=env
+    )
+    assert str(bin_dir.parent) in where and str(ROOT) not in where
+
+    out = sh(he, "init", "h", cwd=work, env=env)
+    assert "Created harness h from template shell-agent" in out
+    assert "valid: shell-agent" in sh(he, "validate", "h", cwd=work, env=env)
+    out = sh(he, "validate", "shell-onecall", cwd=work, env=env)
+    assert "valid: benchmark shell-onecall (64 tasks" in out and "32 reference trajectories" in out
+
+    out = sh(
+        he,
+        "run",
+        "-H",
+        "h",
+        "-b",
+        "shell-basics",
+        "-n",
+        "2",
+        "--batch-size",
+        "6",
+        "-m",
+        "scripted/policy:learner",
+        cwd=work,
+        env=env,
+        ok=(0, 1),
+    )
+    assert "accepted" in out and "ledger:" in out, out
+    (run_dir,) = (work / "h" / ".harnessevolve" / "runs").iterdir()
+    ledger = (run_dir / "ledger.jsonl").read_text()
+    assert '"event": "run_finished"' in ledger and '"event": "candidate_accepted"' in ledger, out
+
+    out = sh(
+        he,
+        "gate",
+        "-H",
+        "h",
+        "-b",
+        "shell-basics",
+        "--baseline",
+        "HEAD~1",
+        "-m",
+        "scripted/policy:learner",
+        "--batch-size",
+        "6",
+        cwd=work,
+        env=env,
+        ok=(0, 1),
+    )
+    assert "quality" in out and "performance" in out, out
+
+    out = sh(he, "report", "-H", "h", "--html", "report.html", cwd=work, env=env)
+    html = (work / "report.html").read_text()
+    assert "<html" in html and run_dir.name in html
+
+    out = sh(he, "refs", "import", "-b", "shell-basics", cwd=work, env=env, ok=(2,))
+    assert "built-in suite of the installed package" in out and "--out" in out
