@@ -21,6 +21,7 @@ from harnessevolve.report.run_model import RunView
 from harnessevolve.report.run_view import load_run_view
 from harnessevolve.report.runs import END_STATES, format_duration, parse_ts, read_lock, resolve_run, run_state
 from harnessevolve.runs import events as ev
+from harnessevolve.runs.ledger import parse_ledger_bytes, parse_ledger_line
 
 STATE_STYLE = {
     "running": "bold blue",
@@ -236,7 +237,7 @@ def log(
     view = load_run_view(run_dir, with_git=False)
     data = (run_dir / "ledger.jsonl").read_bytes()
     offset = data.rfind(b"\n") + 1  # a torn last line is read again once its writer completes it
-    events = parse_lines(data[:offset].split(b"\n"))
+    events = parse_ledger_bytes(data[:offset], run_dir / "ledger.jsonl")
     for event in events[-last:] if last else events:
         emit(event)
     if not follow:
@@ -249,18 +250,6 @@ def log(
         console.print(Text(f"run {view.run_id}: {state}", STATE_STYLE.get(state, "")))
 
 
-def parse_lines(lines: list[bytes]) -> list[dict[str, Any]]:
-    out = []
-    for line in lines:
-        try:
-            event = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            continue
-        if isinstance(event, dict):
-            out.append(event)
-    return out
-
-
 def follow_ledger(
     ledger: Path,
     offset: int,
@@ -271,7 +260,7 @@ def follow_ledger(
 ) -> str:
     """Print events appended after byte ``offset``; return the run's state once it is no longer
     running (an end event was written, or its process is gone and nothing more came)."""
-    pending = b""
+    pending, numbered = b"", len(events)
     while True:
         state = run_state(events, view.run_id, read_lock(view.harness_dir))
         with ledger.open("rb") as handle:
@@ -279,7 +268,12 @@ def follow_ledger(
             chunk = handle.read()
         offset += len(chunk)
         *lines, pending = (pending + chunk).split(b"\n")
-        new = parse_lines(lines)
+        new = [
+            parse_ledger_line(raw.decode("utf-8", "replace"), ledger, numbered + i + 1)
+            for i, raw in enumerate(lines)
+            if raw.strip()
+        ]
+        numbered += len(lines)
         for event in new:
             events.append(event)
             emit(event)

@@ -27,6 +27,7 @@ from harnessevolve.runs.events import (
     Committing,
     GateVerdicts,
 )
+from harnessevolve.runs.files import CANDIDATE_FILE_VERSION, GATE_REPORT_VERSION, versioned
 from harnessevolve.runs.ledger import Ledger
 
 
@@ -55,7 +56,13 @@ class RunHistory:
         """A candidate that was not kept: its record in the ledger, its files in the run folder."""
         path = self.run_dir / "candidates" / f"gen-{generation:03d}-{trial.index + 1}.json"
         atomic_write_json(
-            path, redact_obj({**trial.record(), "history": trial.history, "changes": trial.candidate.changes})
+            path,
+            redact_obj(
+                versioned(
+                    CANDIDATE_FILE_VERSION,
+                    {**trial.record(), "history": trial.history, "changes": trial.candidate.changes},
+                )
+            ),
         )
         self.rejected.append(trial.candidate.summary)
         self.ledger.append(
@@ -141,6 +148,7 @@ class RunHistory:
     def write_gate_report(self, generation: int, trial: Trial) -> None:
         verdicts = [v.to_dict() for v in trial.judgement.verdicts]
         report: dict[str, Any] = {
+            "version": GATE_REPORT_VERSION,
             "generation": generation,
             "candidate": trial.index + 1,
             "summary": trial.candidate.summary,

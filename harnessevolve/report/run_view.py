@@ -9,7 +9,6 @@ candidate's number; losers are ``candidate_rejected`` with their changes saved i
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from harnessevolve.report.run_model import (
 from harnessevolve.report.run_usage import fold_usage
 from harnessevolve.report.runs import END_STATES, harness_of, parse_ts, read_lock, run_state
 from harnessevolve.runs import events as ev
+from harnessevolve.runs.files import CANDIDATE_FILE_VERSION, read_json_file
 from harnessevolve.runs.ledger import read_ledger
 
 KNOWN_EVENTS = frozenset(ev.CATALOG)
@@ -259,10 +259,8 @@ def _candidate(
     if info is not None:
         diff, source, message, trailers = info.diff, "git", info.message, info.trailers
     elif history and c.get("changes_file"):
-        try:
-            saved = json.loads((run_dir / c["changes_file"]).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            saved = {}
+        path = run_dir / c["changes_file"]
+        saved = read_json_file(path, CANDIDATE_FILE_VERSION, "candidate file") if path.is_file() else {}
         if isinstance(saved.get("changes"), dict):
             diff, source = recorded_diff(history, base_rev, saved["changes"]), "recorded changes"
     return CandidateView(

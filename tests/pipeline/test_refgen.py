@@ -72,7 +72,7 @@ def test_genuine_run_is_kept_without_the_hint(tmp_path: Path, cli, model: str) -
     reference = load(tmp_path / f"{TASK}.json")
     assert "Hint" not in reference.steps[1].message
     assert [c.function_name for s in reference.agent_steps for c in s.tool_calls] == ["read_file", "submit"]
-    regret = json.loads((tmp_path / "regret.json").read_text())[TASK]
+    regret = json.loads((tmp_path / "regret.json").read_text())["tasks"][TASK]
     assert regret["pass_with_hint"] == 1.0 and regret["pass_without_hint"] == 1.0 and regret["regret"] == 0.0
 
 
@@ -82,7 +82,7 @@ def test_restating_the_hint_is_not_genuine(tmp_path: Path, cli, model: str) -> N
     assert result.exit_code == 0, result.output
     assert not (tmp_path / f"{TASK}.json").exists()
     assert "0 of 1 kept" in result.output
-    regret = json.loads((tmp_path / "regret.json").read_text())[TASK]
+    regret = json.loads((tmp_path / "regret.json").read_text())["tasks"][TASK]
     assert regret == {"pass_without_hint": 0.0, "pass_with_hint": 1.0, "regret": 1.0, "attempts": 2}
 
 
