@@ -48,9 +48,11 @@ class AgentPaths:
         return f"{self.control}/{SOCKET_NAME}"
 
     def inside(self, arg: str) -> str:
-        """``arg`` of the agent's argv with ``/harness/...`` pointing where the harness is mounted."""
-        if arg == HARNESS_MOUNT or arg.startswith(HARNESS_MOUNT + "/"):
-            return self.harness + arg[len(HARNESS_MOUNT) :]
+        """``arg`` of the agent's argv with ``/harness/...`` and ``/run/harnessevolve/...`` pointing
+        where they are mounted (their host paths without a sandbox)."""
+        for mount, here in ((HARNESS_MOUNT, self.harness), (CONTROL_MOUNT, self.control)):
+            if arg == mount or arg.startswith(mount + "/"):
+                return here + arg[len(mount) :]
         return arg
 
 

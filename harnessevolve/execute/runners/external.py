@@ -31,6 +31,7 @@ import stat
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,11 @@ class ExternalAgent:
     argv: tuple[str, ...]
     env: dict[str, str]
     name: str
+    files: tuple[Path, ...] = ()
+    """Files of ours copied into the control folder (``/run/harnessevolve``), e.g. a driver script."""
+    convert: Callable[[Path], Trajectory | None] | None = None
+    """Reads the agent's own record from the out folder as a trajectory (``extra.answer``,
+    ``extra.stop_hint``); None: the ATIF file at ``HARNESSEVOLVE_ATIF``, if any, is read."""
 
 
 def _write_harness_copy(harness: Harness, target: Path) -> None:
@@ -203,7 +209,8 @@ async def run_external(
         (control / "out").mkdir()
         (control / "out").chmod(0o777)  # the sandbox's own uid writes its answer and ATIF here
         _write_harness_copy(harness, root / "harness")
-        shutil.copy(RELAY, control / RELAY.name)
+        for source in (RELAY, *agent.files):
+            shutil.copy(source, control / source.name)
         (control / "task.json").write_text(json.dumps(task_document(harness, task, model)), encoding="utf-8")
         try:
             box = agent_sandbox(resolve_sandbox(sandbox), root / "harness", control)
@@ -269,6 +276,7 @@ def _agent_env(agent: ExternalAgent, paths: AgentPaths, model: str, workspace: P
             "HARNESSEVOLVE_TASK": f"{paths.control}/task.json",
             "HARNESSEVOLVE_ANSWER": f"{paths.out}/answer.txt",
             "HARNESSEVOLVE_ATIF": f"{paths.out}/trajectory.json",
+            "HARNESSEVOLVE_OUT": paths.out,
             "HARNESSEVOLVE_HARNESS": paths.harness,
             "PYTHONDONTWRITEBYTECODE": "1",
             "PYTHONUNBUFFERED": "1",
@@ -303,9 +311,10 @@ def _finish(
     own: Trajectory | None = None
     bad_atif = None
     try:
-        own = read_agent_atif(out / "trajectory.json")
+        own = agent.convert(out) if agent.convert else read_agent_atif(out / "trajectory.json")
     except TrajectoryError as exc:
         bad_atif = f"bad_trajectory: the agent's ATIF file: {exc.one_line()}"
+    hint = own.extra.get("stop_hint") if own is not None else None
     answer = _read_answer(out)
     if answer is None and own is not None and isinstance(own.extra.get("answer"), str):
         answer = own.extra["answer"]
@@ -334,6 +343,11 @@ def _finish(
             stop, error = Stop.MODEL_ERROR, f"model_error: {failed[-1].error}; then {error}"
     elif bad_atif:
         stop, error = Stop.BAD_TRAJECTORY, bad_atif
+    elif hint and hint != Stop.SUBMITTED:
+        stop, error = (
+            hint,
+            f"{hint}: the agent ended with {own.extra.get('mini_exit_status') or hint} ({tail})",
+        )
     elif answer is None and refused:
         stop, error = Stop.MODEL_REFUSED, f"model_refused: {refused[-1].error}"
     elif answer is None:
@@ -380,7 +394,7 @@ def _trajectory(
         steps = (Step(1, "user", task.instruction),)
     answered = [c for c in calls if c.reply is not None]
     extra: dict[str, Any] = {
-        **(own.extra if own is not None else {}),
+        **({k: v for k, v in own.extra.items() if k != "stop_hint"} if own is not None else {}),
         "task_id": task.id,
         "stop_reason": stop,
         "answer": answer,
@@ -390,7 +404,9 @@ def _trajectory(
         "wall_s": round(time.monotonic() - started, 3),
         "runner": agent.kind,
         "runner_version": agent.version,
-        "steps_from": "agent_atif" if own is not None else "endpoint",
+        "steps_from": ("agent_atif" if agent.convert is None else agent.name)
+        if own is not None
+        else "endpoint",
         "model_calls": [c.to_dict() for c in calls],
     }
     if error:

@@ -110,15 +110,18 @@ def read_agent_atif(path: Path) -> Trajectory | None:
 
 
 def merge_metrics(steps: tuple[Step, ...], calls: list[ModelCall]) -> tuple[Step, ...]:
-    """The agent's own steps with each agent step's metrics replaced by the endpoint's record of
-    the model call it stands for (in order), when the counts agree; otherwise as they are."""
+    """The agent's own steps, each agent step's metrics replaced by the endpoint's record of the
+    model call it stands for: the call whose reply made the same tool calls (by id), else -- when
+    the numbers of agent steps and answered calls agree -- the call in the same place."""
     answered = [c for c in calls if c.reply is not None]
+    by_ids = {tuple(t["id"] for t in c.reply["tool_calls"]): c for c in answered if c.reply["tool_calls"]}  # type: ignore[index]
     agent_steps = [i for i, s in enumerate(steps) if s.source == "agent"]
-    if len(agent_steps) != len(answered):
-        return steps
+    in_order = dict(zip(agent_steps, answered, strict=False)) if len(agent_steps) == len(answered) else {}
     out = list(steps)
-    for index, call in zip(agent_steps, answered, strict=True):
-        out[index] = replace(
-            out[index], metrics=dict(call.usage), extra={**out[index].extra, "model_call": call.index}
-        )
+    for index in agent_steps:
+        call = by_ids.get(tuple(c.tool_call_id for c in out[index].tool_calls)) or in_order.get(index)
+        if call is not None:
+            out[index] = replace(
+                out[index], metrics=dict(call.usage), extra={**out[index].extra, "model_call": call.index}
+            )
     return tuple(out)
