@@ -16,7 +16,6 @@ What makes this safe:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any
 
 from harnessevolve.core.errors import HarnessEvolveError, HarnessGitError
 from harnessevolve.core.tasks import Benchmark, Task
+from harnessevolve.core.trailers import trailer_map
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
 from harnessevolve.pipeline.epochs import EpochClock, Snapshot
@@ -36,12 +36,6 @@ from harnessevolve.runs.events import (
     GenerationFinished,
 )
 from harnessevolve.runs.ledger import Ledger, read_ledger
-
-TRAILER = re.compile(r"^([A-Z][A-Za-z-]+): (.*)$", re.MULTILINE)
-
-
-def trailers(message: str) -> dict[str, str]:
-    return {k: v.strip() for k, v in TRAILER.findall(message)}
 
 
 @dataclass
@@ -91,7 +85,7 @@ def reconcile(repo: HarnessRepo, ledger: Ledger, run_id: str, events: list[dict[
     if generation is None:
         return done
     head = repo.message()
-    tags = trailers(head)
+    tags = trailer_map(head)
     if tags.get("Run") != run_id or tags.get("Generation") != str(generation):
         return done  # nothing of this generation reached git: it is redone from the start
     committed = {e.get("sha") for e in of_generation(events, generation, ev.CandidateCommitted.NAME)}

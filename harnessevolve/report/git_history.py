@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harnessevolve.core.errors import HarnessGitError
+from harnessevolve.core.trailers import trailer_map
 
 MAX_DIFF_CHARS = 60_000
 """A candidate's diff beyond this is cut (the report stays small; git keeps the whole)."""
@@ -20,20 +21,6 @@ class CommitInfo:
     message: str
     trailers: dict[str, str] = field(default_factory=dict)
     diff: str = ""
-
-
-def parse_trailers(message: str) -> dict[str, str]:
-    """``Key: value`` lines of the message's last paragraph (Targets, Proposer, Run, Generation...)."""
-    paragraphs = [p for p in message.strip().split("\n\n") if p.strip()]
-    if len(paragraphs) < 2:
-        return {}
-    out = {}
-    for line in paragraphs[-1].splitlines():
-        key, sep, value = line.partition(": ")
-        if not sep or not key or " " in key.strip():
-            return {}
-        out[key.strip()] = value.strip()
-    return out
 
 
 class HarnessHistory:
@@ -61,7 +48,7 @@ class HarnessHistory:
             return None
         message = str(commit.message)
         return CommitInfo(
-            sha, message.splitlines()[0] if message else "", message, parse_trailers(message), diff
+            sha, message.splitlines()[0] if message else "", message, trailer_map(message), diff
         )
 
     def file_at(self, rev: str, path: str) -> str | None:
