@@ -16,9 +16,28 @@ class StopReason(StrEnum):
     SETUP_ERROR = "setup_error"
     WORKSPACE_TOO_LARGE = "workspace_too_large"
     EXECUTOR_ERROR = "executor_error"
+    # External agents (``execute/runners``: command, mini-swe-agent)
+    NO_ANSWER = "no_answer"
+    """The agent exited 0 without an answer."""
+    AGENT_CRASHED = "agent_crashed"
+    """The agent exited non-zero (or could not start its relay)."""
+    AGENT_TIMEOUT = "agent_timeout"
+    """The agent ran past ``agent.timeout_s`` and was killed."""
+    OUTPUT_FLOOD = "output_flood"
+    """The agent printed far more than ``agent.output_limit`` and was killed."""
+    BAD_TRAJECTORY = "bad_trajectory"
+    """The ATIF file the agent wrote is not valid ATIF."""
+    MODEL_REFUSED = "model_refused"
+    """The agent asked the endpoint for a model it was not given, and gave no answer."""
+    FORMAT_ERROR = "format_error"
+    """mini-swe-agent ended after repeated replies without a valid tool call."""
+    BUDGET_EXHAUSTED = "budget_exhausted"
+    """The run's budget was spent mid-rollout: the endpoint refused further calls."""
 
 
-INFRASTRUCTURE_STOPS = frozenset({StopReason.MODEL_ERROR, StopReason.SETUP_ERROR})
+INFRASTRUCTURE_STOPS = frozenset(
+    {StopReason.MODEL_ERROR, StopReason.SETUP_ERROR, StopReason.BUDGET_EXHAUSTED}
+)
 """Stops that say nothing about the harness (a provider or set-up failure): never cached, never a
 signal for an edit, a smoke run that hits one is inconclusive rather than failed."""
 

@@ -23,13 +23,14 @@ from typing import Any
 
 from harnessevolve.core import atif
 from harnessevolve.core.atif import Trajectory
+from harnessevolve.core.enums import INFRASTRUCTURE_STOPS
 from harnessevolve.core.errors import TrajectoryError
 from harnessevolve.core.files import atomic_write_json
 from harnessevolve.core.redact import redact_obj
 from harnessevolve.core.tasks import Task
 
 CACHE_VERSION = 1
-UNCACHED_STOPS = ("model_error", "setup_error")
+UNCACHED_STOPS = tuple(INFRASTRUCTURE_STOPS)  # model_error, setup_error, budget_exhausted
 
 
 def task_fingerprint(task: Task) -> str:

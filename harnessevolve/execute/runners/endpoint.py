@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harnessevolve.core.enums import StopReason
 from harnessevolve.models import ModelReply, acomplete
 
 BudgetCheck = Callable[[], str | None]
@@ -173,10 +174,10 @@ class ModelEndpoint:
             )
         spent = self._budget() if self._budget is not None else None
         if spent:
-            self._halt("budget_exhausted", f"the run's {spent}; no more model calls")
+            self._halt(StopReason.BUDGET_EXHAUSTED, f"the run's {spent}; no more model calls")
             return self._refuse(call, 402, "budget_exhausted", self.stop.message)  # type: ignore[union-attr]
         if len(self.replies) >= self.max_calls:
-            self._halt("step_limit", f"this rollout may make at most {self.max_calls} model calls")
+            self._halt(StopReason.STEP_LIMIT, f"this rollout may make at most {self.max_calls} model calls")
             return self._refuse(call, 403, "call_limit_reached", self.stop.message)  # type: ignore[union-attr]
         max_tokens = body.get("max_completion_tokens") or body.get("max_tokens") or self.max_tokens
         try:

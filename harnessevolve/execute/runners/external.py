@@ -38,6 +38,7 @@ from typing import Any
 
 from harnessevolve import __version__
 from harnessevolve.core.atif import Step, Trajectory
+from harnessevolve.core.enums import StopReason
 from harnessevolve.core.errors import SandboxError, TrajectoryError
 from harnessevolve.core.tasks import Task
 from harnessevolve.execute.runners.agent_sandbox import (
@@ -59,22 +60,6 @@ FLOOD_FACTOR = 100
 STOP_GRACE_S = 5.0
 ANSWER_LIMIT = 100_000
 DUMMY_KEY = "harnessevolve-endpoint-no-key"
-
-
-class Stop:
-    """Stop reasons of external agents (their string values are ``core.enums.StopReason``'s)."""
-
-    SUBMITTED = "submitted"
-    NO_ANSWER = "no_answer"
-    CRASHED = "agent_crashed"
-    TIMEOUT = "agent_timeout"
-    FLOOD = "output_flood"
-    BAD_TRAJECTORY = "bad_trajectory"
-    MODEL_REFUSED = "model_refused"
-    BUDGET = "budget_exhausted"
-    STEP_LIMIT = "step_limit"
-    SETUP_ERROR = "setup_error"
-    MODEL_ERROR = "model_error"
 
 
 @dataclass(frozen=True)
@@ -223,7 +208,7 @@ async def run_external(
                 seed,
                 started,
                 [],
-                Stop.SETUP_ERROR,
+                StopReason.SETUP_ERROR,
                 error=f"setup_error: {exc.message}",
             )
         endpoint = ModelEndpoint(
@@ -256,7 +241,7 @@ async def run_external(
                     seed,
                     started,
                     endpoint.calls,
-                    Stop.SETUP_ERROR,
+                    StopReason.SETUP_ERROR,
                     error=f"setup_error: {exc}",
                 )
         return _finish(agent, harness, task, model, seed, started, endpoint, result, control / "out")
@@ -330,30 +315,33 @@ def _finish(
     if endpoint.stop is not None:
         stop, error = endpoint.stop.reason, f"{endpoint.stop.reason}: {endpoint.stop.message}"
     elif result.ended == "timeout":
-        stop, error = Stop.TIMEOUT, f"agent_timeout: killed after {harness.agent.timeout_s:g}s ({tail})"
+        stop, error = (
+            StopReason.AGENT_TIMEOUT,
+            f"agent_timeout: killed after {harness.agent.timeout_s:g}s ({tail})",
+        )
     elif result.ended == "flood":
-        stop = Stop.FLOOD
+        stop = StopReason.OUTPUT_FLOOD
         cap = harness.agent.output_limit * FLOOD_FACTOR
         error = f"output_flood: killed after printing {result.printed} bytes (limit {cap})"
     elif result.exit_code:
-        stop, error = Stop.CRASHED, f"agent_crashed: exit code {result.exit_code}: {tail}"
+        stop, error = StopReason.AGENT_CRASHED, f"agent_crashed: exit code {result.exit_code}: {tail}"
         if refused:
             error += f" (after {refused[-1].error})"
         elif failed:
-            stop, error = Stop.MODEL_ERROR, f"model_error: {failed[-1].error}; then {error}"
+            stop, error = StopReason.MODEL_ERROR, f"model_error: {failed[-1].error}; then {error}"
     elif bad_atif:
-        stop, error = Stop.BAD_TRAJECTORY, bad_atif
-    elif hint and hint != Stop.SUBMITTED:
+        stop, error = StopReason.BAD_TRAJECTORY, bad_atif
+    elif hint and hint != StopReason.SUBMITTED:
         stop, error = (
             hint,
             f"{hint}: the agent ended with {own.extra.get('mini_exit_status') or hint} ({tail})",
         )
     elif answer is None and refused:
-        stop, error = Stop.MODEL_REFUSED, f"model_refused: {refused[-1].error}"
+        stop, error = StopReason.MODEL_REFUSED, f"model_refused: {refused[-1].error}"
     elif answer is None:
-        stop, error = Stop.NO_ANSWER, f"no_answer: the agent exited 0 without an answer ({tail})"
+        stop, error = StopReason.NO_ANSWER, f"no_answer: the agent exited 0 without an answer ({tail})"
     else:
-        stop = Stop.SUBMITTED
+        stop = StopReason.SUBMITTED
     return _trajectory(
         agent,
         harness,

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessevolve.core.atif import ObservationResult, Step, ToolCall, Trajectory
+from harnessevolve.core.enums import StopReason
 from harnessevolve.core.errors import TrajectoryError
 from harnessevolve.core.tasks import Task
 from harnessevolve.execute.runners.agent_sandbox import CONTROL_MOUNT
@@ -29,10 +30,10 @@ from harnessevolve.harness.model import Harness
 
 DRIVER = Path(__file__).with_name("mini_driver.py")
 EXIT_TO_STOP = {
-    "Submitted": "submitted",
-    "LimitsExceeded": "step_limit",
-    "TimeExceeded": "agent_timeout",
-    "RepeatedFormatError": "format_error",
+    "Submitted": StopReason.SUBMITTED,
+    "LimitsExceeded": StopReason.STEP_LIMIT,
+    "TimeExceeded": StopReason.AGENT_TIMEOUT,
+    "RepeatedFormatError": StopReason.FORMAT_ERROR,
 }
 """mini-swe-agent's exit statuses as stop reasons (anything else: the exception's name, crashed)."""
 
@@ -127,7 +128,7 @@ def mini_to_atif(path: Path, model: str) -> Trajectory | None:
         call_id = next(k for k, v in owner.items() if v == index)
         result = ObservationResult(call_id, f"[submitted]\n{submission}")
         steps[index] = replace(steps[index], observations=(*steps[index].observations, result))
-    stop = EXIT_TO_STOP.get(exit_status, "agent_crashed" if exit_status else "no_answer")
+    stop = EXIT_TO_STOP.get(exit_status, StopReason.AGENT_CRASHED if exit_status else StopReason.NO_ANSWER)
     answer = submission.strip() if isinstance(submission, str) and exit_status == "Submitted" else None
     return Trajectory(
         session_id="mini-swe-agent",
