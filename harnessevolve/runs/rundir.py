@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from harnessevolve.core.errors import RunLockedError
+from harnessevolve.runs.files import LOCK_VERSION
 
 STATE_DIR = ".harnessevolve"
 
@@ -51,42 +52,102 @@ def pid_alive(pid: int) -> bool:
 
 
 class HarnessLock:
-    """One run per harness: ``DIR/.harnessevolve/lock`` holds the owner's pid and run id."""
+    """One run per harness: ``DIR/.harnessevolve/lock`` holds the owner's pid and run id.
+
+    Taking it is atomic: the file is opened and ``flock``-ed (exclusive, non-blocking), and kept
+    open for the run's life, so of two starters arriving together exactly one gets it, and a
+    killed owner's lock is free again (the kernel drops a dead process's flock). The holder then
+    checks that the path still names the file it locked (a releasing owner unlinks it) and reads
+    the previous owner: a live pid there (a run of an older version, or this very process) still
+    refuses; a dead or unreadable one is a stale lock, taken over and reported."""
 
     def __init__(self, harness_dir: Path) -> None:
         self.path = harness_dir / STATE_DIR / "lock"
         self.stale_owner: dict | None = None
+        self._fd: int | None = None
 
     def acquire(self, run_id: str) -> None:
+        import fcntl
+
         self.path.parent.mkdir(parents=True, exist_ok=True)
         payload = json.dumps(
-            {"pid": os.getpid(), "run_id": run_id, "started": datetime.now(UTC).isoformat(timespec="seconds")}
+            {
+                "version": LOCK_VERSION,
+                "pid": os.getpid(),
+                "run_id": run_id,
+                "started": datetime.now(UTC).isoformat(timespec="seconds"),
+            }
         )
-        for _ in range(2):
+        for _ in range(20):
+            fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
             try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                owner = self._owner()
-                if owner and pid_alive(int(owner.get("pid", -1))):
-                    raise RunLockedError(
-                        f"run {owner.get('run_id')} (pid {owner.get('pid')}) is running on this harness",
-                        file=str(self.path),
-                    ) from None
-                self.stale_owner = owner
-                self.path.unlink(missing_ok=True)
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise self._held(self._owner()) from None
+            if not _same_file(fd, self.path):  # released (unlinked) between our open and flock
+                os.close(fd)
                 continue
-            with os.fdopen(fd, "w") as handle:
-                handle.write(payload)
+            owner = _read_owner(fd)
+            if owner and _owner_alive(owner):
+                os.close(fd)
+                raise self._held(owner)
+            self.stale_owner = owner or None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, payload.encode(), 0)
+            os.fsync(fd)
+            self._fd = fd
             return
-        raise RunLockedError("could not take the harness lock", file=str(self.path))
+        raise RunLockedError("could not take the harness lock (it kept being replaced)", file=str(self.path))
+
+    def _held(self, owner: dict | None) -> RunLockedError:
+        owner = owner or {}
+        return RunLockedError(
+            f"run {owner.get('run_id', '?')} (pid {owner.get('pid', '?')}) is running on this harness",
+            file=str(self.path),
+        )
 
     def _owner(self) -> dict | None:
         try:
-            return json.loads(self.path.read_text())
-        except (OSError, json.JSONDecodeError):
+            owner = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
             return {}
+        return owner if isinstance(owner, dict) else {}
 
     def release(self) -> None:
-        owner = self._owner()
-        if owner is not None and owner.get("pid") == os.getpid():
-            self.path.unlink(missing_ok=True)
+        if self._fd is None:
+            return
+        try:
+            if _same_file(self._fd, self.path):
+                self.path.unlink(missing_ok=True)  # while still holding the flock
+        finally:
+            os.close(self._fd)
+            self._fd = None
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        here, there = os.fstat(fd), os.stat(path)
+    except OSError:
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+
+
+def _read_owner(fd: int) -> dict:
+    """The lock's previous content: ``{}`` when empty or unreadable (a torn write, junk)."""
+    data = os.pread(fd, 65536, 0)
+    try:
+        owner = json.loads(data.decode("utf-8"))
+    except ValueError:
+        return {}
+    return owner if isinstance(owner, dict) else {}
+
+
+def _owner_alive(owner: dict) -> bool:
+    pid = owner.get("pid")
+    if isinstance(pid, bool) or not isinstance(pid, int | str):
+        return False
+    try:
+        return pid_alive(int(pid))
+    except ValueError:  # a non-numeric pid: nobody
+        return False
