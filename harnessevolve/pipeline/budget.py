@@ -87,6 +87,15 @@ class BudgetGuard:
     def hours(self) -> float:
         return (self.clock() - self.started) / 3600
 
+    def exhausted(self) -> str | None:
+        """Why the run may not spend any more (``tokens budget reached: 120 of 100``), or None;
+        what the model endpoint of external agents asks before each call."""
+        try:
+            self.check()
+        except BudgetExhausted as exc:
+            return str(exc)
+        return None
+
     def check(self) -> None:
         totals = self.meter.totals()
         budget = self.budget

@@ -9,15 +9,19 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from harnessevolve.core import interrupts
 from harnessevolve.core.errors import HarnessEvolveError, HarnessGitError
 from harnessevolve.core.tasks import Benchmark
 from harnessevolve.execute.executor import EXECUTORS
+from harnessevolve.execute.runners.endpoint import budget_check
 from harnessevolve.execute.sandbox import SandboxLimits, make_sandbox
+from harnessevolve.execute.tool_server import benchmark_sandbox
 from harnessevolve.gate.config import load_gate_config
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
 from harnessevolve.models.usage import UsageMeter
 from harnessevolve.optimize.registry import make_proposer
+from harnessevolve.pipeline import preflight
 from harnessevolve.pipeline.budget import Budget, BudgetExhausted, BudgetGuard, metering
 from harnessevolve.pipeline.loop import GenerationLoop
 from harnessevolve.pipeline.references import load_references
@@ -77,6 +81,10 @@ class RunOptions:
     sandbox: str = "bwrap"
     """Where agent commands run: bwrap (default), docker, or none (needs ``unsafe_no_sandbox``)."""
     unsafe_no_sandbox: bool = False
+    sandbox_ro: tuple[str, ...] = ()
+    """More host paths the sandbox shows read-only (``--sandbox-ro``)."""
+    adapters: tuple[str, ...] = ()
+    """``module:attr`` adapters to load the benchmark with (``--adapter``)."""
     sandbox_limits: str | None = None
     """Per-process limits for sandboxed commands (``SandboxLimits.parse`` text); None: defaults."""
     train_every: int = 0
@@ -97,6 +105,8 @@ class RunOptions:
             if values.get(key) is not None:
                 values[key] = Path(values[key])
         values["proposers"] = tuple(values.get("proposers", ("auto",)))
+        for key in ("sandbox_ro", "adapters"):
+            values[key] = tuple(values.get(key, ()))
         return cls(**values)
 
 
@@ -171,10 +181,10 @@ def parse_limits(text: str | None) -> SandboxLimits | None:
         ) from None
 
 
-def _load_benchmark(spec: str) -> Benchmark:
+def _load_benchmark(spec: str, adapters: tuple[str, ...] = ()) -> Benchmark:
     from harnessevolve.adapters import load_benchmark_spec
 
-    return load_benchmark_spec(spec)
+    return load_benchmark_spec(spec, adapters)
 
 
 def start_run(options: RunOptions, hooks: RunHooks, *, resume: str | None = None) -> RunResult:
@@ -184,14 +194,20 @@ def start_run(options: RunOptions, hooks: RunHooks, *, resume: str | None = None
     if resume is not None:
         run_dir = _find_run(harness_dir, resume)
         events, started = load_run_for_resume(run_dir.root)
+        preflight.check_resume_belongs(run_dir.root, started, harness_dir)
         options = RunOptions.from_json({**started["options"], "harness_dir": str(harness_dir)})
     options = RunOptions(**{**asdict(options), "harness_dir": harness_dir})
     seed_harness = load_harness(harness_dir)
     _check_options(options)
-    benchmark = _load_benchmark(options.benchmark)
+    benchmark = _load_benchmark(options.benchmark, options.adapters)
     references = load_references(benchmark)
     gates = load_gate_config(options.gates_file)
     proposer = make_proposer(options.proposers, options.optimizer_model)
+    preflight.check_benchmark(benchmark, gates)
+    preflight.check_prompt_cap(seed_harness, gates)
+    preflight.check_models(options.model or seed_harness.model, options.optimizer_model, gates)
+    preflight.check_tracker(options.track)
+    preflight.check_state_dir(harness_dir)
     if options.train_every:
         from harnessevolve.pipeline.training import base_model_for, check_training_available
 
@@ -201,6 +217,7 @@ def start_run(options: RunOptions, hooks: RunHooks, *, resume: str | None = None
     sandbox = make_sandbox(
         options.sandbox, limits=parse_limits(options.sandbox_limits), unsafe=options.unsafe_no_sandbox
     )
+    sandbox = benchmark_sandbox(sandbox, benchmark, options.sandbox_ro) or sandbox
     executor = EXECUTORS[options.executor](
         default_concurrency(options.concurrency, options.model or seed_harness.model), sandbox
     )
@@ -317,23 +334,43 @@ def _drive(
 ) -> dict[str, Any] | None:
     """Run the loop; a budget stop is a clean finish, anything else is logged and re-raised."""
     try:
-        with metering(meter):
+        with metering(meter), budget_check(loop.guard.exhausted if loop.guard else None):
             asyncio.run(loop.run(options.generations, point))
     except BudgetExhausted as exc:
         loop.abandon_pending(f"budget reached ({exc})")
         ledger.append(BudgetExhaustedEvent(generation=state.generation, stage=state.stage, **exc.to_dict()))
         return exc.to_dict()
     except BaseException as exc:
-        loop.abandon_pending(f"run stopped ({type(exc).__name__}) before the gates decided")
-        ledger.append(
-            (RunInterrupted if isinstance(exc, KeyboardInterrupt) else RunFailed)(
-                generation=state.generation,
-                stage=state.stage,
-                error=repr(exc)[:500],
-                rev=repo.head(),
-                usage=meter.snapshot(),
+        interrupted = isinstance(exc, KeyboardInterrupt)
+        generation, stage = state.generation, state.stage
+        with interrupts.saving():  # a second Ctrl-C must not cut this short
+            loop.abandon_pending(f"run stopped ({type(exc).__name__}) before the gates decided")
+            if interrupted:
+                ledger.append(
+                    RunInterrupted(
+                        generation=generation,
+                        stage=stage,
+                        error=repr(exc)[:500],
+                        rev=repo.head(),
+                        usage=meter.snapshot(),
+                        signal=interrupts.signal_name(),
+                    )
+                )
+            else:
+                ledger.append(
+                    RunFailed(
+                        generation=generation,
+                        stage=stage,
+                        error=repr(exc)[:500],
+                        rev=repo.head(),
+                        usage=meter.snapshot(),
+                    )
+                )
+        if interrupted:
+            point = interrupts.StopPoint(
+                state.run_id, ledger.path.parent, loop.harness_dir, generation, stage
             )
-        )
+            raise interrupts.Interrupted(point, interrupts.signal_name()) from exc
         raise
     return None
 
@@ -350,15 +387,18 @@ def spent_before(events: list[dict[str, Any]]) -> tuple[UsageMeter, float]:
 
 
 def _find_run(harness_dir: Path, run: str) -> RunDir:
-    path = Path(run)
-    candidates = [path] if path.is_dir() else [harness_dir / STATE_DIR / "runs" / run]
-    for candidate in candidates:
-        if (candidate / "ledger.jsonl").is_file():
-            return RunDir(candidate.resolve())
-    runs = sorted((harness_dir / STATE_DIR / "runs").glob("*"))
-    raise HarnessEvolveError(
-        f"no run {run!r} for this harness",
-        file=str(harness_dir / STATE_DIR / "runs"),
-        field="--resume",
-        hint=f"known runs: {', '.join(r.name for r in runs[-3:]) or 'none'}",
-    )
+    """The run ``--resume`` names: its folder, its id, or a unique prefix of its id."""
+    from harnessevolve.report.runs import resolve_run
+
+    try:
+        return RunDir(resolve_run(run, harness_dir).resolve())
+    except HarnessEvolveError as exc:
+        runs = sorted((harness_dir / STATE_DIR / "runs").glob("*"))
+        raise HarnessEvolveError(
+            exc.message if "prefix" in exc.message else f"no run {run!r} for this harness",
+            file=str(harness_dir / STATE_DIR / "runs"),
+            field="--resume",
+            hint=exc.hint
+            if "prefix" in exc.message
+            else f"known runs: {', '.join(r.name for r in runs[-3:]) or 'none'}",
+        ) from None
