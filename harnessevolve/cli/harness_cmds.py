@@ -13,6 +13,7 @@ from harnessevolve.cli._errors import EXIT_BAD_INPUT, handle_errors
 from harnessevolve.cli.options import JsonOut
 from harnessevolve.cli.ui import console
 from harnessevolve.core import paths
+from harnessevolve.core.containment import check_output_path
 from harnessevolve.core.errors import HarnessError
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import IGNORED_PARTS, load_harness, validate_harness
@@ -38,6 +39,7 @@ def init(
             field="--template",
             hint=f"templates: {', '.join(templates()) or 'none'}",
         )
+    check_output_path(directory, option="DIRECTORY", kind="folder")
     if directory.exists() and any(directory.iterdir()):
         raise HarnessError(
             "folder exists and is not empty",

@@ -14,6 +14,7 @@ from rich.table import Table
 from harnessevolve.cli._errors import handle_errors
 from harnessevolve.cli.options import HarnessDir, JsonOut, Model, Seed
 from harnessevolve.cli.ui import console, progress_hooks
+from harnessevolve.core.containment import check_output_path
 from harnessevolve.pipeline.final import RunRecord, score_test_split
 from harnessevolve.report.html import write_html_report
 from harnessevolve.report.run_view import load_run_view
@@ -64,6 +65,8 @@ def report(
     Examples: [cyan]harnessevolve report -H DIR[/] (latest run), [cyan]harnessevolve report RUN-ID -H DIR
     --html report.html[/], [cyan]harnessevolve report DIR/.harnessevolve/runs/RUN-ID --html .[/]
     """
+    if html is not None:
+        check_output_path(html / "report.html" if html.is_dir() else html, option="--html")
     run_dir = resolve_run(run_ref or run, harness)
     harness_dir = harness_of(run_dir, read_ledger(run_dir / "ledger.jsonl"))
     final_scores = None

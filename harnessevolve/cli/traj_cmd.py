@@ -16,6 +16,7 @@ from harnessevolve.cli._errors import EXIT_BAD_INPUT, err_console, handle_errors
 from harnessevolve.cli.ui import console
 from harnessevolve.core import atif
 from harnessevolve.core.atif import Step, Trajectory
+from harnessevolve.core.containment import check_output_path
 from harnessevolve.core.errors import HarnessEvolveError, TrajectoryError
 from harnessevolve.core.files import atomic_write_json, read_json
 from harnessevolve.core.openai_chat import from_messages, to_messages
@@ -143,6 +144,7 @@ def convert(
     task_id: Annotated[str | None, typer.Option(help="Set extra.task_id of the ATIF output.")] = None,
 ) -> None:
     """Convert between ATIF and OpenAI chat messages (``{"messages": [...]}``)."""
+    check_output_path(out, option="--out")
     trajectory = read_trajectory(file, task_id=task_id)
     if to is Format.openai:
         document: Any = {"messages": to_messages(trajectory)}

@@ -1,0 +1,110 @@
+"""Checks ``run`` makes before anything is written (no lock, no run folder, no commit): what the
+schemas cannot say about the harness, the benchmark, the gates and the options together.
+
+Each raises a :class:`HarnessEvolveError` naming the file (or option) and the field."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from harnessevolve.core.containment import check_output_path
+from harnessevolve.core.errors import BenchmarkError, HarnessError, HarnessEvolveError
+from harnessevolve.core.tasks import Benchmark
+from harnessevolve.gate.config import GateConfig
+from harnessevolve.harness.model import Harness
+from harnessevolve.models.preflight import check_model_name
+
+
+def check_prompt_cap(harness: Harness, gates: GateConfig, harness_yaml: str = "harness.yaml") -> None:
+    """A prompt already above the quality gate's cap could never pass: every edit would be refused."""
+    chars, cap = len(harness.assembled_prompt()), gates.quality.max_prompt_chars
+    if chars > cap:
+        raise HarnessError(
+            f"the prompt is {chars} chars, above the quality gate's cap of {cap} (no edit could pass)",
+            file=harness_yaml,
+            field="system_prompt",
+            hint=f"shorten prompt, skills or examples, or raise quality.max_prompt_chars in {gates.source}",
+        )
+
+
+def _task_file(benchmark: Benchmark, task_id: str) -> str:
+    path = benchmark.root / "tasks" / f"{task_id}.yaml"
+    return str(path if path.is_file() else benchmark.root)
+
+
+def check_benchmark(benchmark: Benchmark, gates: GateConfig) -> None:
+    """Splits the run needs are not empty; every regex a checker uses compiles."""
+    for split, why in (
+        ("train", "minibatches are drawn from it"),
+        (gates.heldout.split, "the held-out gate"),
+    ):
+        if not benchmark.split(split):  # type: ignore[arg-type]
+            raise BenchmarkError(
+                f"no {split} tasks ({why} needs them); {len(benchmark.tasks)} task(s) in other splits",
+                file=str(benchmark.root),
+                field="split",
+                hint=f"mark some tasks 'split: {split}'",
+            )
+    for task in benchmark.tasks:
+        for index, check in enumerate(task.checks):
+            if getattr(check, "match", "") != "regex":
+                continue
+            try:
+                re.compile(check.expected)
+            except re.error as exc:
+                raise BenchmarkError(
+                    f"invalid regular expression {check.expected!r}: {exc}",
+                    file=_task_file(benchmark, task.id),
+                    field=f"checker[{index}].expected",
+                    hint="fix the pattern (Python re syntax), or use match: exact/contains",
+                ) from None
+
+
+def check_models(agent_model: str, optimizer_model: str | None, gates: GateConfig) -> None:
+    check_model_name(agent_model, option="--model")
+    if optimizer_model:
+        check_model_name(optimizer_model, option="--optimizer-model")
+    if gates.leakage.judge_model:
+        check_model_name(gates.leakage.judge_model, option=f"{gates.source}: leakage.judge_model")
+
+
+def check_tracker(kind: str | None) -> None:
+    """The tracker is known and its package importable (it is created only after the run folder)."""
+    from harnessevolve.report.tracking import TRACKERS
+
+    if kind in (None, "", "none", "off"):
+        return
+    if kind not in TRACKERS:
+        raise HarnessEvolveError(
+            f"unknown tracker {kind!r}", field="--track", hint=f"use one of: none, {', '.join(TRACKERS)}"
+        )
+    import importlib.util
+
+    if kind == "mlflow" and importlib.util.find_spec("mlflow") is None:
+        raise HarnessEvolveError(
+            "MLflow tracking needs mlflow", field="--track", hint="pip install 'harnessevolve[tracking]'"
+        )
+
+
+def check_state_dir(harness_dir: Path) -> None:
+    """The run folder's parent can be created and written."""
+    from harnessevolve.runs.rundir import STATE_DIR
+
+    check_output_path(harness_dir / STATE_DIR / "runs", option="the harness's run folder", kind="folder")
+
+
+def check_resume_belongs(run_root: Path, started: dict[str, Any], harness_dir: Path) -> None:
+    """A run belongs to the harness it started on: resuming it on another would mix the two."""
+    recorded = started.get("harness")
+    beside = run_root.resolve().parent.parent.parent
+    owner = Path(recorded).resolve() if isinstance(recorded, str) and recorded else beside
+    if owner != harness_dir.resolve() or beside != harness_dir.resolve():
+        other = owner if owner != harness_dir.resolve() else beside
+        raise HarnessEvolveError(
+            f"run {run_root.name} belongs to the harness {other}, not to {harness_dir}",
+            file=str(run_root),
+            field="--resume",
+            hint=f"resume it with --harness {other}, or start a new run on {harness_dir}",
+        )
