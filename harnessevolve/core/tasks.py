@@ -42,6 +42,9 @@ class Check:
     match: str = "exact"
     path: str = ""
     run: str = ""
+    mounts: tuple[str, ...] = ()
+    """Host paths a ``command`` check reads besides the workspace (its own files, e.g. Harbor's
+    ``tests/``): shown read-only at the same paths inside the check's sandbox, nothing else is."""
     python: str = ""
     """``module:function`` of a ``python`` check (it runs in the sandbox)."""
     per_turn: bool = False
@@ -167,7 +170,8 @@ class BenchmarkSettings:
 
 
 def load_task(path: Path, settings: BenchmarkSettings | None = None) -> Task:
-    settings = settings or BenchmarkSettings(python_path=(str(path.parent.parent.resolve()),))
+    if settings is None:  # a task file on its own: its benchmark folder's settings
+        settings = _folder_settings(path.parent.parent)
     doc = read_yaml(path, error=BenchmarkError)
     check(doc, "task", file=str(path), error=BenchmarkError)
     if doc["id"] != path.stem:
@@ -272,3 +276,11 @@ def benchmark_settings(meta: dict, root: Path, file: str) -> BenchmarkSettings:
     return BenchmarkSettings(
         python_path=folders("python_path", ["."]), read_only_paths=folders("sandbox_ro", [])
     )
+
+
+def _folder_settings(root: Path) -> BenchmarkSettings:
+    meta_file = root / "benchmark.yaml"
+    meta = read_yaml(meta_file, error=BenchmarkError) if meta_file.is_file() else {}
+    if not isinstance(meta, dict):
+        meta = {}
+    return benchmark_settings(meta, root, str(meta_file))

@@ -1,0 +1,82 @@
+"""Adapters named by reference, without installing them: ``--adapter module:attr`` and a
+benchmark folder's ``adapter: module:attr`` (``benchmark.yaml``).
+
+``module`` is imported from the current directory, then ``search`` (a benchmark folder's
+``python_path``), then the installed packages; ``attr`` is an adapter instance or a class called
+without arguments. This is the user's own loading code, run in harnessevolve's process like an
+entry-point adapter; the tasks it loads still run their tools and checks only in the sandbox.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from pathlib import Path
+
+from harnessevolve.core.errors import BenchmarkError
+from harnessevolve.core.python_refs import parse_ref
+
+
+def import_adapter(
+    ref: str, *, search: tuple[str, ...] = (), field: str = "--adapter", file: str | None = None
+) -> object:
+    """The adapter ``ref`` names, checked to have ``name``, ``detect`` and ``load``."""
+    where = file or ref
+    parsed = parse_ref(ref, file=where, field=field)
+    if parsed.method:
+        raise BenchmarkError(
+            f"{ref!r} names a method",
+            file=file,
+            field=field,
+            hint="write module:attr (an adapter class or instance)",
+        )
+    added = [p for p in (os.getcwd(), *search) if p not in sys.path]
+    sys.path[:0] = added
+    try:
+        module = importlib.import_module(parsed.module)
+    except ImportError as exc:
+        raise BenchmarkError(
+            f"cannot import adapter module {parsed.module!r}: {exc}",
+            file=file,
+            field=field,
+            hint="run from the folder that holds it, or put it on PYTHONPATH",
+        ) from None
+    except Exception as exc:  # the user's module failed while importing: name it, never crash
+        raise BenchmarkError(
+            f"adapter module {parsed.module!r} failed to import: {type(exc).__name__}: {exc}",
+            file=file,
+            field=field,
+        ) from None
+    finally:
+        for path in added:
+            if path in sys.path:
+                sys.path.remove(path)
+    if not hasattr(module, parsed.attribute):
+        raise BenchmarkError(
+            f"module {parsed.module!r} has no {parsed.attribute!r}",
+            file=file,
+            field=field,
+            hint=f"names in it: {', '.join(n for n in dir(module) if not n.startswith('_'))[:200]}",
+        )
+    target = getattr(module, parsed.attribute)
+    try:
+        adapter = target() if isinstance(target, type) else target
+    except Exception as exc:
+        raise BenchmarkError(
+            f"adapter {ref} failed to start: {type(exc).__name__}: {exc}", file=file, field=field
+        ) from None
+    missing = [a for a in ("name", "detect", "load") if not hasattr(adapter, a)]
+    if missing:
+        raise BenchmarkError(
+            f"{ref} is not an adapter (no {', '.join(missing)})",
+            file=file,
+            field=field,
+            hint="an adapter has name, detect(spec) and load(spec); see docs/adapters.md",
+        )
+    return adapter
+
+
+def folder_adapter(root: Path, meta: dict, meta_file: str, search: tuple[str, ...]) -> object:
+    """The adapter a benchmark folder's ``adapter:`` names."""
+    return import_adapter(meta["adapter"], search=search, field="adapter", file=meta_file)
