@@ -13,10 +13,12 @@ How each part maps onto a harnessevolve task:
 - the workspace gets every file under ``environment/`` except ``Dockerfile``,
   ``docker-compose.y(a)ml`` and ``.dockerignore`` (text files as setup files, binary ones decoded
   from base64 by a setup command, executable bits kept); the Dockerfile is not run;
-- the check is one ``command`` check that, only after the agent has stopped, copies ``tests/``
-  into a fresh temporary folder (so the agent never sees it in its workspace), runs
+- the check is one ``command`` check, run in the sandbox like every check (``tests/`` shown
+  read-only inside it, nothing else of the host), that, only after the agent has stopped, copies
+  ``tests/`` into a fresh temporary folder (so the agent never sees it in its workspace), runs
   ``test.sh`` there with the workspace as the working directory, and passes when
-  ``/logs/verifier/reward.txt`` holds a reward >= 1 or, when the script writes no reward, when it
+  ``/logs/verifier/reward.txt`` holds a reward of 1 (Harbor rewards are in [0, 1]: 1.5 fails, said on
+  stderr) or, when the script writes no reward, when it
   exits 0. ``[verifier] timeout_sec`` bounds it (the checker's own limit still applies);
 - ``solution/solve.sh`` becomes the gold solution: one bash call with the whole script (so ``cd``,
   heredocs and functions keep working), then ``submit``; ``harnessevolve refs import`` replays it
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import math
 import os
 import re
 import shlex
@@ -71,7 +74,9 @@ find "$TESTS_DIR" -type f -print0 | xargs -0 -r grep -IlZ -e /app -e /tests -e /
 timeout -k 5 @TIMEOUT@ bash "$TESTS_DIR/test.sh"
 he_rc=$?
 if [ -s "$LOGS_DIR/verifier/reward.txt" ]; then
-  awk 'NR == 1 { exit !($1 + 0 >= 1) }' "$LOGS_DIR/verifier/reward.txt"
+  awk 'NR == 1 { r = $1 + 0
+    if (r < 0 || r > 1) { print "harbor reward " $1 " is outside [0, 1]: not a pass" > "/dev/stderr"; exit 3 }
+    exit !(r >= 1) }' "$LOGS_DIR/verifier/reward.txt"
   exit $?
 fi
 exit $he_rc
@@ -177,19 +182,40 @@ def read_task(folder: Path) -> _Parsed:
             file=str(folder / "task.toml"),
             field="metadata.split",
         )
-    timeout = float(config.get("verifier", {}).get("timeout_sec", DEFAULT_VERIFIER_TIMEOUT_S))
+    timeout = _verifier_timeout(config, folder / "task.toml")
     files, commands = environment_setup(folder / "environment")
     task = Task(
         id=task_id,
         instruction=map_app_path(instruction),
         split=split or "train",
-        checks=(Check(type="command", run=verifier_command(task_id, tests, timeout)),),
+        checks=(
+            Check(
+                type="command",
+                run=verifier_command(task_id, tests, timeout),
+                mounts=(str(tests.resolve()),),
+            ),
+        ),
         setup_files=files,
         setup_commands=commands,
         gold=gold_from_script(folder / "solution" / "solve.sh"),
         tags=_tags(config),
     )
     return _Parsed(task_id=task_id, split=split, task=task)
+
+
+def _verifier_timeout(config: dict[str, Any], path: Path) -> float:
+    """``[verifier] timeout_sec``: a finite number of seconds > 0 (a task that can never pass is refused)."""
+    verifier = config.get("verifier", {})
+    value = verifier.get("timeout_sec", DEFAULT_VERIFIER_TIMEOUT_S) if isinstance(verifier, dict) else None
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not number or not math.isfinite(value) or value <= 0:
+        raise BenchmarkError(
+            f"timeout_sec must be a positive number of seconds, not {value!r}",
+            file=str(path),
+            field="verifier.timeout_sec",
+            hint="e.g. timeout_sec = 120.0",
+        )
+    return float(value)
 
 
 def _read_text(path: Path) -> str:

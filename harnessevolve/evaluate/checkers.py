@@ -13,11 +13,16 @@ Match modes:
   within ``NUMBER_TOLERANCE``; ``regex`` is ``re.search(expected, answer)``.
 - ``file`` checks read a workspace-relative file: ``exact`` compares after dropping trailing
   newlines on both sides; ``contains`` is case-sensitive; ``regex`` is ``re.search`` (use ``(?m)``
-  for line anchors). A path that resolves outside the workspace (``..``, absolute, or a symlink
-  that escapes) fails and is never read.
-- ``command`` checks run ``bash -c RUN`` in the workspace with a minimal environment (``PATH``,
-  ``HOME`` = the workspace, ``LC_ALL=C`` and ``ANSWER`` = the answer or ``""``); exit 0 passes,
-  anything else or running past ``timeout_s`` fails.
+  for line anchors). The file is read inside the sandbox; a path that resolves outside the
+  workspace (``..``, absolute, or a symlink that escapes) fails and is never read, and so does
+  anything but a regular file (a FIFO would block).
+- ``command`` checks run ``bash -c RUN`` in the workspace, inside the sandbox, with a minimal fixed
+  environment (``CHECK_ENV``: ``PATH`` of system folders only, ``HOME`` = the sandbox's fresh
+  private /tmp -- never a folder the agent wrote --, ``PYTHONNOUSERSITE=1``, ``LC_ALL=C`` and
+  ``ANSWER`` = the answer or ``""``), the check's own files (``Check.mounts``, e.g. Harbor's
+  ``tests/``) shown read-only at their paths; exit 0 passes, anything else or running past
+  ``timeout_s`` fails. The agent may have planted startup files (``sitecustomize.py``, a
+  ``Makefile``, a ``.pth``) in the workspace: they run, if at all, inside that sandbox.
 - ``effect`` checks compare what the submitted answer, read as a bash command, does with what the
   gold command in ``run`` does: the task's setup (files, then commands) is built once and copied,
   times and modes kept, into two workspaces, one per command, each run with ``HOME`` = its
@@ -26,6 +31,10 @@ Match modes:
   ``<workspace>`` and trailing whitespace dropped, and the two workspaces end up with the same
   entries (relative path, kind, permission bits, file contents, symlink targets; times and owners
   are not compared). Code fences or backticks around the answer are removed first.
+
+Every check that runs a program or opens a workspace file does it through the ``runner`` the caller
+passes (``CommandRunner``: the pipeline's runs each command in the sandbox); nothing here runs a
+command or opens a workspace path on the host.
 
 A check the task itself gets wrong (an invalid regex, a non-numeric ``expected`` for ``number``,
 an unknown type, no checks at all) raises ``BenchmarkError``: that is a bug in the benchmark,
@@ -37,16 +46,22 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import selectors
 import signal
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.errors import BenchmarkError
 from harnessevolve.core.tasks import Check, Task
 
 MINIMAL_PATH = "/usr/local/bin:/usr/bin:/bin"
+CHECK_HOME = "/tmp"
+"""HOME of a check's command: inside the sandbox /tmp is a fresh private tmpfs per command, so no
+file the agent planted (``~/.local/lib/python3*/site-packages/*.pth``, ``~/.bashrc``) is there."""
 NUMBER_TOLERANCE = 1e-9
 MESSAGE_QUOTE_LIMIT = 80
 """Characters of expected / found text quoted in an outcome message before it is cut."""
@@ -65,6 +80,8 @@ class CheckOutcome:
     type: str
     ok: bool
     message: str
+    score: float | None = None
+    """A ``python`` check's own score in [0, 1]; None: 1 when ``ok``, else 0."""
 
 
 @dataclass(frozen=True)
@@ -85,13 +102,15 @@ def run_checks(
     workspace: Path,
     answer: str | None,
     *,
+    runner: CommandRunner,
     timeout_s: float = 30.0,
-    runner: CommandRunner | None = None,
+    trajectory: Trajectory | None = None,
 ) -> CheckResult:
     """Run every check of ``task`` against ``workspace`` and the submitted ``answer``.
 
-    ``runner`` runs the commands of ``effect`` checks -- the agent's submitted command among them,
-    so the pipeline passes a sandboxed one; ``None`` runs them on the host (``run_bash``)."""
+    ``runner`` runs every program a check starts and reads every workspace file a check reads
+    (``pipeline.sandboxed_checks.sandboxed_runner``: in the sandbox); there is no host default.
+    ``trajectory``: the run's, for ``python`` checks (they also read the tool state it holds)."""
     if not task.checks:
         raise BenchmarkError(
             "task has no checks",
@@ -105,22 +124,30 @@ def run_checks(
         if check.type == "answer":
             ok, message = _check_answer(check, answer, task_id=task.id, where=where)
         elif check.type == "file":
-            ok, message = _check_file(check, workspace, task_id=task.id, where=where)
+            ok, message = _check_file(check, workspace, task_id=task.id, where=where, runner=runner)
         elif check.type == "command":
-            ok, message = _check_command(check, workspace, answer, timeout_s=timeout_s)
+            ok, message = _check_command(check, workspace, answer, timeout_s=timeout_s, runner=runner)
         elif check.type == "effect":
             from harnessevolve.evaluate.effect_check import check_effect  # it builds on this module
 
-            ok, message = check_effect(task, check, answer, timeout_s=timeout_s, runner=runner or run_bash)
+            ok, message = check_effect(task, check, answer, timeout_s=timeout_s, runner=runner)
+        elif check.type == "python":
+            from harnessevolve.evaluate.python_check import check_python
+
+            value, message = check_python(
+                task, check, workspace, answer, trajectory, runner=runner, timeout_s=timeout_s
+            )
+            outcomes.append(CheckOutcome(index, check.type, value == 1.0, message, score=value))
+            continue
         else:
             raise BenchmarkError(
                 f"unknown check type {check.type!r}",
                 file=task.id,
                 field=where,
-                hint="check types are answer, file, command and effect",
+                hint="check types are answer, file, command, effect and python",
             )
         outcomes.append(CheckOutcome(index=index, type=check.type, ok=ok, message=message))
-    score = sum(o.ok for o in outcomes) / len(outcomes)
+    score = sum(float(o.ok) if o.score is None else o.score for o in outcomes) / len(outcomes)
     return CheckResult(score=score, passed=score == 1.0, details=tuple(outcomes))
 
 
@@ -142,20 +169,40 @@ def _check_answer(check: Check, answer: str | None, *, task_id: str, where: str)
     return ok, _compared(check, answer, ok)
 
 
-def _check_file(check: Check, workspace: Path, *, task_id: str, where: str) -> tuple[bool, str]:
+# Run in the sandbox by a ``file`` check: resolve the path, refuse what leaves the workspace or is
+# not a regular file, then print at most MAX_FILE_BYTES + 1 bytes. Exit codes name the refusal.
+_READ_FILE = """f=$(realpath -m -- "$HE_PATH" 2>/dev/null) || exit 8
+case "$f/" in "$HE_ROOT"/*) ;; *) exit 4 ;; esac
+[ -e "$f" ] || exit 3
+[ -d "$f" ] && exit 5
+[ -f "$f" ] || exit 6
+[ "$(stat -c %s -- "$f")" -le @MAX@ ] || exit 7
+exec head -c @MAX@ -- "$f"
+""".replace("@MAX@", str(MAX_FILE_BYTES))
+_READ_REFUSALS = {
+    3: "does not exist",
+    4: "resolves outside the workspace; not read",
+    5: "is a directory",
+    6: "is not a regular file (a FIFO, socket or device); not read",
+    7: f"is larger than {MAX_FILE_BYTES} bytes; not read",
+    8: "cannot be resolved (a symlink loop?); not read",
+}
+
+
+def _check_file(
+    check: Check, workspace: Path, *, task_id: str, where: str, runner: CommandRunner
+) -> tuple[bool, str]:
+    root = os.path.realpath(workspace)
+    env = {"PATH": MINIMAL_PATH, "LC_ALL": "C", "HE_PATH": check.path, "HE_ROOT": root}
     try:
-        root = workspace.resolve()
-        target = (root / check.path).resolve()
-    except (OSError, RuntimeError) as exc:  # a symlink loop raises RuntimeError before 3.13
-        return False, f"cannot resolve {check.path!r}: {exc}"
-    if not target.is_relative_to(root):
-        return False, f"path {check.path!r} resolves outside the workspace; not read"
-    if not target.is_file():
-        what = "is a directory" if target.is_dir() else "does not exist"
-        return False, f"expected file {check.path!r}, but it {what}"
-    if target.stat().st_size > MAX_FILE_BYTES:
-        return False, f"file {check.path!r} is larger than {MAX_FILE_BYTES} bytes; not read"
-    content = target.read_bytes().decode("utf-8", errors="replace")
+        run = runner(_READ_FILE, Path(root), env, timeout_s=30.0, with_stderr=False)
+    except OSError as exc:
+        return False, f"could not read {check.path!r}: {exc}"
+    if run.returncode in _READ_REFUSALS:
+        return False, f"expected file {check.path!r}, but it {_READ_REFUSALS[run.returncode]}"
+    if run.returncode != 0:
+        return False, f"could not read {check.path!r} (exit {run.returncode})"
+    content = run.output
     ok = _match(check, content, in_file=True, task_id=task_id, where=where)
     return ok, f"{check.path}: {_compared(check, content, ok)}"
 
@@ -211,7 +258,13 @@ class BashRun:
 
 
 class CommandRunner(Protocol):
-    """Runs ``bash -c command`` in ``workspace`` like ``run_bash`` (same arguments, same result)."""
+    """Runs ``bash -c command`` with ``workspace`` as its working directory and exactly ``env``,
+    killed with everything it started after ``timeout_s`` (``BashRun.returncode`` None), stdout
+    (and stderr when ``with_stderr``) as its output. ``read_only``: host paths the command needs
+    besides the workspace (the check's own files), shown read-only at the same paths. Raises
+    ``OSError`` when the command cannot be started. ``fresh``: we just (re)wrote the tree on the
+    host (an effect check's copy), so it is handed to the sandbox's uid again first. The
+    pipeline's runs it in the sandbox (``pipeline.sandboxed_checks``)."""
 
     def __call__(
         self,
@@ -221,21 +274,36 @@ class CommandRunner(Protocol):
         *,
         timeout_s: float,
         with_stderr: bool = True,
+        read_only: tuple[str, ...] = (),
+        fresh: bool = False,
     ) -> BashRun: ...
 
+    def release(self, workspace: Path) -> None:
+        """We are done with ``workspace`` (removed): give back what running in it held (uid, cgroup)."""
 
-def run_bash(
-    command: str, workspace: Path, env: dict[str, str], *, timeout_s: float, with_stderr: bool = True
-) -> BashRun:
-    """Run ``bash -c command`` in ``workspace`` on the host; killed with everything it started after
-    ``timeout_s``. Raises ``OSError`` when bash cannot be started."""
-    return run_process(["bash", "-c", command], workspace, env, timeout_s=timeout_s, with_stderr=with_stderr)
+
+def check_env(answer: str | None) -> dict[str, str]:
+    """The environment of a ``command`` check (see the module docstring)."""
+    return {
+        "PATH": MINIMAL_PATH,
+        "HOME": CHECK_HOME,
+        "TMPDIR": CHECK_HOME,
+        "LC_ALL": "C",
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "ANSWER": answer or "",
+    }
+
+
+MAX_OUTPUT_BYTES = MAX_FILE_BYTES + 65536
+"""A check's command printing more than this is cut off there (and killed): its output is kept in memory."""
 
 
 def run_process(
     argv: list[str], cwd: Path, env: dict[str, str], *, timeout_s: float, with_stderr: bool = True
 ) -> BashRun:
-    """Run ``argv`` in its own process group; after ``timeout_s`` the whole group is killed."""
+    """Run ``argv`` in its own process group, keeping at most ``MAX_OUTPUT_BYTES`` of its output;
+    after ``timeout_s`` (or past the output cap) the whole group is killed."""
     proc = subprocess.Popen(
         argv,
         cwd=cwd,
@@ -245,23 +313,44 @@ def run_process(
         stderr=subprocess.STDOUT if with_stderr else subprocess.DEVNULL,
         start_new_session=True,
     )
+    assert proc.stdout is not None
+    chunks: list[bytes] = []
+    size = 0
+    deadline = time.monotonic() + timeout_s
+    timed_out = False
     try:
-        raw, _ = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        return BashRun(None, "")
+        with selectors.DefaultSelector() as selector:
+            selector.register(proc.stdout, selectors.EVENT_READ)
+            while size <= MAX_OUTPUT_BYTES:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    timed_out = True
+                    break
+                if not selector.select(min(left, 1.0)):
+                    continue
+                chunk = os.read(proc.stdout.fileno(), 65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+        if not timed_out:
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                timed_out = True
     finally:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)  # whatever it left running in the background
+        _kill_group(proc)  # whatever it left running in the background, or all of it on a timeout
+    if timed_out:
+        return BashRun(None, "")
+    raw = b"".join(chunks)[:MAX_OUTPUT_BYTES]
     return BashRun(proc.returncode, raw.decode("utf-8", errors="replace"))
 
 
 def _check_command(
-    check: Check, workspace: Path, answer: str | None, *, timeout_s: float
+    check: Check, workspace: Path, answer: str | None, *, timeout_s: float, runner: CommandRunner
 ) -> tuple[bool, str]:
-    env = {"PATH": MINIMAL_PATH, "HOME": str(workspace), "LC_ALL": "C", "ANSWER": answer or ""}
     try:
-        run = run_bash(check.run, workspace, env, timeout_s=timeout_s)
+        run = runner(check.run, workspace, check_env(answer), timeout_s=timeout_s, read_only=check.mounts)
     except OSError as exc:
         return False, f"could not run {quote(check.run)}: {exc}"
     if run.returncode is None:
@@ -273,14 +362,16 @@ def _check_command(
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """Kill the command and everything it started (it leads its own session)."""
-    with contextlib.suppress(ProcessLookupError):
+    """Kill the command and everything it started (it leads its own session) and reap it."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     try:
-        proc.communicate(timeout=5)
-    except subprocess.TimeoutExpired:  # a grandchild left the group and holds the pipe
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()
 
 
 # --- effect checks -------------------------------------------------------------------------------

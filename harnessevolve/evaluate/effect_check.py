@@ -12,12 +12,13 @@ import hashlib
 import os
 import re
 import shutil
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from harnessevolve.core.tasks import Check, Task
-from harnessevolve.evaluate.checkers import MINIMAL_PATH, CommandRunner, quote, run_bash
+from harnessevolve.evaluate.checkers import MINIMAL_PATH, CommandRunner, quote
 
 MAX_TREE_ENTRIES = 50_000
 _FENCE = re.compile(r"\A```[\w-]*\n(.*?)\n?```\Z", re.DOTALL)
@@ -67,6 +68,8 @@ def check_effect(
         )
     finally:
         _remove_tree(base)
+        for used in (base / "start", base / "run"):
+            runner.release(used)
     if found is None:
         return False, f"{quote(command)}: {error}"
     problems = []
@@ -85,7 +88,7 @@ def _effect_env(workspace: Path) -> dict[str, str]:
     return {"PATH": MINIMAL_PATH, "HOME": str(workspace), "LC_ALL": "C"}
 
 
-def _set_up(task: Task, workspace: Path, *, timeout_s: float, runner: CommandRunner = run_bash) -> str:
+def _set_up(task: Task, workspace: Path, *, timeout_s: float, runner: CommandRunner) -> str:
     """Build the task's starting workspace (setup files, then commands); the error, or ``""``."""
     workspace.mkdir()
     for rel, content in task.setup_files.items():
@@ -95,21 +98,23 @@ def _set_up(task: Task, workspace: Path, *, timeout_s: float, runner: CommandRun
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(content, encoding="utf-8")
     for setup in task.setup_commands:
-        done = runner(setup, workspace, _effect_env(workspace), timeout_s=timeout_s)
+        done = runner(setup, workspace, _effect_env(workspace), timeout_s=timeout_s, fresh=True)
         if done.returncode != 0:
             return f"setup command failed ({done.returncode}): {quote(done.output.strip())}"
     return ""
 
 
 def command_effect(
-    start: Path, workspace: Path, command: str, *, timeout_s: float, runner: CommandRunner = run_bash
+    start: Path, workspace: Path, command: str, *, timeout_s: float, runner: CommandRunner
 ) -> tuple[Effect | None, str]:
     """Copy ``start`` (times and modes kept) to ``workspace``, run ``command`` there: its effect, or
     None and why not. Both sides of an effect check start from copies of one setup, so files the
     setup stamps with the current time (archives) are identical."""
     try:
         shutil.copytree(start, workspace, symlinks=True)
-        run = runner(command, workspace, _effect_env(workspace), timeout_s=timeout_s, with_stderr=False)
+        run = runner(
+            command, workspace, _effect_env(workspace), timeout_s=timeout_s, with_stderr=False, fresh=True
+        )
         if run.returncode is None:
             return None, f"timed out after {timeout_s:g}s"
         stdout = "\n".join(line.rstrip() for line in _mask(run.output, workspace).rstrip().splitlines())
@@ -133,11 +138,11 @@ def file_tree(workspace: Path) -> dict[str, str]:
             rel = path.relative_to(workspace).as_posix()
             info = path.lstat()
             mode = f"{info.st_mode & 0o7777:o}"
-            if path.is_symlink():
+            if stat.S_ISLNK(info.st_mode):  # from lstat: nothing here follows a link
                 tree[rel] = f"link -> {_mask(os.readlink(path), workspace)}"
-            elif path.is_dir():
+            elif stat.S_ISDIR(info.st_mode):
                 tree[rel] = f"dir {mode}"
-            elif path.is_file():
+            elif stat.S_ISREG(info.st_mode):
                 tree[rel] = f"file {mode} {_file_hash(path)}"
             else:
                 tree[rel] = f"other {mode}"
@@ -147,13 +152,18 @@ def file_tree(workspace: Path) -> dict[str, str]:
 
 
 def _file_hash(path: Path) -> str:
+    """Hash of a regular file, opened without following a symlink or blocking (the entry was a
+    regular file when listed; anything else now is reported, never read)."""
     digest = hashlib.sha256()
     try:
-        with path.open("rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:  # unreadable (chmod 000 as a non-root user): compare the reason instead
         return f"unreadable {exc.errno}"
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "not a regular file"
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
     return digest.hexdigest()[:16]
 
 
@@ -170,12 +180,21 @@ def tree_difference(expected: dict[str, str], found: dict[str, str], limit: int 
 
 
 def _remove_tree(path: Path) -> None:
-    """Remove a workspace even where a command took away write permission on its folders."""
+    """Remove a workspace even where a command took away write permission on its folders; never
+    follows a symlink the command planted (a chmod through one would change a host file)."""
+    if not os.path.lexists(path):
+        return
 
     def make_writable(func, target, _exc):  # noqa: ANN001 - shutil's onerror signature
+        for folder in (os.path.dirname(target), target):
+            try:
+                fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+            except OSError:
+                continue
+            with contextlib.suppress(OSError):
+                os.fchmod(fd, 0o700)
+            os.close(fd)
         with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(target), 0o700)
-            os.chmod(target, 0o700)
             func(target)
 
     shutil.rmtree(path, onerror=make_writable)

@@ -42,14 +42,16 @@ def evaluate_rollout(
     workspace: Path | None,
     reference: Trajectory | None,
     *,
-    runner: CommandRunner | None = None,
+    runner: CommandRunner,
 ) -> Evaluation:
-    """``runner``: how effect checks run commands (the agent's among them): a sandboxed one from the
-    pipeline; ``None`` runs them on the host."""
+    """``runner``: how checks run programs and read workspace files: the pipeline's sandboxed one
+    (``pipeline.sandboxed_checks``); there is no host default."""
     if workspace is None:
         score, passed, details = 0.0, False, ("workspace setup failed",)
     else:
-        result = run_checks(task, workspace, trajectory.extra.get("answer"), runner=runner)
+        result = run_checks(
+            task, workspace, trajectory.extra.get("answer"), runner=runner, trajectory=trajectory
+        )
         score, passed = result.score, result.passed
         details = tuple(f"{'ok' if d.ok else 'FAIL'} {d.type}: {d.message}" for d in result.details)
     signal = None

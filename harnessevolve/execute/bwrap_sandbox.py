@@ -32,10 +32,12 @@ from pathlib import Path
 from harnessevolve.core.errors import SandboxError
 from harnessevolve.execute.sandbox_launch import (
     Launch,
+    ReadOnly,
     SandboxLimits,
     claim_workspace,
-    hand_over,
-    sandbox_uid,
+    limit_watch,
+    release_workspace,
+    workspace_cgroup,
 )
 
 SYSTEM_DIRS = ("/usr", "/etc")
@@ -71,9 +73,9 @@ class BwrapSandbox:
         self.bwrap = bwrap
         self.read_only_paths = read_only_paths
 
-    def filesystem_args(self, workspace: Path) -> list[str]:
+    def filesystem_args(self, workspace: Path, read_only: ReadOnly = ()) -> list[str]:
         args: list[str] = []
-        for path in SYSTEM_DIRS + self.read_only_paths:
+        for path in SYSTEM_DIRS:
             args += ["--ro-bind", path, path]
         for path in SYSTEM_LINKS:
             if os.path.islink(path):
@@ -82,13 +84,45 @@ class BwrapSandbox:
                 args += ["--ro-bind", path, path]
         args += ["--proc", "/proc", "--dev", "/dev"]
         args += ["--size", str(TMP_SIZE_MB << 20), "--perms", "1777", "--tmpfs", "/tmp"]
+        args += self._extra_read_only_args()
         # The folders above the workspace exist only as empty mount points, open to the command's uid.
         for parent in reversed(workspace.parents):
             if str(parent) not in ("/", "/tmp") and not _under(parent, SYSTEM_DIRS + self.read_only_paths):
                 args += ["--perms", "0755", "--dir", str(parent)]
-        return args + ["--bind", str(workspace), str(workspace), "--chdir", str(workspace)]
+        args += ["--bind", str(workspace), str(workspace)]
+        made = set(workspace.parents)
+        for source, target in read_only:  # a check's own files (Harbor's tests/), after the workspace
+            for parent in reversed(Path(target).parents):
+                if (
+                    str(parent) not in ("/", "/tmp")
+                    and parent not in made
+                    and not _under(parent, (*SYSTEM_DIRS, str(workspace)))
+                ):
+                    made.add(parent)
+                    args += ["--perms", "0755", "--dir", str(parent)]
+            args += ["--ro-bind", str(source), str(target)]
+        return args + ["--chdir", str(workspace)]
 
-    def argv(self, command: str, workspace: Path, uid: int | None) -> tuple[str, ...]:
+    def _extra_read_only_args(self) -> list[str]:
+        """``read_only_paths`` bound read-only (after /tmp, so paths under /tmp show too); the
+        folders above them exist only as empty mount points, open to the command's uid."""
+        args: list[str] = []
+        made: set[Path] = set()
+        for path in self.read_only_paths:
+            for parent in reversed(Path(path).parents):
+                if (
+                    str(parent) not in ("/", "/tmp")
+                    and parent not in made
+                    and not _under(parent, SYSTEM_DIRS)
+                ):
+                    made.add(parent)
+                    args += ["--perms", "0755", "--dir", str(parent)]
+            args += ["--ro-bind", path, path]
+        return args
+
+    def argv(
+        self, command: str, workspace: Path, uid: int | None, read_only: ReadOnly = ()
+    ) -> tuple[str, ...]:
         """The full command line; ``uid`` is the uid to drop to (we are root) or None (we are not)."""
         if uid is None:
             namespaces: tuple[str, ...] = NAMESPACES_AS_USER
@@ -121,7 +155,7 @@ class BwrapSandbox:
             *namespaces,
             "--hostname",
             "sandbox",
-            *self.filesystem_args(workspace),
+            *self.filesystem_args(workspace, read_only),
             *drop,
             *self.limits.prlimit_argv(),
             "bash",
@@ -130,10 +164,17 @@ class BwrapSandbox:
         )
 
     @contextlib.contextmanager
-    def launch(self, command: str, workspace: Path, env: Mapping[str, str]) -> Iterator[Launch]:
+    def launch(
+        self, command: str, workspace: Path, env: Mapping[str, str], *, read_only: ReadOnly = ()
+    ) -> Iterator[Launch]:
+        """``read_only``: (host source, path inside) pairs shown read-only, e.g. a check's files."""
         self.check()
-        workspace, uid = claim_workspace(workspace)
-        yield Launch(self.argv(command, workspace, uid), env, Path("/"))
+        workspace, uid = claim_workspace(workspace, self.limits)
+        argv = self.argv(command, workspace, uid, read_only)
+        cgroup = workspace_cgroup(workspace)
+        if cgroup is not None:
+            argv = cgroup.wrap(argv)
+        yield Launch(argv, env, Path("/"), limit_notes=limit_watch(workspace, self.limits))
 
     def check(self) -> None:
         """Raise ``SandboxError`` unless bwrap can start a sandbox here (probed once per process)."""
@@ -156,8 +197,7 @@ def probe_bwrap(bwrap: str, as_root: bool) -> str | None:
         return f"{' and '.join(missing)} (util-linux) not found; the sandbox needs it"
     workspace = Path(tempfile.mkdtemp(prefix="he-probe-"))
     try:
-        uid = sandbox_uid(workspace)
-        hand_over(workspace, uid)
+        workspace, uid = claim_workspace(workspace)
         proc = subprocess.run(
             BwrapSandbox(bwrap=bwrap).argv("touch probe", workspace, uid),
             cwd="/",
@@ -181,3 +221,4 @@ def probe_bwrap(bwrap: str, as_root: bool) -> str | None:
         return f"bubblewrap cannot start: {exc}"
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
+        release_workspace(workspace)

@@ -2,7 +2,8 @@
 
 The container has no network, a read-only root, no capabilities, no new privileges, a private
 /tmp, the workspace bound at its own path, and ``SandboxLimits`` as Docker limits (memory,
-process count, CPU time and file size ulimits). It is removed after the command, also when the
+process count, CPU time and file size ulimits; they bound each command's container, not the
+rollout as a whole). It is removed after the command, also when the
 command was killed (killing the ``docker run`` client does not stop a container).
 """
 
@@ -20,6 +21,7 @@ from pathlib import Path
 from harnessevolve.core.errors import SandboxError
 from harnessevolve.execute.sandbox_launch import (
     Launch,
+    ReadOnly,
     SandboxLimits,
     claim_workspace,
 )
@@ -49,7 +51,13 @@ class DockerSandbox:
         self.docker = docker
 
     def argv(
-        self, command: str, workspace: Path, env: Mapping[str, str], container: str, uid: int | None = None
+        self,
+        command: str,
+        workspace: Path,
+        env: Mapping[str, str],
+        container: str,
+        uid: int | None = None,
+        read_only: ReadOnly = (),
     ) -> tuple[str, ...]:
         """The ``docker run`` command line; the container runs as ``uid`` (None: as we do)."""
         limits = self.limits
@@ -87,6 +95,7 @@ class DockerSandbox:
             "/tmp:rw,size=256m",
             "--volume",
             f"{workspace}:{workspace}:rw",
+            *[arg for source, target in read_only for arg in ("--volume", f"{source}:{target}:ro")],
             "--workdir",
             str(workspace),
             *env_args,
@@ -97,12 +106,14 @@ class DockerSandbox:
         )
 
     @contextlib.contextmanager
-    def launch(self, command: str, workspace: Path, env: Mapping[str, str]) -> Iterator[Launch]:
+    def launch(
+        self, command: str, workspace: Path, env: Mapping[str, str], *, read_only: ReadOnly = ()
+    ) -> Iterator[Launch]:
         self.check()
         workspace, uid = claim_workspace(workspace)
         container = f"harnessevolve-{uuid.uuid4().hex[:12]}"
         yield Launch(
-            self.argv(command, workspace, env, container, uid),
+            self.argv(command, workspace, env, container, uid, read_only),
             docker_client_env(),
             Path("/"),
             cleanup_argv=(shutil.which(self.docker) or self.docker, "rm", "--force", container),

@@ -1,19 +1,23 @@
 """Sandboxes for the LLM-written commands the agent runs. Chosen by name (``--sandbox``).
 
-Contract (``Sandbox``): ``launch(command, workspace, env)`` is a context manager yielding a
-``Launch`` -- how to start ``bash -c command`` so that it
+Contract (``Sandbox``): ``launch(command, workspace, env, read_only=())`` is a context manager
+yielding a ``Launch`` -- how to start ``bash -c command`` so that it
 
 - can write only inside ``workspace`` (seen at its own absolute path, its working directory),
-  nothing else of the host; reads only what a user's program may read (system directories);
+  nothing else of the host; reads only what a user's program may read (system directories) and
+  the ``read_only`` pairs (host source shown read-only at a path inside: a check's own files);
 - has no network, unless the sandbox says otherwise;
-- runs under ``limits`` (``SandboxLimits``: CPU time, memory, processes, file size);
+- runs under ``limits`` (``SandboxLimits``: CPU time, memory, processes, file size per process;
+  memory, processes, workspace size and file count per rollout where the machine allows, see
+  ``sandbox_limits``); ``Launch.limits_hit()`` says afterwards which rollout limits it reached;
 - sees exactly ``env`` (already scrubbed of secrets by ``workspace.tool_env``);
 - dies, with everything it started, when the launched process's group is killed.
 
-The caller starts the process inside the ``with`` block, applies the wall-clock limit and the
-output cap, kills the process group, and leaves the block, which releases what the launch held
-(descriptors, containers). ``launch`` raises ``SandboxError`` when the sandbox cannot work on
-this machine; it never runs the command itself.
+Callers enter the block off the event loop (``launched``): handing a big tree to the workspace's
+uid takes a while. The caller starts the process inside the ``with`` block, applies the
+wall-clock limit and the output cap, kills the process group, and leaves the block, which
+releases what the launch held (descriptors, containers). ``launch`` raises ``SandboxError``
+when the sandbox cannot work on this machine; it never runs the command itself.
 
 Implementations: ``bwrap`` (default), ``docker`` (only when an engine answers) and ``none``
 (no isolation at all, reachable only with ``unsafe=True``, i.e. ``--unsafe-no-sandbox``).
@@ -21,9 +25,10 @@ Implementations: ``bwrap`` (default), ``docker`` (only when an engine answers) a
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Protocol
@@ -31,7 +36,7 @@ from typing import Protocol
 from harnessevolve.core.errors import SandboxError
 from harnessevolve.execute.bwrap_sandbox import BwrapSandbox
 from harnessevolve.execute.docker_sandbox import DockerSandbox
-from harnessevolve.execute.sandbox_launch import Launch, SandboxLimits
+from harnessevolve.execute.sandbox_launch import Launch, ReadOnly, SandboxLimits
 
 __all__ = [
     "SANDBOXES",
@@ -43,6 +48,7 @@ __all__ = [
     "SandboxLimits",
     "UnsafeNoSandbox",
     "default_sandbox",
+    "launched",
     "default_sandbox_name",
     "make_sandbox",
     "resolve_sandbox",
@@ -59,7 +65,7 @@ class Sandbox(Protocol):
     limits: SandboxLimits
 
     def launch(
-        self, command: str, workspace: Path, env: Mapping[str, str]
+        self, command: str, workspace: Path, env: Mapping[str, str], *, read_only: ReadOnly = ()
     ) -> AbstractContextManager[Launch]: ...
 
 
@@ -76,8 +82,30 @@ class UnsafeNoSandbox:
         self.limits = limits or SandboxLimits()
 
     @contextlib.contextmanager
-    def launch(self, command: str, workspace: Path, env: Mapping[str, str]) -> Iterator[Launch]:
+    def launch(
+        self, command: str, workspace: Path, env: Mapping[str, str], *, read_only: ReadOnly = ()
+    ) -> Iterator[Launch]:
+        """``read_only`` is ignored: without a sandbox the command sees the whole host anyway."""
         yield Launch(("bash", "-c", command), env, workspace)
+
+
+@contextlib.asynccontextmanager
+async def launched(
+    sandbox: Sandbox, command: str, workspace: Path, env: Mapping[str, str], *, read_only: ReadOnly = ()
+) -> AsyncIterator[Launch]:
+    """``sandbox.launch(...)`` entered and left in a worker thread, so that preparing the workspace
+    (handing 100k files to its uid) never blocks the event loop; runs ``Launch.clean_up`` at the end."""
+    manager = sandbox.launch(command, workspace, env, read_only=read_only)
+    launch = await asyncio.to_thread(manager.__enter__)
+    try:
+        yield launch
+    except BaseException as exc:
+        await launch.clean_up()
+        if not await asyncio.to_thread(manager.__exit__, type(exc), exc, exc.__traceback__):
+            raise
+    else:
+        await launch.clean_up()
+        await asyncio.to_thread(manager.__exit__, None, None, None)
 
 
 SANDBOXES: dict[str, Callable[..., Sandbox]] = {
@@ -99,7 +127,11 @@ def make_sandbox(name: str, *, limits: SandboxLimits | None = None, unsafe: bool
     per process and cached.
     """
     if name not in SANDBOXES:
-        raise SandboxError(f"unknown sandbox {name!r}", hint=f"choose one of: {', '.join(sorted(SANDBOXES))}")
+        raise SandboxError(
+            f"unknown sandbox {name!r}",
+            field="--sandbox",
+            hint=f"choose one of: {', '.join(sorted(SANDBOXES))}",
+        )
     if name == "none" and not unsafe:
         raise SandboxError(
             "the 'none' sandbox runs agent commands unisolated on this machine", hint=UNSAFE_HINT

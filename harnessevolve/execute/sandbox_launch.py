@@ -1,33 +1,45 @@
-"""Values every sandbox shares: resource limits, how to launch one command, the sandbox's user.
+"""Values every sandbox shares: resource limits, how to launch one command, the workspace's claim.
 
 A sandbox turns one shell command into a ``Launch`` (argv, environment, working directory);
 ``execute/tools.py`` starts it, applies the wall-clock limit and the output cap, and kills its
 process group. See ``execute/sandbox.py`` for the ``Sandbox`` contract.
+
+A workspace is *claimed* before its first command (``claim_workspace``): it gets a uid of its own
+(when we are root; see ``sandbox_uids``) and a cgroup holding every process of the rollout (when
+the machine lets us make one; see ``sandbox_limits``). ``release_workspace`` gives both back.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-import itertools
 import os
 import signal
-from collections.abc import Mapping
+import stat
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-SANDBOX_UID_BASE = 300_000
-"""Commands never run as root: when harnessevolve itself runs as root, the commands of each workspace
-run as a uid of their own from ``SANDBOX_UID_BASE`` up (no account needed). Root ignores the
-process-count limit and can read root-only files such as /etc/shadow; a uid per workspace also keeps
-the process count per rollout and the workspace's files handed over once."""
-_uids = itertools.count()
+from harnessevolve.execute import sandbox_uids
+from harnessevolve.execute.sandbox_limits import RolloutCgroup, make_rollout_cgroup, workspace_notes
+
+SANDBOX_UID_BASE = sandbox_uids.UID_BASE
+LIMIT_NAMES = (
+    "cpu_s",
+    "memory_mb",
+    "max_processes",
+    "max_file_mb",
+    "rollout_memory_mb",
+    "rollout_processes",
+    "workspace_mb",
+    "workspace_files",
+)
 
 
 @dataclass(frozen=True)
 class SandboxLimits:
-    """Per-process kernel limits (setrlimit) for every command a sandbox runs.
+    """Kernel limits for every command a sandbox runs: per process (setrlimit) and per rollout.
 
     The wall-clock limit and the output cap are the harness's loop settings
     (``command_timeout_s``, ``tool_output_limit``); these are the rest.
@@ -41,9 +53,19 @@ class SandboxLimits:
     """Processes and threads the sandbox's user may have at once (RLIMIT_NPROC); stops fork bombs."""
     max_file_mb: int = 64
     """Largest file a process may write, in MiB (RLIMIT_FSIZE); past it writes fail with SIGXFSZ/EFBIG."""
+    rollout_memory_mb: int = 2048
+    """Memory of all of one rollout's processes together, in MiB (a cgroup's memory limit; its
+    private /tmp counts too). Past it the kernel kills one of them. Needs a cgroup (see
+    ``sandbox_limits``); without one the bound is ``memory_mb`` x ``max_processes``."""
+    rollout_processes: int = 256
+    """Processes and threads of one rollout together (a cgroup's pids.max)."""
+    workspace_mb: int = 1024
+    """Size of the workspace (a tmpfs of its own when we are root); writes past it fail with ENOSPC."""
+    workspace_files: int = 100_000
+    """Files and folders the workspace may hold (the tmpfs's inode count); past it: ENOSPC."""
 
     def __post_init__(self) -> None:
-        for name in ("cpu_s", "memory_mb", "max_processes", "max_file_mb"):
+        for name in LIMIT_NAMES:
             if getattr(self, name) < 1:
                 raise ValueError(f"SandboxLimits.{name} must be at least 1, got {getattr(self, name)}")
 
@@ -51,13 +73,12 @@ class SandboxLimits:
     def parse(cls, text: str) -> SandboxLimits:
         """``"cpu_s=120,memory_mb=2048"`` (the CLI's ``--sandbox-limits``): the named limits changed,
         the rest at their defaults. ``ValueError`` names what is wrong."""
-        names = {"cpu_s", "memory_mb", "max_processes", "max_file_mb"}
         values: dict[str, int] = {}
         for part in filter(None, (p.strip() for p in text.split(","))):
             key, sep, value = part.partition("=")
             key = key.strip()
-            if not sep or key not in names:
-                raise ValueError(f"{part!r} is not one of {', '.join(sorted(names))} = a whole number")
+            if not sep or key not in LIMIT_NAMES:
+                raise ValueError(f"{part!r} is not one of {', '.join(sorted(LIMIT_NAMES))} = a whole number")
             if not value.strip().isdigit():
                 raise ValueError(f"{key} must be a whole number, not {value.strip()!r}")
             values[key] = int(value)
@@ -77,6 +98,10 @@ class SandboxLimits:
         )
 
 
+ReadOnly = tuple[tuple[Path, Path], ...]
+"""Host paths shown read-only inside a sandbox: (source on the host, path inside) pairs."""
+
+
 @dataclass(frozen=True)
 class Launch:
     """How to start one sandboxed command (``create_subprocess_exec(*argv, **subprocess_options())``)."""
@@ -86,6 +111,8 @@ class Launch:
     cwd: Path
     cleanup_argv: tuple[str, ...] | None = None
     """A command to run after the process ended or was killed (e.g. ``docker rm -f``), best effort."""
+    limit_notes: Callable[[], list[str]] | None = None
+    """After the command: which whole-rollout limits it ran into (for the tool result), if any."""
 
     async def clean_up(self) -> None:
         """Run ``cleanup_argv`` (if any), waiting at most 30 s; failures are ignored."""
@@ -108,36 +135,114 @@ class Launch:
         """Keyword arguments for ``create_subprocess_exec`` besides stdio."""
         return {"cwd": self.cwd, "env": dict(self.env)}
 
+    def limits_hit(self) -> list[str]:
+        """One line per whole-rollout limit the command reached (``[]`` when none or unknown)."""
+        return self.limit_notes() if self.limit_notes else []
+
+
+@dataclass
+class WorkspaceClaim:
+    """What one workspace holds while it lives: its uid (root only) and its rollout cgroup."""
+
+    uid: int | None
+    lease: sandbox_uids.UidLease | None
+    cgroup: RolloutCgroup | None
+    handed_over: bool = False
+
+
+_claims: dict[str, WorkspaceClaim] = {}
+_claims_lock = threading.Lock()
+
 
 def sandbox_uid(workspace: Path) -> int | None:
-    """The uid commands in ``workspace`` run as, the same for every command there and used by no
-    other live workspace of this process; None when we are not root (commands then run as
-    ourselves, inside a user namespace)."""
-    if os.geteuid() != 0:
-        return None
-    return _uid_for(str(workspace))
+    """The uid commands in ``workspace`` run as, the same for every command there and held by no
+    other live workspace of any process on this machine (a lock per uid, see ``sandbox_uids``);
+    None when we are not root (commands then run as ourselves, inside a user namespace)."""
+    return _claim(workspace.resolve(), None).uid
 
 
-@functools.lru_cache(maxsize=1024)
-def _uid_for(workspace: str) -> int:
-    return SANDBOX_UID_BASE + (os.getpid() % 64) * 1024 + next(_uids) % 1024
+def _claim(workspace: Path, limits: SandboxLimits | None) -> WorkspaceClaim:
+    key = str(workspace)
+    with _claims_lock:
+        claim = _claims.get(key)
+        if claim is None:
+            lease = sandbox_uids.lease_uid() if os.geteuid() == 0 else None
+            claim = WorkspaceClaim(uid=lease.uid if lease else None, lease=lease, cgroup=None)
+            _claims[key] = claim
+        if claim.cgroup is None and limits is not None:
+            claim.cgroup = make_rollout_cgroup(
+                key, memory_mb=limits.rollout_memory_mb, processes=limits.rollout_processes
+            )
+        return claim
 
 
-def claim_workspace(workspace: Path) -> tuple[Path, int | None]:
+def claim_workspace(workspace: Path, limits: SandboxLimits | None = None) -> tuple[Path, int | None]:
     """The workspace's resolved path and the uid its commands run as, the tree already handed over
-    to that uid: what every sandbox does before it launches a command."""
+    to that uid: what every sandbox does before it launches a command. With ``limits``, the
+    workspace also gets its rollout cgroup (``workspace_cgroup``)."""
     workspace = workspace.resolve()
-    uid = sandbox_uid(workspace)
-    hand_over(workspace, uid)
-    return workspace, uid
+    claim = _claim(workspace, limits)
+    if not claim.handed_over:
+        hand_over(workspace, claim.uid)
+        claim.handed_over = True
+    return workspace, claim.uid
+
+
+def workspace_cgroup(workspace: Path) -> RolloutCgroup | None:
+    """The rollout cgroup of a claimed workspace (None: not claimed, or no cgroup on this machine)."""
+    claim = _claims.get(str(workspace.resolve()))
+    return claim.cgroup if claim else None
+
+
+def limit_watch(workspace: Path, limits: SandboxLimits) -> Callable[[], list[str]]:
+    """Called after a command: the whole-rollout limits it ran into (counters read now vs then)."""
+    cgroup = workspace_cgroup(workspace)
+    before = cgroup.counters() if cgroup else {}
+
+    def notes() -> list[str]:
+        found = cgroup.notes_since(before) if cgroup else []
+        return found + workspace_notes(workspace, size_mb=limits.workspace_mb, files=limits.workspace_files)
+
+    return notes
+
+
+def mark_changed(workspace: Path) -> None:
+    """Host-side code wrote into ``workspace``: hand the tree over again before the next command."""
+    claim = _claims.get(str(workspace.resolve()))
+    if claim is not None:
+        claim.handed_over = False
+
+
+def give_to_workspace(workspace: Path, paths: Iterable[Path]) -> None:
+    """Hand just ``paths`` (written by us into a claimed workspace) to its uid, never following
+    symlinks; a workspace not yet claimed is handed over whole at its first command anyway."""
+    claim = _claims.get(str(workspace.resolve()))
+    if claim is None or claim.uid is None:
+        return
+    for path in paths:
+        with contextlib.suppress(FileNotFoundError):
+            os.lchown(path, claim.uid, claim.uid)
+
+
+def release_workspace(workspace: Path) -> None:
+    """Give back the workspace's uid and cgroup (after its processes are gone and it is removed)."""
+    with _claims_lock:
+        claim = _claims.pop(str(workspace.resolve()), None)
+    if claim is None:
+        return
+    if claim.cgroup is not None:
+        claim.cgroup.remove()
+    if claim.lease is not None:
+        claim.lease.release()
 
 
 def hand_over(workspace: Path, uid: int | None) -> None:
     """Give the workspace tree to ``uid`` (and group ``uid``) so the command can write it (None: no-op).
 
-    Runs before each command, while no sandboxed process is alive; changes only what we wrote since
-    (setup files, ``write_file``); never follows symlinks, so a link the agent planted cannot make
-    us chown a host file.
+    Runs before the first command (and after host-side writes, see ``mark_changed``) while no
+    sandboxed process is alive; never follows symlinks, so a link the agent planted cannot make
+    us chown a host file. Sandboxes call it from ``launch``, which callers enter off the event
+    loop (``sandbox.launched``), so a tree of 100k files does not stall other rollouts.
     """
     if uid is None:
         return
@@ -152,6 +257,41 @@ def hand_over(workspace: Path, uid: int | None) -> None:
                     os.lchown(path, uid, gid)
             except FileNotFoundError:
                 continue
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a tree a sandboxed command may have made hostile: folders with their write or search
+    bit taken away get them back (opened with O_NOFOLLOW, so a symlink is never followed to a host
+    file), everything else is unlinked, never followed."""
+
+    def make_writable(func, target, _exc):  # noqa: ANN001 - shutil's onerror signature
+        for folder in (os.path.dirname(target), target):
+            _chmod_folder(folder)
+        with contextlib.suppress(OSError):
+            func(target)
+
+    import shutil
+
+    if not os.path.lexists(path):
+        return
+    if not stat.S_ISDIR(os.lstat(path).st_mode):
+        os.unlink(path)
+        return
+    shutil.rmtree(path, onerror=make_writable)
+
+
+def _chmod_folder(folder: str) -> None:
+    """chmod 0700 a real folder (never a symlink's target)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return
+    try:
+        os.fchmod(fd, 0o700)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 READ_CHUNK = 65536

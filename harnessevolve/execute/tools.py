@@ -2,18 +2,27 @@
 
 Commands run in the task workspace inside a sandbox (``execute/sandbox.py``; bubblewrap unless
 told otherwise) with a scrubbed environment, a wall-clock limit and an output cap; when they end
-or time out, their whole process group (and with it the sandbox) is killed.
+or time out, their whole process group (and with it the sandbox) is killed. A whole-rollout
+limit the command reached (memory, processes, workspace size or files) is named in the result.
+
+``read_file`` and ``write_file`` run in our own process, so they must never block and never leave
+the workspace: the path is resolved and must stay inside it, then opened one component at a time
+with ``O_NOFOLLOW`` (a symlink swapped in meanwhile is refused, not followed) and ``O_NONBLOCK``,
+and only a regular file (``fstat``) is read or written -- never a FIFO, socket or device.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harnessevolve.execute.sandbox import Sandbox, resolve_sandbox
-from harnessevolve.execute.sandbox_launch import READ_CHUNK, finish_process
+from harnessevolve.execute.sandbox import Sandbox, launched, resolve_sandbox
+from harnessevolve.execute.sandbox_launch import READ_CHUNK, finish_process, give_to_workspace
 from harnessevolve.execute.workspace import inside, tool_env
 from harnessevolve.harness.model import ToolSpec
 
@@ -44,13 +53,12 @@ async def run_shell(
 ) -> ToolResult:
     """Run ``bash -c command`` in ``sandbox`` (the default one when None); output and errors as a result."""
     sandbox = resolve_sandbox(sandbox)
-    with sandbox.launch(command, workspace, tool_env(workspace, env)) as launch:
-        try:
-            return await _run_launch(
-                launch.argv, launch.subprocess_options(), timeout_s=timeout_s, limit=limit
-            )
-        finally:
-            await launch.clean_up()
+    async with launched(sandbox, command, workspace, tool_env(workspace, env)) as launch:
+        result = await _run_launch(launch.argv, launch.subprocess_options(), timeout_s=timeout_s, limit=limit)
+        hit = await asyncio.to_thread(launch.limits_hit)
+    if hit:
+        return ToolResult("\n".join([result.output, *hit]), error=result.error or "rollout limit")
+    return result
 
 
 async def _run_launch(
@@ -122,19 +130,122 @@ async def run_tool(
                 str(arguments["command"]), workspace, timeout_s=timeout_s, limit=limit, sandbox=sandbox
             )
         if spec.builtin == "read_file":
-            path = inside(workspace, str(arguments["path"]))
-            return ToolResult(truncate(path.read_text(encoding="utf-8", errors="replace"), limit))
+            data = read_workspace_file(workspace, str(arguments["path"]), limit * 4 + 1)
+            return ToolResult(truncate(data.decode("utf-8", errors="replace"), limit))
         if spec.builtin == "write_file":
-            path = inside(workspace, str(arguments["path"]))
-            path.parent.mkdir(parents=True, exist_ok=True)
             content = str(arguments.get("content", ""))
-            path.write_text(content, encoding="utf-8")
-            return ToolResult(f"wrote {len(content.encode())} bytes to {arguments['path']}")
+            size = write_workspace_file(workspace, str(arguments["path"]), content.encode())
+            return ToolResult(f"wrote {size} bytes to {arguments['path']}")
         if spec.command:
-            env = {f"ARG_{k}": v if isinstance(v, str) else repr(v) for k, v in arguments.items()}
+            # Strings as they are; numbers, booleans, lists, objects and null JSON-encoded.
+            env = {f"ARG_{k}": v if isinstance(v, str) else json.dumps(v) for k, v in arguments.items()}
             return await run_shell(
                 spec.command, workspace, timeout_s=timeout_s, limit=limit, env=env, sandbox=sandbox
             )
     except (OSError, PermissionError, ValueError) as exc:
         return ToolResult(f"error: {exc}", error=type(exc).__name__)
     return ToolResult(f"error: tool {spec.name} has no implementation", error="no implementation")
+
+
+# --- the file tools: regular files inside the workspace only, never blocking ------------------------
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _parts(workspace: Path, relative: str) -> tuple[Path, list[str]]:
+    """The workspace root and the path's components below it (resolved; refused when outside)."""
+    root = workspace.resolve()
+    target = inside(root, relative)
+    parts = list(target.relative_to(root).parts)
+    if not parts:
+        raise IsADirectoryError(f"path {relative!r} is the workspace itself, not a file")
+    return root, parts
+
+
+def _open_dirs(root: Path, folders: list[str], *, create: bool) -> tuple[int, list[Path]]:
+    """An fd of ``root/folders...``, walked with O_NOFOLLOW (made on the way when ``create``)."""
+    fd = os.open(root, _DIR_FLAGS)
+    made: list[Path] = []
+    here = root
+    try:
+        for name in folders:
+            here = here / name
+            if create:
+                try:
+                    os.mkdir(name, 0o755, dir_fd=fd)
+                    made.append(here)
+                except FileExistsError:
+                    pass
+            try:
+                child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                where = here.relative_to(root)
+                raise PermissionError(f"{where} is not a folder inside the workspace") from exc
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, made
+
+
+def _refuse_unless_regular(fd: int, relative: str) -> None:
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file (a FIFO, socket or device)"
+        raise PermissionError(f"{relative!r} is {kind}; the file tools read and write regular files only")
+
+
+def read_workspace_file(workspace: Path, relative: str, max_bytes: int) -> bytes:
+    """Up to ``max_bytes`` of a regular file inside the workspace (never follows a symlink out,
+    never blocks: FIFOs, sockets and devices are refused)."""
+    root, parts = _parts(workspace, relative)
+    folder, _ = _open_dirs(root, parts[:-1], create=False)
+    try:
+        try:
+            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder)
+        except OSError as exc:
+            if exc.errno == 40:  # ELOOP: the last component became a symlink
+                raise PermissionError(f"{relative!r} is a symlink; not followed") from exc
+            raise
+    finally:
+        os.close(folder)
+    try:
+        _refuse_unless_regular(fd, relative)
+        chunks, size = [], 0
+        while size < max_bytes:
+            chunk = os.read(fd, min(READ_CHUNK, max_bytes - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def write_workspace_file(workspace: Path, relative: str, data: bytes) -> int:
+    """Write ``data`` to a regular file inside the workspace (folders made as needed, handed to the
+    workspace's uid); never through a symlink, never to a FIFO, socket or device. Bytes written."""
+    root, parts = _parts(workspace, relative)
+    folder, made = _open_dirs(root, parts[:-1], create=True)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        try:
+            fd = os.open(parts[-1], flags, 0o644, dir_fd=folder)
+        except OSError as exc:
+            if exc.errno in (40, 6):  # ELOOP (a symlink), ENXIO (a FIFO nobody reads)
+                raise PermissionError(f"{relative!r} is not a regular file; not written") from exc
+            raise
+    finally:
+        os.close(folder)
+    try:
+        _refuse_unless_regular(fd, relative)
+        os.ftruncate(fd, 0)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+    give_to_workspace(root, [*made, root.joinpath(*parts)])
+    return len(data)

@@ -4,6 +4,7 @@ tool calls through the real agent loop (so every observation is real)."""
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 
 from harnessevolve.core import atif
@@ -12,9 +13,11 @@ from harnessevolve.core.errors import BenchmarkError, TrajectoryError
 from harnessevolve.core.tasks import Benchmark, Task
 from harnessevolve.evaluate.checkers import run_checks
 from harnessevolve.execute.agent import run_agent
+from harnessevolve.execute.sandbox import Sandbox
 from harnessevolve.execute.workspace import create_workspace, remove_workspace
 from harnessevolve.harness.model import Harness
 from harnessevolve.models.scripted import register_script, unregister_script
+from harnessevolve.pipeline.sandboxed_checks import sandboxed_runner
 
 _counter = itertools.count()
 
@@ -44,26 +47,69 @@ def load_references(benchmark: Benchmark) -> dict[str, Trajectory]:
     return out
 
 
-async def replay_gold(harness: Harness, task: Task) -> Trajectory:
-    """Run the agent loop with a scripted model that makes the task's gold calls, one per turn.
+def gold_replies(task: Task) -> list[dict]:
+    """The scripted model's replies replaying ``task.gold``: one call per reply; for a multi-turn
+    task, a closing message after each turn's calls (that ends the agent's turn)."""
+    if not (task.turns or task.user):
+        return [{"tool_calls": [{"name": g.tool, "arguments": g.arguments}]} for g in task.gold]
+    replies: list[dict] = []
+    for turn in range(len(task.user_turns)):
+        replies += [
+            {"tool_calls": [{"name": g.tool, "arguments": g.arguments}]} for g in task.gold if g.turn == turn
+        ]
+        replies.append({"content": f"Done with request {turn + 1}."})
+    return replies
 
-    Raises ``BenchmarkError`` when the task has no gold solution or the replay fails its checker.
+
+def first_tool_error(trajectory: Trajectory) -> str:
+    """``step N: tool(...) -> error`` for the first failed tool call of a trajectory, or ""."""
+    for step in trajectory.steps:
+        error = step.extra.get("error")
+        if step.source != "agent" or not error:
+            continue
+        call = step.tool_calls[0] if step.tool_calls else None
+        seen = " | ".join(step.observations[0].content.split("\n")).strip() if step.observations else ""
+        name = f"{call.function_name}({json.dumps(call.arguments)[:120]})" if call else "the reply"
+        detail = f": {seen[:300]}" if seen else ""
+        return f"step {step.step_id}: {name} -> {error}{detail}"
+    return ""
+
+
+async def replay_gold(harness: Harness, task: Task, *, sandbox: Sandbox | None = None) -> Trajectory:
+    """Run the agent loop with a scripted model that makes the task's gold calls, one per turn,
+    with every command and check in ``sandbox`` (the default one when None).
+
+    Raises ``BenchmarkError`` when the task has no gold solution or the replay fails its checker
+    (naming the first tool error the replay met, if any).
     """
     if not task.gold:
         raise BenchmarkError(f"task {task.id} has no gold solution to replay", field="gold")
     name = f"gold-{task.id}-{next(_counter)}"
-    replies = [{"tool_calls": [{"name": g.tool, "arguments": g.arguments}]} for g in task.gold]
-    register_script(name, replies)
-    workspace = await create_workspace(task)
+    register_script(name, gold_replies(task))
+    workspace = await create_workspace(task, sandbox=sandbox)
     try:
-        trajectory = await run_agent(harness, task, workspace, model=f"scripted/{name}", seed=0)
-        result = run_checks(task, workspace, trajectory.extra.get("answer"))
+        trajectory = await run_agent(
+            harness, task, workspace, model=f"scripted/{name}", seed=0, sandbox=sandbox
+        )
+        result = run_checks(
+            task,
+            workspace,
+            trajectory.extra.get("answer"),
+            runner=sandboxed_runner(sandbox),
+            trajectory=trajectory,
+        )
     finally:
         unregister_script(name)
         remove_workspace(workspace)
     if not result.passed:
         failed = next(d for d in result.details if not d.ok)
-        raise BenchmarkError(f"gold solution of {task.id} fails its checker: {failed.message}", field="gold")
+        tool_error = first_tool_error(trajectory) or trajectory.extra.get("error", "")
+        raise BenchmarkError(
+            f"gold solution of {task.id} fails its checker: {failed.message}"
+            + (f"; first tool error: {tool_error}" if tool_error else ""),
+            field="gold",
+            hint="fix the task's gold calls or its tools (run with the same --sandbox options as your runs)",
+        )
     return trajectory.with_extra(reference="gold-replay", score=result.score, passed=True)
 
 

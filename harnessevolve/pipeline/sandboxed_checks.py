@@ -1,29 +1,53 @@
-"""Checker commands in the agent's sandbox: where the execute and evaluate stages meet for checks.
+"""Checks in the sandbox: where the execute and evaluate stages meet for scoring.
 
-An ``effect`` check runs the agent's submitted command (and the gold one, for a like-for-like
-comparison) -- LLM-written text -- so the pipeline hands the checkers a runner that launches them
-through the same sandbox as the agent's own commands. (``command`` checks are the benchmark
-author's and still run on the host, in the workspace.)
+Every program a check starts (a ``command`` check, Harbor's ``tests/test.sh``, both sides of an
+``effect`` check, a ``python`` check) and every workspace file a check reads (``file``) goes through
+the ``CommandRunner`` made here, which launches it in the rollout's sandbox: it sees the workspace,
+the check's own files read-only (``Check.mounts``) and nothing else of the host, runs as the
+workspace's uid, inside the rollout's cgroup. Each scoring path (``run``, ``gate``, ``refs
+generate``, ``refs import``, ``report --final``) takes its runner from here.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
 import subprocess
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from harnessevolve.evaluate.checkers import BashRun, CommandRunner, run_process
 from harnessevolve.execute.sandbox import Sandbox, resolve_sandbox
+from harnessevolve.execute.sandbox_launch import ReadOnly, mark_changed, release_workspace
 
 
-def sandboxed_runner(sandbox: Sandbox | None = None) -> CommandRunner:
-    """A ``CommandRunner`` that runs each command through ``sandbox`` (default: the default one,
-    resolved at the first command so that runs without effect checks never need it)."""
+class SandboxedCheckRunner:
+    """A ``CommandRunner`` launching each command through ``sandbox`` (None: the default sandbox,
+    resolved at the first command, so that scoring without commands never needs it)."""
 
-    def run(
-        command: str, workspace: Path, env: dict[str, str], *, timeout_s: float, with_stderr: bool = True
+    def __init__(self, sandbox: Sandbox | None = None) -> None:
+        self.sandbox = sandbox
+
+    def __call__(
+        self,
+        command: str,
+        workspace: Path,
+        env: dict[str, str],
+        *,
+        timeout_s: float,
+        with_stderr: bool = True,
+        read_only: tuple[str, ...] = (),
+        fresh: bool = False,
     ) -> BashRun:
-        chosen = resolve_sandbox(sandbox)
-        with chosen.launch(command, workspace, env) as launch:
+        chosen = resolve_sandbox(self.sandbox)
+        if fresh:
+            mark_changed(workspace)
+        with (
+            checker_files(read_only) as binds,
+            chosen.launch(command, workspace, env, read_only=binds) as launch,
+        ):
             try:
                 return run_process(
                     list(launch.argv),
@@ -36,4 +60,49 @@ def sandboxed_runner(sandbox: Sandbox | None = None) -> CommandRunner:
                 if launch.cleanup_argv:
                     subprocess.run(list(launch.cleanup_argv), capture_output=True, timeout=30, check=False)
 
-    return run
+    def release(self, workspace: Path) -> None:
+        release_workspace(workspace)
+
+
+def sandboxed_runner(sandbox: Sandbox | None = None) -> CommandRunner:
+    """The runner every scoring path uses (see the module docstring)."""
+    return SandboxedCheckRunner(sandbox)
+
+
+@contextlib.contextmanager
+def checker_files(paths: tuple[str, ...]) -> Iterator[ReadOnly]:
+    """Bind pairs showing each of ``paths`` read-only at its own path. As root the command runs as
+    the workspace's uid, which may not read the original (a 0700 checkout): it then sees a
+    world-readable copy made for this command (symlinks copied as links, never followed)."""
+    if not paths:
+        yield ()
+        return
+    if os.geteuid() != 0:
+        yield tuple((Path(p), Path(p)) for p in paths)
+        return
+    scratch = Path(tempfile.mkdtemp(prefix="he-checker-files-"))
+    try:
+        binds = []
+        for index, path in enumerate(paths):
+            source, copy = Path(path), scratch / str(index)
+            if source.is_dir():
+                shutil.copytree(source, copy, symlinks=True)
+            else:
+                shutil.copy2(source, copy, follow_symlinks=False)
+            _open_up(copy)
+            binds.append((copy, source))
+        os.chmod(scratch, 0o755)
+        yield tuple(binds)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _open_up(tree: Path) -> None:
+    """a+rX on a tree of our own copies (links untouched)."""
+    entries = [tree] if not tree.is_dir() else [tree, *tree.rglob("*")]
+    for entry in entries:
+        if entry.is_symlink():
+            continue
+        mode = entry.stat().st_mode
+        extra = 0o555 if entry.is_dir() or mode & 0o100 else 0o444
+        entry.chmod(mode | extra)

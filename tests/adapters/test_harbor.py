@@ -18,6 +18,7 @@ from harnessevolve.evaluate.checkers import run_checks
 from harnessevolve.execute.workspace import create_workspace, remove_workspace
 from harnessevolve.harness.load import load_harness
 from harnessevolve.pipeline.references import replay_gold
+from harnessevolve.pipeline.sandboxed_checks import sandboxed_runner
 
 EXAMPLE = paths.builtin_dir("benchmarks") / "harbor-example"
 TASK_IDS = ["count-words", "make-build-tree", "replace-word", "sort-unique-names", "sum-csv-column"]
@@ -38,7 +39,7 @@ def check_in_fresh_workspace(task: Task, command: str | None = None) -> tuple[bo
                 proc = await asyncio.create_subprocess_exec("bash", "-c", command, cwd=workspace)
                 await proc.wait()
             listing = sorted(p.relative_to(workspace).as_posix() for p in workspace.rglob("*"))
-            result = run_checks(task, workspace, None)
+            result = run_checks(task, workspace, None, runner=sandboxed_runner())
             return result.passed, result.details[0].message, listing
         finally:
             remove_workspace(workspace)

@@ -21,6 +21,7 @@ from harnessevolve.execute.workspace import create_workspace, remove_workspace
 from harnessevolve.harness.load import load_harness
 from harnessevolve.models.scripted import register_script, unregister_script
 from harnessevolve.pipeline.references import replay_gold
+from harnessevolve.pipeline.sandboxed_checks import sandboxed_runner
 
 NOWHERE = Path("/nonexistent")  # effect checks build their own workspaces
 
@@ -96,7 +97,7 @@ def test_mapping_and_host_filter() -> None:
 
 
 def score(task, answer: str | None):
-    return run_checks(task, NOWHERE, answer)
+    return run_checks(task, NOWHERE, answer, runner=sandboxed_runner())
 
 
 def test_effect_check_compares_files(fs5) -> None:
@@ -150,7 +151,9 @@ def test_agent_with_the_gold_command_passes_and_a_wrong_one_fails(fs5) -> None:
         workspace = await create_workspace(task)
         try:
             trajectory = await run_agent(harness, task, workspace, model="scripted/nl2bash-wrong", seed=0)
-            return run_checks(task, workspace, trajectory.extra.get("answer")).passed
+            return run_checks(
+                task, workspace, trajectory.extra.get("answer"), runner=sandboxed_runner()
+            ).passed
         finally:
             unregister_script("nl2bash-wrong")
             remove_workspace(workspace)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import subprocess
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,10 @@ from harnessevolve.evaluate.checkers import (
     first_number,
     run_checks,
 )
+from harnessevolve.pipeline.sandboxed_checks import sandboxed_runner
+
+RUNNER = sandboxed_runner()
+"""Checks run programs and read files only in the sandbox (bubblewrap, installed by make install)."""
 
 
 def task_with(*checks: Check) -> Task:
@@ -25,7 +31,7 @@ def task_with(*checks: Check) -> Task:
 
 
 def outcome(check: Check, workspace: Path, answer: str | None = None, **kwargs: float) -> CheckOutcome:
-    result = run_checks(task_with(check), workspace, answer, **kwargs)
+    result = run_checks(task_with(check), workspace, answer, runner=RUNNER, **kwargs)
     assert len(result.details) == 1
     assert result.passed is result.details[0].ok
     assert result.score == (1.0 if result.passed else 0.0)
@@ -91,7 +97,7 @@ def test_score_is_fraction_of_checks(tmp_path: Path) -> None:
         Check(type="file", path="missing.txt", expected=""),
         Check(type="command", run="true"),
     )
-    result = run_checks(task, tmp_path, "7")
+    result = run_checks(task, tmp_path, "7", runner=RUNNER)
     assert isinstance(result, CheckResult)
     assert result.score == 0.5
     assert not result.passed
@@ -213,28 +219,36 @@ def test_command_answer_is_empty_when_none_submitted(tmp_path: Path) -> None:
 
 
 def test_command_timeout_fails_and_kills_the_group(tmp_path: Path) -> None:
+    marker = f"he-check-sleeper-{uuid.uuid4().hex[:8]}"
     started = time.monotonic()
-    run = "sleep 30 & echo $! > bg.pid; sleep 30"
+    run = f"(exec -a {marker} sleep 30) & sleep 30"
     result = outcome(Check(type="command", run=run), tmp_path, timeout_s=0.5)
     assert time.monotonic() - started < 5
     assert not result.ok
     assert "timed out after 0.5s" in result.message
-    background = int((tmp_path / "bg.pid").read_text())
-    assert wait_gone(background), "the background sleep outlived the timeout"
+    assert wait_gone(marker), "the background sleep outlived the timeout"
 
 
-def wait_gone(pid: int, within_s: float = 3.0) -> bool:
-    """True once ``pid`` no longer runs (gone, or a zombie waiting to be reaped)."""
+def wait_gone(marker: str, within_s: float = 3.0) -> bool:
+    """True once no process on the host has ``marker`` in its command line."""
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError):
-            return True
-        if state == "Z":
+        found = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.strip()
+        if not found:
             return True
         time.sleep(0.05)
     return False
+
+
+def test_command_home_is_fresh_not_the_workspace(tmp_path: Path) -> None:
+    """HOME of a check is the sandbox's private /tmp: nothing the agent put in the workspace is there."""
+    (tmp_path / ".bashrc").write_text("echo planted\n")
+    (tmp_path / ".local").mkdir()
+    run = (
+        '[ "$HOME" = /tmp ] && [ ! -e "$HOME/.bashrc" ] && [ ! -e "$HOME/.local" ]'
+        f' && [ "$PYTHONNOUSERSITE" = 1 ] && [ "$PWD" = {tmp_path.resolve()} ] && [ -f .bashrc ]'
+    )
+    assert outcome(Check(type="command", run=run), tmp_path).ok
 
 
 # --- bugs in the task itself -----------------------------------------------------------------
@@ -253,11 +267,11 @@ def wait_gone(pid: int, within_s: float = 3.0) -> bool:
 def test_malformed_checks_raise_benchmark_error(tmp_path: Path, check: Check) -> None:
     (tmp_path / "a.txt").write_text("1")
     with pytest.raises(BenchmarkError) as caught:
-        run_checks(task_with(check), tmp_path, "12")
+        run_checks(task_with(check), tmp_path, "12", runner=RUNNER)
     assert caught.value.file == "t-01"
     assert caught.value.field is not None and caught.value.field.startswith("checker[0]")
 
 
 def test_task_without_checks_raises(tmp_path: Path) -> None:
     with pytest.raises(BenchmarkError, match="no checks"):
-        run_checks(task_with(), tmp_path, "x")
+        run_checks(task_with(), tmp_path, "x", runner=RUNNER)

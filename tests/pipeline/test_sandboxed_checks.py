@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from check_runners import HostRunner
 
 from harnessevolve.core.tasks import Check, Task
 from harnessevolve.evaluate.checkers import run_checks
@@ -36,7 +37,7 @@ def test_a_hostile_submitted_command_cannot_touch_the_host(tmp_path: Path) -> No
 def test_the_same_command_unsandboxed_would_have_escaped(tmp_path: Path) -> None:
     """What the sandboxed runner prevents (the host runner is what checks used before)."""
     escaped = tmp_path / "escaped"
-    run_checks(effect_task(), tmp_path, f"echo pwned > {escaped}; echo hi")
+    run_checks(effect_task(), tmp_path, f"echo pwned > {escaped}; echo hi", runner=HostRunner())
     assert escaped.exists()
 
 

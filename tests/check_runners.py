@@ -1,0 +1,30 @@
+"""A check runner that runs on the host, unsandboxed: only for tests' positive controls, to show that
+a probe would detect the hole the sandboxed runner closes. Never used by the package."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harnessevolve.evaluate.checkers import BashRun, run_process
+
+
+class HostRunner:
+    """``CommandRunner`` running ``bash -c`` in the workspace on the host (what checks did before)."""
+
+    def __call__(
+        self,
+        command: str,
+        workspace: Path,
+        env: dict[str, str],
+        *,
+        timeout_s: float,
+        with_stderr: bool = True,
+        read_only: tuple[str, ...] = (),
+        fresh: bool = False,
+    ) -> BashRun:
+        return run_process(
+            ["bash", "-c", command], workspace, env, timeout_s=timeout_s, with_stderr=with_stderr
+        )
+
+    def release(self, workspace: Path) -> None:
+        return None
