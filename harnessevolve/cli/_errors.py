@@ -30,6 +30,20 @@ def fail(message: str, hint: str = "", code: int = EXIT_BAD_INPUT) -> typer.Exit
     return typer.Exit(code)
 
 
+def interrupted_message(exc: BaseException) -> str:
+    """Where a Ctrl-C (or SIGTERM) stopped the command, and how to go on."""
+    from harnessevolve.core.interrupts import Interrupted
+
+    if not isinstance(exc, Interrupted):
+        return "Interrupted; nothing more was done."
+    p = exc.point
+    return (
+        f"Interrupted ({exc.signal_name}) in generation {p.generation}, stage {p.stage}; run {p.run_id} "
+        f"recorded run_interrupted in {p.run_dir}/ledger.jsonl. Resume it with: "
+        f"harnessevolve run -H {p.harness_dir} --resume {p.run_id}"
+    )
+
+
 def handle_errors(command: F) -> F:
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -39,10 +53,10 @@ def handle_errors(command: F) -> F:
             if debug():
                 raise
             raise fail(redact(exc.one_line()).replace("[", r"\["), redact(exc.hint), exc.exit_code) from None
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             if debug():
                 raise
-            err_console.print("Interrupted; the run's ledger records where it stopped.")
+            err_console.print(interrupted_message(exc), markup=False)
             raise typer.Exit(EXIT_INTERRUPTED) from None
 
     return wrapper  # type: ignore[return-value]

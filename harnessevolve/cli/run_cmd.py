@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -22,12 +23,13 @@ from harnessevolve.cli.options import (
     UnsafeNoSandbox,
 )
 from harnessevolve.cli.ui import console, mark, progress_hooks, score
+from harnessevolve.core.interrupts import stop_signals
 from harnessevolve.pipeline.run import RunOptions, start_run
 
 
 @handle_errors
 def run(
-    harness: HarnessDir,
+    harness: HarnessDir = Path("."),
     benchmark: Annotated[
         str | None,
         typer.Option(
@@ -154,7 +156,7 @@ def run(
         train_every=train_every,
         train_base_model=train_base_model,
     )
-    with progress_hooks(enabled=not as_json) as hooks:
+    with stop_signals(), progress_hooks(enabled=not as_json) as hooks:
         result = start_run(options, hooks, resume=resume)
     state, run_dir = result.state, result.run_dir
     if as_json:

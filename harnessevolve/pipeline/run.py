@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -335,7 +334,7 @@ def _drive(
     """Run the loop; a budget stop is a clean finish, anything else is logged and re-raised."""
     try:
         with metering(meter), budget_check(loop.guard.exhausted if loop.guard else None):
-            asyncio.run(loop.run(options.generations, point))
+            interrupts.run_async(loop.run(options.generations, point))
     except BudgetExhausted as exc:
         loop.abandon_pending(f"budget reached ({exc})")
         ledger.append(BudgetExhaustedEvent(generation=state.generation, stage=state.stage, **exc.to_dict()))

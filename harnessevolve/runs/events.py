@@ -125,12 +125,15 @@ class BudgetExhausted(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class RunInterrupted(Event):
+    """Ctrl-C or SIGTERM stopped the run (``signal``); ``--resume`` picks it up from here."""
+
     NAME: ClassVar[str] = "run_interrupted"
     generation: int
     stage: str
     error: str
     rev: str | None = None
     usage: dict[str, Any] | None = None
+    signal: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,0 +1,150 @@
+"""Ctrl-C and SIGTERM: one way to stop a long command cleanly.
+
+A terminal's Ctrl-C sends SIGINT to the whole foreground process group, so helper processes die
+too; a service manager (or ``kill``) sends SIGTERM to the main process. Both are handled alike:
+
+* :func:`stop_signals` (a context manager around a long command) makes SIGTERM raise
+  ``KeyboardInterrupt`` as SIGINT does;
+* :func:`run_async` (``asyncio.run`` for the long async part) cancels the main task on the first
+  signal and raises ``KeyboardInterrupt`` once it has unwound; a second signal is counted, not
+  raised mid-clean-up (a third stops at once);
+* :func:`saving` (around the clean-up after an interrupt) defers further SIGINT/SIGTERM, so a
+  second Ctrl-C cannot break off writing where the run stopped; they are counted, not lost;
+* :func:`received` lists the SIGTERMs and the deferred signals that arrived, :func:`signal_name`
+  the one that stopped the command.
+
+The git helper processes of :class:`harnessevolve.harness.git.HarnessRepo` run in their own
+session and never see the terminal's SIGINT at all.
+
+:class:`Interrupted` is what ``run`` raises after it has recorded ``run_interrupted``: a
+``KeyboardInterrupt`` carrying where it stopped, which the CLI prints with exit code 130.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import threading
+from collections.abc import Coroutine, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+FORCE_AFTER = 3
+"""The third stop signal during a graceful stop gives up waiting and stops at once."""
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_received: list[str] = []
+
+
+@dataclass(frozen=True)
+class StopPoint:
+    run_id: str
+    run_dir: Path
+    harness_dir: Path
+    generation: int
+    stage: str
+
+
+class Interrupted(KeyboardInterrupt):
+    """A run stopped by Ctrl-C or SIGTERM, after its ledger recorded ``run_interrupted``."""
+
+    def __init__(self, point: StopPoint, signal_name: str) -> None:
+        super().__init__(signal_name)
+        self.point = point
+        self.signal_name = signal_name
+
+
+def received() -> tuple[str, ...]:
+    return tuple(_received)
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+def _stop(signum: int, _frame: FrameType | None) -> None:
+    name = signal.Signals(signum).name
+    _received.append(name)
+    raise KeyboardInterrupt(name)
+
+
+@contextmanager
+def stop_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM both stop the command with ``KeyboardInterrupt``, and are recorded (see
+    :func:`signal_name`); outside the main thread this does nothing."""
+    if not _main_thread():
+        yield
+        return
+    _received.clear()
+    before = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, _stop)
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+
+
+@contextmanager
+def saving() -> Iterator[None]:
+    """Defer SIGINT and SIGTERM while the clean-up after an interrupt writes where it stopped."""
+    if not _main_thread():
+        yield
+        return
+    before = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+
+    def later(signum: int, _frame: FrameType | None) -> None:
+        _received.append(signal.Signals(signum).name)
+
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, later)
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+
+
+def signal_name() -> str:
+    """The first stop signal of this command (``SIGINT`` when none other was recorded)."""
+    return _received[0] if _received else "SIGINT"
+
+
+def run_async(main: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(main)`` that stops gracefully on SIGINT or SIGTERM: the first cancels the main
+    task (its ``finally`` blocks run) and ``KeyboardInterrupt`` is raised once it has unwound; a
+    second one is only counted (asyncio's own handler would raise it anywhere, mid-clean-up); the
+    third stops at once."""
+    if not _main_thread():
+        return asyncio.run(main)
+    with asyncio.Runner() as runner:
+        loop = runner.get_loop()
+        task = loop.create_task(main)
+        seen: list[str] = []
+
+        def on_signal(signum: int, _frame: FrameType | None) -> None:
+            name = signal.Signals(signum).name
+            seen.append(name)
+            _received.append(name)
+            if len(seen) == 1:
+                loop.call_soon_threadsafe(task.cancel)
+            elif len(seen) >= FORCE_AFTER:
+                raise KeyboardInterrupt(name)
+
+        before = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, on_signal)
+        try:
+            return loop.run_until_complete(task)
+        except asyncio.CancelledError:
+            if seen:
+                raise KeyboardInterrupt(seen[0]) from None
+            raise
+        finally:
+            for sig, handler in before.items():
+                signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
