@@ -17,6 +17,7 @@ from types import ModuleType
 from harnessevolve.core import paths
 from harnessevolve.core.tasks import SPLITS, Benchmark, Task
 from harnessevolve.evaluate.checkers import CheckResult, run_checks
+from harnessevolve.pipeline.sandboxed_checks import sandboxed_runner
 
 TOOLS = ("bash", "read_file", "write_file", "submit")
 PER_FAMILY = {"train": 4, "validation": 2, "test": 2}
@@ -82,7 +83,11 @@ def replay(
     prepare(task, workspace)
     tools = LocalTools(workspace)
     observations = [tools.call(tool, arguments) for tool, arguments in calls]
-    return tools, observations, run_checks(task, workspace, tools.answer, timeout_s=10)
+    return (
+        tools,
+        observations,
+        run_checks(task, workspace, tools.answer, timeout_s=10, runner=sandboxed_runner()),
+    )
 
 
 def replay_gold(task: Task, workspace: Path) -> tuple[str | None, list[str]]:
@@ -96,7 +101,7 @@ def replay_gold(task: Task, workspace: Path) -> tuple[str | None, list[str]]:
 def assert_untouched_fails(task: Task, workspace: Path, answer: str | None) -> None:
     """The freshly set-up workspace with ``answer`` submitted does not pass, not even in part."""
     prepare(task, workspace)
-    result = run_checks(task, workspace, answer, timeout_s=10)
+    result = run_checks(task, workspace, answer, timeout_s=10, runner=sandboxed_runner())
     assert not result.passed, (task.id, answer)
     assert result.score < 1.0, (task.id, answer)
 

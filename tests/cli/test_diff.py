@@ -19,6 +19,7 @@ from harnessevolve.execute.agent import run_agent
 from harnessevolve.execute.workspace import create_workspace, remove_workspace
 from harnessevolve.harness.load import load_harness
 from harnessevolve.models.scripted import register_script, unregister_script
+from harnessevolve.pipeline.sandboxed_checks import sandboxed_runner
 
 REFERENCE = builtin_dir("trajectories") / "shell-basics" / "replace-word-01.json"
 _names = itertools.count()
@@ -38,7 +39,9 @@ def real_run(shell_basics, tmp_path: Path, replies: list[dict[str, Any]]) -> Pat
         try:
             harness = load_harness(builtin_dir("harnesses") / "shell-agent")
             trajectory = await run_agent(harness, task, workspace, model=f"scripted/{name}", seed=0)
-            return trajectory, run_checks(task, workspace, trajectory.extra.get("answer"))
+            return trajectory, run_checks(
+                task, workspace, trajectory.extra.get("answer"), runner=sandboxed_runner()
+            )
         finally:
             remove_workspace(workspace)
 
