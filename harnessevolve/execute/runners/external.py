@@ -165,6 +165,7 @@ async def run_process(
     finally:
         for task in (reader, watcher):
             task.cancel()
+        await asyncio.gather(reader, watcher, return_exceptions=True)
         await finish_process(proc)
     text = head.decode(errors="replace")
     if printed > len(head):
