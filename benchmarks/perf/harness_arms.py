@@ -22,7 +22,8 @@ from harnessevolve.execute.executor import EXECUTORS
 from harnessevolve.harness.model import Harness
 from harnessevolve.pipeline.final import find_run
 from harnessevolve.pipeline.references import load_references
-from harnessevolve.pipeline.run import RunHooks, RunOptions, default_concurrency, start_run
+from harnessevolve.pipeline.run import RunHooks, RunOptions, start_run
+from harnessevolve.pipeline.scorer_setup import default_concurrency
 from harnessevolve.pipeline.scoring import Scorer, TaskResult
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -177,8 +178,10 @@ def evolve(
     gates: Path | None = None,
     log: Callable[[str], None] = lambda _m: None,
     progress: Callable[[str, int], Callable[[], None]] | None = None,
+    proposers: tuple[str, ...] = ("auto",),
+    optimizer_model: str | None = None,
 ) -> EvolveOutcome:
-    """``harnessevolve run`` with its defaults (proposers ``auto``: demo, rules offline)."""
+    """``harnessevolve run`` with its defaults (proposers ``auto``: ablate, demo, rules offline)."""
     options = RunOptions(
         harness_dir=harness_dir,
         benchmark=benchmark,
@@ -187,6 +190,8 @@ def evolve(
         batch_size=batch_size,
         seed=seed,
         gates_file=gates,
+        proposers=proposers,
+        optimizer_model=optimizer_model,
         # Every arm pays for its rollouts: no persistent cache (a fresh harness has none anyway).
         **({"cache": False} if "cache" in RunOptions.__dataclass_fields__ else {}),
     )

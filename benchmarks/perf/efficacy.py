@@ -1,0 +1,531 @@
+"""Efficacy on an external benchmark (issue 21): harnessevolve vs GEPA vs best-of-k vs the seed.
+
+One invocation; every arm gets the same agent model (default local/qwen2.5-coder-0.5b, fetched
+with ``harnessevolve models fetch``), the same seed harness (the ``shell-agent`` template), the
+same tasks and splits (default NL2Bash from icalfa, optionally cut to a fixed subset), the same
+agent loop and checkers (``pipeline.scoring.Scorer``) and the same rollout budget B. Arms, per seed:
+
+  seed harness        the template unchanged, temperature 0 (no budget; the same on every seed).
+  harnessevolve       ``harnessevolve run`` with the default offline proposers (auto: ablate, demo,
+                      rules; no model), gates/default.yaml, --generations G, --batch-size M. Its
+                      rollouts are the budget B of the arms below.
+  harnessevolve+rule  the same run with proposers llm-rule,ablate,demo,rules: the small-model rule
+                      proposer first (--optimizer-model = --reflector), the offline ones after it.
+                      Its rollouts are reported (G generations, like the default arm); its
+                      proposal / acceptance / refusal / leakage-rejection counts come from the ledger.
+  GEPA                gepa 0.1.4 through its adapter API, max_metric_calls = B, reflection model =
+                      --reflector (default local/qwen2.5-coder-1.5b), candidate = prompts/*.md and
+                      the skills' SKILL.md bodies.
+  best-of-k           the seed harness at --temperature, k = round(B / |test|) samples per test task:
+                      ``sc`` picks one sample per task without the checker (self-consistency over the
+                      runs that submitted) and is deployable; ``pass@k`` (any sample passes) is an
+                      oracle bound.
+
+Every arm's final harness is scored once on the test split at temperature 0. Cells are mean ± sd
+over seeds. Targets: harnessevolve's test gain >= +10 points; >= GEPA's gain with <= half GEPA's
+rollouts (rollouts harnessevolve needed to reach GEPA's best validation score); above best-of-k (sc).
+
+Examples:
+    .venv/bin/python benchmarks/perf/efficacy.py --seeds 3 --jobs 3 --threads 1 --json out.json
+    .venv/bin/python benchmarks/perf/efficacy.py --seeds 1 --generations 1 --validation 12 --test 16
+    .venv/bin/python benchmarks/perf/efficacy.py --from-json out.json   # re-print a saved table
+
+--validation/--test N keep N tasks of that split (a fixed, seeded choice; 0 = all). The benchmark
+may be any --benchmark spec (a folder, harbor:PATH, nl2bash:5, an installed adapter's). The table
+is followed by the total wall time. docs/compare.md holds the measured tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gepa_arm import LiteLLMReflector, harness_components, run_gepa  # noqa: E402
+from harness_arms import (  # noqa: E402
+    ProgressLine,
+    evolve,
+    init_harness,
+    make_scorer,
+    score_split,
+    set_local_threads,
+)
+from vs_gepa import best_of_k, curve_best, fmt, sampling_copy, spread  # noqa: E402
+
+from harnessevolve.adapters import load_benchmark_spec  # noqa: E402
+from harnessevolve.adapters.base import ADAPTERS  # noqa: E402
+from harnessevolve.adapters.suite import AdaptedBenchmark, split_fraction  # noqa: E402
+from harnessevolve.core.errors import BenchmarkError  # noqa: E402
+from harnessevolve.core.tasks import Benchmark  # noqa: E402
+from harnessevolve.harness.load import load_harness  # noqa: E402
+from harnessevolve.pipeline.final import find_run  # noqa: E402
+from harnessevolve.pipeline.scoring import mean_score  # noqa: E402
+from harnessevolve.pipeline.sequential import RepeatedScorer  # noqa: E402
+
+ARMS = (
+    "seed harness",
+    "harnessevolve",
+    "harnessevolve + llm-rule",
+    "GEPA",
+    "best-of-k (sc)",
+    "best-of-k (pass@k oracle)",
+)
+OPTIMIZERS = ("harnessevolve", "harnessevolve + llm-rule")
+RULE_PROPOSERS = ("llm-rule", "ablate", "demo", "rules")
+SUBSET = "efficacy-subset"
+SUBSET_SALT = "efficacy-subset"
+
+# ---------------------------------------------------------------- a fixed subset of a benchmark
+
+
+class SubsetAdapter:
+    """``efficacy-subset:validation=12,test=16@SPEC``: the benchmark SPEC with each named split cut
+    to its first N tasks in a seeded hash order (the same tasks in every process and every arm);
+    the other splits whole. References stay those of SPEC. Registered only by this script."""
+
+    name = SUBSET
+
+    def detect(self, spec: str) -> bool:
+        return False
+
+    def load(self, spec: str) -> Benchmark:
+        limits_text, at, inner = spec.partition("@")
+        if not at or not inner:
+            raise BenchmarkError(f"expected LIMITS@SPEC, got {spec!r}", field="--benchmark")
+        limits = {}
+        for item in filter(None, limits_text.split(",")):
+            split, _, count = item.partition("=")
+            if split not in ("train", "validation", "test") or not count.isdigit():
+                raise BenchmarkError(f"bad subset limit {item!r}", field="--benchmark")
+            limits[split] = int(count)
+        full = load_benchmark_spec(inner)
+        keep: list[Any] = []
+        for split in ("train", "validation", "test"):
+            tasks = sorted(full.split(split), key=lambda t: split_fraction(t.id, SUBSET_SALT))
+            keep += tasks[: limits[split]] if limits.get(split) else tasks
+        order = {t.id: i for i, t in enumerate(full.tasks)}
+        return AdaptedBenchmark(
+            name=f"{full.name}-subset",
+            root=full.root,
+            tasks=tuple(sorted(keep, key=lambda t: order[t.id])),
+            description=f"{full.description} (subset {limits_text})",
+            references=subset_references(full.references_dir, {t.id for t in keep}, spec),
+            source=f"{SUBSET}:{spec}",
+        )
+
+
+def subset_references(folder: Path, keep: set[str], spec: str) -> Path:
+    """The subset's reference trajectories (a reference for a task not in a benchmark is an error):
+    copies of SPEC's for the kept tasks, in a temporary folder named after the spec."""
+    import hashlib
+    import shutil
+
+    out = (
+        Path(tempfile.gettempdir())
+        / "he-efficacy-refs"
+        / hashlib.sha256(f"{folder}\n{spec}".encode()).hexdigest()[:16]
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    for path in folder.glob("*.json") if folder.is_dir() else ():
+        if path.stem in keep and not (out / path.name).exists():
+            tmp = out / f".{path.name}.{os.getpid()}"
+            shutil.copyfile(path, tmp)
+            os.replace(tmp, out / path.name)
+    return out
+
+
+ADAPTERS.setdefault(SUBSET, SubsetAdapter())  # type: ignore[arg-type]
+
+
+def benchmark_spec(args: argparse.Namespace) -> str:
+    limits = [f"{s}={n}" for s, n in (("validation", args.validation), ("test", args.test)) if n]
+    return f"{SUBSET}:{','.join(limits)}@{args.benchmark}" if limits else args.benchmark
+
+
+# ---------------------------------------------------------------- reading a run's ledger
+
+
+def proposer_counts(harness_dir: Path, run_id: str, proposer: str) -> dict[str, int]:
+    """What ``proposer`` did in a run, from its ledger: candidates it made, how the gates judged
+    them (accepted; rejected by quality, of which for leakage; by performance/held-out), and
+    replies it refused itself (``proposal_failed`` errors: task-specific, malformed, duplicate)."""
+    run = find_run(harness_dir, run_id)
+    counts = dict.fromkeys(
+        ("candidates", "accepted", "rejected_quality", "rejected_leakage", "rejected_other")
+        + ("refused_task_specific", "refused_format", "refused_other", "failed_proposals"),
+        0,
+    )
+    accepted = {e.get("sha") for e in run.all("candidate_accepted")}
+    for event in run.all("candidate_committed"):
+        if event.get("proposer") == proposer:
+            counts["candidates"] += 1
+            counts["accepted"] += event.get("sha") in accepted
+    for event in run.all("candidate_rejected"):
+        if event.get("proposer") != proposer:
+            continue
+        gate, reason = str(event.get("gate") or ""), str(event.get("reason") or "")
+        screened = [h for h in event.get("history") or [] if not h.get("passed", True)]
+        leaked = "leak" in reason.lower() or any("leak" in str(h.get("reason", "")).lower() for h in screened)
+        counts["candidates"] += 1
+        counts["rejected_leakage"] += leaked
+        counts["rejected_quality" if gate in ("quality", "leakage", "smoke") else "rejected_other"] += 1
+    for event in run.all("candidate_reverted"):
+        if event.get("proposer") == proposer:
+            counts["rejected_other"] += 1
+    for event in run.all("proposal_failed"):
+        if event.get("proposer") != proposer:
+            continue
+        counts["failed_proposals"] += 1
+        for error in event.get("errors") or []:
+            key = (
+                "refused_task_specific"
+                if "task-specific" in error
+                else "refused_format"
+                if "RULE:" in error or "word" in error
+                else "refused_other"
+            )
+            counts[key] += 1
+    return counts
+
+
+# ---------------------------------------------------------------- one seed
+
+
+def run_optimizer(
+    args: argparse.Namespace, seed: int, tmp: Path, arm: str, ctx: dict[str, Any]
+) -> dict[str, Any]:
+    started = time.monotonic()
+    directory = init_harness(tmp / f"{arm.replace(' ', '').replace('+', '-')}-{seed}")
+    with_rule = arm == "harnessevolve + llm-rule"
+    outcome = evolve(
+        directory,
+        benchmark=ctx["spec"],
+        generations=args.generations,
+        batch_size=args.batch_size,
+        seed=seed,
+        model=ctx["model"],
+        gates=args.gates,
+        log=lambda m: print(f"  [seed {seed}] {arm}: {m}", flush=True),
+        progress=ProgressLine(f"seed {seed} {arm}"),
+        proposers=RULE_PROPOSERS if with_rule else ("auto",),
+        optimizer_model=args.reflector if with_rule else None,
+    )
+    test = mean_score(score_split(ctx["evalscorer"], load_harness(directory), ctx["test"], f"test: {arm}"))
+    row = {
+        "rollouts": outcome.rollouts,
+        "tokens": outcome.tokens,
+        "wall_min": (time.monotonic() - started) / 60,
+        "validation": outcome.best_validation,
+        "test": test,
+        "to_best": outcome.rollouts_to_best,
+        "accepted": outcome.accepted,
+        "curve": list(outcome.validation_curve),
+        "run_id": outcome.run_id,
+        "prompt": (directory / "prompts" / "system.md").read_text(),
+    }
+    if with_rule:
+        row["llm_rule"] = proposer_counts(directory, outcome.run_id, "llm-rule")
+    print(f"  [seed {seed}] {arm}: {outcome.rollouts} rollouts, {outcome.accepted} accepted, test {test:.3f}")
+    return row
+
+
+def run_seed(
+    args: argparse.Namespace, seed: int, ctx: dict[str, Any], tmp: Path
+) -> dict[str, dict[str, Any]]:
+    bench: Benchmark = ctx["bench"]
+    rows: dict[str, dict[str, Any]] = {"seed harness": dict(ctx["seed_row"])}
+    arms = set(args.arms)
+    rows["harnessevolve"] = run_optimizer(args, seed, tmp, "harnessevolve", ctx)
+    budget = rows["harnessevolve"]["rollouts"]
+    save_partial(args, seed, rows)
+    if "rule" in arms:
+        rows["harnessevolve + llm-rule"] = run_optimizer(args, seed, tmp, "harnessevolve + llm-rule", ctx)
+        save_partial(args, seed, rows)
+    if "gepa" in arms:
+        started = time.monotonic()
+        scorer = make_scorer(bench, ctx["model"], seed=seed, on_progress=ProgressLine(f"seed {seed} GEPA"))
+        reflector = LiteLLMReflector(
+            args.reflector, max_tokens=args.reflection_max_tokens, seed=seed * 10_000
+        )
+        best, adapter = run_gepa(
+            ctx["seed_dir"],
+            bench,
+            scorer,
+            budget=budget,
+            reflector=reflector,
+            seed=seed,
+            work_dir=tmp / f"gepa-{seed}",
+        )
+        test = mean_score(
+            score_split(ctx["evalscorer"], adapter.harness_for(best), ctx["test"], "test: GEPA")
+        )
+        val, to_best = curve_best(adapter.validation_log)
+        rows["GEPA"] = {
+            "rollouts": scorer.rollouts,
+            "tokens": scorer.tokens + reflector.tokens,
+            "wall_min": (time.monotonic() - started) / 60,
+            "validation": val,
+            "test": test,
+            "to_best": to_best,
+            "reflection_calls": reflector.calls,
+            "candidates": len(adapter.harnesses),
+            "accepted_by_gepa": sum("New program candidate index" in line for line in adapter.log.lines),
+            "curve": adapter.validation_log,
+            "changed": {k: v for k, v in best.items() if v != ctx["seed_components"].get(k)},
+        }
+        print(
+            f"  [seed {seed}] GEPA: {scorer.rollouts} rollouts, {reflector.calls} reflections, "
+            f"test {test:.3f}"
+        )
+        save_partial(args, seed, rows)
+    if "bestofk" in arms:
+        started = time.monotonic()
+        k = max(1, round(budget / len(ctx["test"])))
+        sampler = sampling_copy(ctx["seed_dir"], tmp / f"bok-{seed}", args.temperature)
+        repeated = RepeatedScorer(
+            make_scorer(
+                bench, ctx["model"], seed=1_000 * (seed + 1), on_progress=ProgressLine(f"seed {seed} bok")
+            )
+        )
+        on_test = best_of_k(sampler, ctx["test"], repeated, k, "best-of-k: test")
+        for arm, key in (("best-of-k (sc)", "sc"), ("best-of-k (pass@k oracle)", "pass@k")):
+            rows[arm] = {
+                "rollouts": repeated.rollouts,
+                "tokens": repeated.tokens,
+                "wall_min": (time.monotonic() - started) / 60,
+                "validation": float("nan"),
+                "test": on_test[key],
+                "to_best": repeated.rollouts,
+                "k": k,
+                "pass@1": on_test["pass@1"],
+            }
+        print(f"  [seed {seed}] best-of-{k}: sc {on_test['sc']:.3f}, pass@k {on_test['pass@k']:.3f}")
+    for row in rows.values():
+        row["gain_pts"] = (row["test"] - ctx["seed_row"]["test"]) * 100
+    save_partial(args, seed, rows)
+    return rows
+
+
+def save_partial(args: argparse.Namespace, seed: int, rows: dict[str, Any]) -> None:
+    """Each seed's numbers so far, beside ``--json``: they survive a later failure or a kill."""
+    if args.json:
+        args.json.with_suffix(f".seed{seed}.json").write_text(json.dumps(rows, indent=2, default=str))
+
+
+# ---------------------------------------------------------------- table
+
+
+def summarize(per_seed: list[dict[str, dict[str, Any]]]) -> dict[str, Any]:
+    def mean(arm: str, key: str) -> float:
+        return spread([float(s[arm][key]) for s in per_seed if arm in s])[0]
+
+    out: dict[str, Any] = {"he_gain": mean("harnessevolve", "gain_pts")}
+    out["target_gain_10"] = out["he_gain"] >= 10
+    if all("GEPA" in s for s in per_seed):
+        out["gepa_gain"] = mean("GEPA", "gain_pts")
+        out["gepa_rollouts"] = mean("GEPA", "rollouts")
+        for arm in (a for a in OPTIMIZERS if all(a in s for s in per_seed)):
+            reach = [
+                next((n for n, v in s[arm]["curve"] if v >= s["GEPA"]["validation"] - 1e-9), None)
+                for s in per_seed
+            ]
+            done = [n for n in reach if n is not None]
+            half = len(done) == len(reach) and statistics.mean(done) <= 0.5 * out["gepa_rollouts"]
+            out[f"{arm}: rollouts to GEPA's best"] = reach
+            out[f"{arm}: target vs GEPA"] = mean(arm, "gain_pts") >= out["gepa_gain"] and half
+            out[f"{arm}: half rollouts"] = half
+    if all("best-of-k (sc)" in s for s in per_seed):
+        out["target_above_best_of_k"] = mean("harnessevolve", "test") > mean("best-of-k (sc)", "test")
+    return out
+
+
+def print_table(per_seed: list[dict[str, dict[str, Any]]], summary: dict[str, Any]) -> None:
+    header = f"{'arm':<26} {'rollouts':>12} {'tokens (k)':>12} {'wall (min)':>11} {'validation':>13} "
+    header += f"{'test':>13} {'gain (pts)':>13} {'to best val':>12}"
+    print("\n" + header)
+    for arm in ARMS:
+        if not all(arm in s for s in per_seed):
+            continue
+        col = {
+            c: [float(s[arm][c]) for s in per_seed]
+            for c in per_seed[0][arm]
+            if c != "curve" and isinstance(per_seed[0][arm][c], int | float)
+        }
+        print(
+            f"{arm:<26} {fmt(col['rollouts'], 0):>12} {fmt([v / 1000 for v in col['tokens']], 0):>12} "
+            f"{fmt(col['wall_min'], 1):>11} {fmt(col['validation'], 3):>13} {fmt(col['test'], 3):>13} "
+            f"{fmt(col['gain_pts'], 1):>13} {fmt(col['to_best'], 0):>12}"
+        )
+    print(f"\nmean ± sd over {len(per_seed)} seed(s); per-seed test gains (pts):")
+    for arm in ARMS[1:]:
+        if all(arm in s for s in per_seed):
+            gains = ", ".join(f"{s[arm]['gain_pts']:+.1f}" for s in per_seed)
+            print(f"  {arm}: {gains}")
+    for s_index, s in enumerate(per_seed):
+        if "harnessevolve + llm-rule" in s and "llm_rule" in s["harnessevolve + llm-rule"]:
+            c = s["harnessevolve + llm-rule"]["llm_rule"]
+            print(
+                f"  llm-rule (seed {s_index}): {c['candidates']} candidates, {c['accepted']} accepted, "
+                f"{c['rejected_quality']} rejected by quality ({c['rejected_leakage']} for leakage), "
+                f"{c['rejected_other']} by performance/held-out; refused itself: "
+                f"{c['refused_task_specific']} task-specific, {c['refused_format']} malformed, "
+                f"{c['refused_other']} other"
+            )
+
+    def verdict(ok: bool | None) -> str:
+        return "n/a" if ok is None else "met" if ok else "MISSED"
+
+    print(
+        f"target: harnessevolve test gain >= +10 pts: {verdict(summary['target_gain_10'])} "
+        f"({summary['he_gain']:+.1f})"
+    )
+    if "gepa_gain" in summary:
+        reach = summary["harnessevolve: rollouts to GEPA's best"]
+        print(
+            f"target: gain >= GEPA's ({summary['gepa_gain']:+.1f}) with <= half GEPA's rollouts "
+            f"({summary['gepa_rollouts']:.0f}): {verdict(summary['harnessevolve: target vs GEPA'])}; "
+            f"rollouts harnessevolve needed to reach GEPA's best validation: {', '.join(map(str, reach))}"
+        )
+    if "target_above_best_of_k" in summary:
+        print(
+            f"target: harnessevolve test above best-of-k (sc): {verdict(summary['target_above_best_of_k'])}"
+        )
+
+
+# ---------------------------------------------------------------- main
+
+
+def prepare(args: argparse.Namespace, tmp: Path, seed_row: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Benchmark, seed harness and the final-scoring scorer of one process (main or a --jobs worker)."""
+    if args.threads:
+        os.environ["HARNESSEVOLVE_LOCAL_THREADS"] = str(args.threads)
+        set_local_threads(args.threads)
+    spec = benchmark_spec(args)
+    bench = load_benchmark_spec(spec)
+    seed_dir = init_harness(tmp / f"seed-{os.getpid()}")
+    return {
+        "spec": spec,
+        "bench": bench,
+        "test": bench.split("test"),
+        "model": args.model,
+        "seed_dir": seed_dir,
+        "seed_components": harness_components(seed_dir),
+        "evalscorer": make_scorer(bench, args.model, on_progress=ProgressLine("final scoring")),
+        "seed_row": seed_row,
+    }
+
+
+def seed_in_process(args: argparse.Namespace, seed: int, seed_row: dict[str, Any], tmp: Path) -> dict:
+    return run_seed(args, seed, prepare(args, tmp, seed_row), tmp)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--benchmark", default="nl2bash", help="benchmark spec (default nl2bash: icalfa NL2Bash)"
+    )
+    parser.add_argument("--model", default="local/qwen2.5-coder-0.5b", help="agent model of every arm")
+    parser.add_argument(
+        "--reflector", default="local/qwen2.5-coder-1.5b", help="GEPA's reflection model and llm-rule's model"
+    )
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--generations", type=int, default=2, help="harnessevolve generations (sets B)")
+    parser.add_argument("--batch-size", type=int, default=8, help="harnessevolve minibatch")
+    parser.add_argument("--validation", type=int, default=16, help="validation tasks kept (0 = all)")
+    parser.add_argument("--test", type=int, default=24, help="test tasks kept (0 = all)")
+    parser.add_argument(
+        "--gates", type=Path, default=None, help="gate thresholds (default gates/default.yaml)"
+    )
+    parser.add_argument(
+        "--arms",
+        default="rule,gepa,bestofk",
+        help="arms besides the seed and harnessevolve (always run): rule, gepa, bestofk (comma list)",
+    )
+    parser.add_argument("--reflection-max-tokens", type=int, default=320)
+    parser.add_argument("--temperature", type=float, default=0.7, help="best-of-k sampling temperature")
+    parser.add_argument("--jobs", type=int, default=1, help="seeds run at once, one process each")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="llama.cpp threads per process (1 on a busy machine)"
+    )
+    parser.add_argument(
+        "--json", type=Path, default=None, help="write every number here (and per seed beside it)"
+    )
+    parser.add_argument("--from-json", type=Path, default=None, help="print a saved run's table; run nothing")
+    args = parser.parse_args(argv)
+    args.arms = tuple(a.strip() for a in args.arms.split(",") if a.strip())
+    unknown = set(args.arms) - {"rule", "gepa", "bestofk"}
+    if unknown:
+        parser.error(f"unknown arm(s): {', '.join(sorted(unknown))}")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.from_json:
+        saved = json.loads(args.from_json.read_text())
+        print_table(saved["seeds"], summarize(saved["seeds"]))
+        return 0
+    total = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="he-efficacy-") as tmp_name:
+        tmp = Path(tmp_name)
+        ctx = prepare(args, tmp)
+        bench, seed_harness = ctx["bench"], load_harness(ctx["seed_dir"])
+        print(
+            f"{bench.name}: {len(bench.split('train'))} train / {len(bench.split('validation'))} "
+            f"validation / {len(ctx['test'])} test tasks; agent {args.model}; reflector {args.reflector}",
+            flush=True,
+        )
+        started = time.monotonic()
+        seed_val = mean_score(
+            score_split(ctx["evalscorer"], seed_harness, bench.split("validation"), "seed: val")
+        )
+        seed_test = mean_score(score_split(ctx["evalscorer"], seed_harness, ctx["test"], "seed: test"))
+        ctx["seed_row"] = {
+            "rollouts": 0,
+            "tokens": 0,
+            "wall_min": (time.monotonic() - started) / 60,
+            "validation": seed_val,
+            "test": seed_test,
+            "to_best": 0,
+        }
+        print(f"seed harness: validation {seed_val:.3f}, test {seed_test:.3f}", flush=True)
+        if args.jobs > 1:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            context = multiprocessing.get_context("spawn")  # llama.cpp and asyncio do not survive fork
+            with ProcessPoolExecutor(max_workers=args.jobs, mp_context=context) as pool:
+                futures = [
+                    pool.submit(seed_in_process, args, s, ctx["seed_row"], tmp) for s in range(args.seeds)
+                ]
+                per_seed = [f.result() for f in futures]
+        else:
+            per_seed = [run_seed(args, s, ctx, tmp) for s in range(args.seeds)]
+    summary = summarize(per_seed)
+    print_table(per_seed, summary)
+    wall = (time.monotonic() - total) / 60
+    print(f"total wall time {wall:.1f} min")
+    if args.json:
+        doc = {
+            "args": {k: str(v) for k, v in vars(args).items()},
+            "wall_min": wall,
+            "seeds": per_seed,
+            "summary": summary,
+        }
+        args.json.write_text(json.dumps(doc, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

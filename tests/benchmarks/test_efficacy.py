@@ -1,0 +1,94 @@
+"""benchmarks/perf/efficacy.py on scripted models: the fixed task subset, and one whole invocation
+(seed, harnessevolve, harnessevolve + llm-rule, GEPA, best-of-k) whose table and JSON show the
+rule proposer's gain and its counts from the ledger. No real model."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_vs_gepa import MAGIC, load_script
+
+from harnessevolve.core.errors import BenchmarkError
+from harnessevolve.core.tasks import Benchmark, load_benchmark
+from harnessevolve.models.scripted import register_script, unregister_script
+
+efficacy = load_script("efficacy")
+
+
+class MagicRuleAgent:
+    """Replays a task's gold calls only when the system prompt holds ``MAGIC`` (as a rule or not)."""
+
+    def __init__(self, benchmark: Benchmark) -> None:
+        self.by_instruction = {t.instruction: t for t in benchmark.tasks}
+
+    def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        task = self.by_instruction[messages[1]["content"]]
+        turn = sum(1 for m in messages if m["role"] == "assistant")
+        if MAGIC in messages[0]["content"]:
+            gold = task.gold[min(turn, len(task.gold) - 1)]
+            return {"tool_calls": [{"name": gold.tool, "arguments": gold.arguments}]}
+        if turn == 0:
+            return {"tool_calls": [{"name": "bash", "arguments": {"command": "ls"}}]}
+        return {"tool_calls": [{"name": "submit", "arguments": {"answer": "done"}}]}
+
+
+@pytest.fixture
+def scripted():
+    onecall = load_benchmark("shell-onecall")
+    register_script("efficacy-agent", MagicRuleAgent(onecall))
+    register_script("efficacy-reflector", lambda _m, _t: f"RULE: {MAGIC}")
+    yield "scripted/efficacy-agent", "scripted/efficacy-reflector"
+    unregister_script("efficacy-agent")
+    unregister_script("efficacy-reflector")
+
+
+def test_subset_is_fixed_and_keeps_the_references() -> None:
+    from harnessevolve.adapters import load_benchmark_spec
+
+    spec = "efficacy-subset:validation=3,test=2@shell-onecall"
+    first, again = load_benchmark_spec(spec), load_benchmark_spec(spec)
+    full = load_benchmark("shell-onecall")
+    assert [len(first.split(s)) for s in ("train", "validation", "test")] == [len(full.split("train")), 3, 2]
+    assert [t.id for t in first.tasks] == [t.id for t in again.tasks]
+    refs = sorted(p.stem for p in first.references_dir.glob("*.json"))
+    assert refs and set(refs) <= {t.id for t in first.tasks}
+    for bad in ("validation=3@", "valid=3@shell-onecall", "test=x@shell-onecall"):
+        with pytest.raises(BenchmarkError):
+            load_benchmark_spec(f"efficacy-subset:{bad}")
+
+
+def test_one_invocation_runs_every_arm(scripted, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    agent, reflector = scripted
+    out = tmp_path / "efficacy.json"
+    argv = ["--benchmark", "shell-onecall", "--model", agent, "--reflector", reflector, "--seeds", "1"]
+    argv += ["--generations", "1", "--batch-size", "4", "--validation", "3", "--test", "3"]
+    assert efficacy.main([*argv, "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    doc = json.loads(out.read_text())
+    rows = doc["seeds"][0]
+    assert set(rows) == set(efficacy.ARMS)
+    assert rows["seed harness"]["test"] == 0.0
+    rule = rows["harnessevolve + llm-rule"]
+    assert rule["test"] == 1.0 and rule["gain_pts"] == 100.0 and MAGIC in rule["prompt"]
+    assert rule["llm_rule"]["candidates"] >= 1 and rule["llm_rule"]["accepted"] == 1
+    assert rows["harnessevolve"]["rollouts"] > 0
+    assert rows["GEPA"]["rollouts"] <= rows["harnessevolve"]["rollouts"] + 3 + 6  # B, one iteration over
+    assert rows["best-of-k (sc)"]["k"] == max(1, round(rows["harnessevolve"]["rollouts"] / 3))
+    assert re.search(r"harnessevolve \+ llm-rule .* 1\.000 ± 0\.000 +100\.0 ± 0\.0", printed)
+    assert "llm-rule (seed 0): " in printed and "total wall time" in printed
+    capsys.readouterr()
+    assert efficacy.main(["--from-json", str(out)]) == 0
+    assert "harnessevolve + llm-rule" in capsys.readouterr().out
+
+
+def test_help_documents_the_arms(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        efficacy.main(["--help"])
+    assert done.value.code == 0
+    text = capsys.readouterr().out
+    for arm in ("seed harness", "harnessevolve+rule", "GEPA", "best-of-k", "--jobs", "--threads"):
+        assert arm in text
