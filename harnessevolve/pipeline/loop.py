@@ -30,6 +30,7 @@ from harnessevolve.optimize.proposal import ProposalContext, Proposer
 from harnessevolve.pipeline.budget import BudgetGuard, spending
 from harnessevolve.pipeline.context import build_context
 from harnessevolve.pipeline.epochs import EpochClock, Snapshot, SnapshotPool
+from harnessevolve.pipeline.evolve_env import EnvironmentEvolver
 from harnessevolve.pipeline.history import RunHistory
 from harnessevolve.pipeline.judge import CandidateJudge
 from harnessevolve.pipeline.resume import ResumePoint
@@ -131,6 +132,8 @@ class GenerationLoop:
         self.seed = seed
         self.log = log
         self.batches: list[list[Task]] = []
+        self.evolver: EnvironmentEvolver | None = None
+        """Set by ``run --evolve-environments``: harder train tasks once the current ones are mastered."""
         self.history = RunHistory(
             harness_dir=harness_dir, repo=repo, ledger=ledger, run_dir=run_dir, state=state
         )
@@ -162,6 +165,8 @@ class GenerationLoop:
             self.state.accepted = list(resume.accepted)
             self.state.reverted = list(resume.reverted)
             self.batches = [list(b) for b in resume.batches]
+            if self.evolver is not None:  # batches that held generated tasks, whole again
+                self.batches = self.evolver.rebuild_batches(self.benchmark.tasks, len(self.batches))
             self.history.rejected = list(resume.rejected)
             self.epochs = resume.epochs
             first = resume.next_generation
@@ -273,6 +278,8 @@ class GenerationLoop:
         batch = sample_batch(
             self.benchmark.split("train"), self.batch_size, self.seed, generation, self.weights
         )
+        if self.evolver is not None:
+            batch = self.evolver.compose(batch, generation)
         self.state.stage = "execute"
         with spending("execute"):
             results = await self.scorer.score(current, batch, f"gen {generation}: run current harness")
@@ -293,6 +300,9 @@ class GenerationLoop:
                 clusters=[c.to_dict() for c in clusters],
             )
         )
+        if self.evolver is not None:
+            with spending("evolve"):
+                await self.evolver.observe(generation, current, batch, results)
         previous = (
             self.batches[-self.gates.performance.recent_batches :][::-1]
             if self.gates.performance.recent_batches

@@ -426,6 +426,38 @@ class TestEvaluated(Event):
     benchmark: str | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class TaskGenerated(Event):
+    """Environment evolution made a harder train task from ``parent`` (``run --evolve-environments``).
+
+    ``kept`` says whether it joined the train pool; ``reason`` why not (its gold fails its checker,
+    the current harness already passes it, ...). Kept tasks' documents are ``generated/<task>.yaml``
+    in the run folder, so a resumed run schedules the same tasks."""
+
+    NAME: ClassVar[str] = "task_generated"
+    generation: int
+    task: str
+    parent: str
+    maker: str
+    difficulty: dict[str, int]
+    kept: bool
+    reason: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class EnvironmentStatus(Event):
+    """Per generation with ``--evolve-environments``: the generated pool and how the current harness
+    did on the generated tasks in this generation's minibatch."""
+
+    NAME: ClassVar[str] = "environment_status"
+    generation: int
+    pool: int
+    in_batch: int
+    passed_in_batch: int
+    mean_level: float
+    triggered: list[str]
+
+
 CATALOG: dict[str, type[Event]] = {
     cls.NAME: cls
     for cls in (
@@ -458,6 +490,8 @@ CATALOG: dict[str, type[Event]] = {
         PolicyTrainingSkipped,
         AgentModelChanged,
         TestEvaluated,
+        TaskGenerated,
+        EnvironmentStatus,
     )
 }
 """Every event by name."""

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harnessevolve.synth.mutate import Mutation, apply, changed_lines
+from harnessevolve.synth.mutate import Mutation, apply
 from harnessevolve.synth.testrun import RUNNER, RUNNER_NAME
 
 MAX_ERROR_CHARS = 240
@@ -112,19 +112,54 @@ def check_command(test_files: dict[str, str], ids: Sequence[str]) -> str:
     )
 
 
-def gold_script(original: dict[str, str], mutant: dict[str, str], mutations: Sequence[Mutation]) -> str:
-    """A python3 program (run through bash) that splices each changed run of lines back."""
+def unique_hunk(original: str, mutant: str) -> tuple[str, str]:
+    """The changed lines with as much surrounding context as makes them occur once in ``mutant``:
+    (original text, mutant text), for a splice that cannot land in the wrong place."""
+    a, b = original.splitlines(keepends=True), mutant.splitlines(keepends=True)
+    head = 0
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    lo, end_a, end_b = head, len(a) - tail, len(b) - tail
+    while mutant.count("".join(b[lo:end_b])) != 1 and (lo > 0 or end_b < len(b)):
+        if lo > 0:
+            lo -= 1
+        if end_b < len(b):
+            end_a, end_b = end_a + 1, end_b + 1
+    return "".join(a[lo:end_a]), "".join(b[lo:end_b])
+
+
+def gold_script(original: dict[str, str], mutant: dict[str, str], names: Iterable[str]) -> str:
+    """A python3 program (run through bash) that splices each changed run of lines in the files
+    ``names`` back to the original."""
     lines = ["python3 - <<'HE_PATCH'", "import pathlib"]
-    for name in sorted({m.file for m in mutations}):
-        before, after = changed_lines(original[name], mutant[name])
+    for name in sorted(set(names)):
+        good, bad = unique_hunk(original[name], mutant[name])
         lines += [
             f"p = pathlib.Path({json.dumps(name)})",
             "s = p.read_text(encoding='utf-8')",
-            f"bad, good = {json.dumps(after)}, {json.dumps(before)}",
-            "assert bad in s, 'the file has changed since the bug was found'",
+            f"bad, good = {json.dumps(bad)}, {json.dumps(good)}",
+            "assert s.count(bad) == 1, 'the file has changed since the bug was found'",
             "p.write_text(s.replace(bad, good, 1), encoding='utf-8')",
         ]
     return "\n".join([*lines, "HE_PATCH", "python3 -m unittest -q 2>&1 | tail -n 1"])
+
+
+def gold_hunks(command: str) -> list[tuple[str, str, str]]:
+    """(file, bad, good) of each splice in a ``gold_script`` (to rebuild the original from a task)."""
+    decoder = json.JSONDecoder()
+    out: list[tuple[str, str, str]] = []
+    file = ""
+    for line in command.splitlines():
+        if line.startswith("p = pathlib.Path("):
+            file = decoder.raw_decode(line, len("p = pathlib.Path("))[0]
+        elif line.startswith("bad, good = "):
+            bad, end = decoder.raw_decode(line, len("bad, good = "))
+            good = decoder.raw_decode(line, end + 2)[0]
+            out.append((file, bad, good))
+    return out
 
 
 def task_document(
@@ -135,9 +170,13 @@ def task_document(
     stable_passing: Sequence[str],
     split: str,
     repo_name: str,
+    mutant: dict[str, str] | None = None,
+    touched: Iterable[str] = (),
 ) -> dict[str, Any]:
-    mutated = dict(files)
-    for name in {m.file for m in kept.mutations}:
+    """The task for ``kept``; ``mutant`` is the repository at the bug (default: ``files`` with
+    ``kept.mutations`` applied), ``files`` the original."""
+    mutated = dict(mutant) if mutant is not None else dict(files)
+    for name in {m.file for m in kept.mutations} if mutant is None else ():
         mutated[name] = apply(files[name], [m for m in kept.mutations if m.file == name])
     families = sorted({m.operator for m in kept.mutations})
     difficulty = kept.difficulty
@@ -160,7 +199,12 @@ def task_document(
         ],
         "answer": "done",
         "gold": [
-            {"tool": "bash", "arguments": {"command": gold_script(files, mutated, kept.mutations)}},
+            {
+                "tool": "bash",
+                "arguments": {
+                    "command": gold_script(files, mutated, {m.file for m in kept.mutations} | set(touched))
+                },
+            },
             {"tool": "submit", "arguments": {"answer": "done"}},
         ],
     }
