@@ -48,7 +48,30 @@ SandboxLimitsOption = Annotated[
     str | None,
     typer.Option(
         "--sandbox-limits",
-        help="Per-process limits of sandboxed commands, e.g. cpu_s=120,memory_mb=2048 "
-        "(also max_processes, max_file_mb; defaults 60 s, 1024 MiB, 256, 64 MiB).",
+        help="Limits of sandboxed commands, e.g. cpu_s=120,memory_mb=2048. Per process: cpu_s, "
+        "memory_mb, max_processes, max_file_mb (defaults 60 s, 1024 MiB, 256, 64 MiB); per rollout: "
+        "rollout_memory_mb, rollout_processes, workspace_mb, workspace_files (2048 MiB, 256, "
+        "1024 MiB, 100000; see docs/threat-model.md).",
     ),
 ]
+AdapterOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--adapter",
+        help="module:attr of a benchmark adapter to load --benchmark with, imported from the current "
+        "directory without installing it (repeatable).",
+    ),
+]
+SandboxReadOnly = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--sandbox-ro",
+        help="A host path every sandboxed command and tool may read, read-only (repeatable; "
+        "benchmark.yaml sandbox_ro adds more).",
+    ),
+]
+
+
+def read_only_paths(paths: list[Path] | None) -> tuple[str, ...]:
+    """``--sandbox-ro`` values as absolute paths."""
+    return tuple(str(p.resolve()) for p in paths or [])

@@ -22,7 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harnessevolve.execute import sandbox_uids
-from harnessevolve.execute.sandbox_limits import RolloutCgroup, make_rollout_cgroup, workspace_notes
+from harnessevolve.execute.sandbox_limits import (
+    RolloutCgroup,
+    make_rollout_cgroup,
+    workspace_full,
+    workspace_notes,
+)
 
 SANDBOX_UID_BASE = sandbox_uids.UID_BASE
 LIMIT_NAMES = (
@@ -111,8 +116,8 @@ class Launch:
     cwd: Path
     cleanup_argv: tuple[str, ...] | None = None
     """A command to run after the process ended or was killed (e.g. ``docker rm -f``), best effort."""
-    limit_notes: Callable[[], list[str]] | None = None
-    """After the command: which whole-rollout limits it ran into (for the tool result), if any."""
+    limit_notes: Callable[[bool], list[str]] | None = None
+    """After the command (did it fail?): which whole-rollout limits it ran into, for the tool result."""
 
     async def clean_up(self) -> None:
         """Run ``cleanup_argv`` (if any), waiting at most 30 s; failures are ignored."""
@@ -135,9 +140,11 @@ class Launch:
         """Keyword arguments for ``create_subprocess_exec`` besides stdio."""
         return {"cwd": self.cwd, "env": dict(self.env)}
 
-    def limits_hit(self) -> list[str]:
-        """One line per whole-rollout limit the command reached (``[]`` when none or unknown)."""
-        return self.limit_notes() if self.limit_notes else []
+    def limits_hit(self, failed: bool = True) -> list[str]:
+        """One line per whole-rollout limit the command reached (``[]`` when none or unknown);
+        ``failed``: it exited non-zero or timed out (a full workspace is then named even when it
+        was full before)."""
+        return self.limit_notes(failed) if self.limit_notes else []
 
 
 @dataclass
@@ -194,14 +201,19 @@ def workspace_cgroup(workspace: Path) -> RolloutCgroup | None:
     return claim.cgroup if claim else None
 
 
-def limit_watch(workspace: Path, limits: SandboxLimits) -> Callable[[], list[str]]:
-    """Called after a command: the whole-rollout limits it ran into (counters read now vs then)."""
+def limit_watch(workspace: Path, limits: SandboxLimits) -> Callable[[bool], list[str]]:
+    """Called after a command (``failed``: it exited non-zero or timed out): the whole-rollout limits
+    it ran into -- cgroup counters now vs at launch; a workspace limit reached by this command, or
+    already reached when the command failed."""
     cgroup = workspace_cgroup(workspace)
     before = cgroup.counters() if cgroup else {}
+    full_before = workspace_full(workspace)
 
-    def notes() -> list[str]:
+    def notes(failed: bool) -> list[str]:
         found = cgroup.notes_since(before) if cgroup else []
-        return found + workspace_notes(workspace, size_mb=limits.workspace_mb, files=limits.workspace_files)
+        full = workspace_full(workspace)
+        shown = full if failed else full - full_before
+        return found + workspace_notes(shown, size_mb=limits.workspace_mb, files=limits.workspace_files)
 
     return notes
 

@@ -321,17 +321,28 @@ def unmount_workspace(folder: Path) -> None:
         libc.umount2(str(folder).encode(), MNT_DETACH)
 
 
-def workspace_notes(folder: Path, *, size_mb: int, files: int) -> list[str]:
-    """Which of the workspace's limits it is at, for a tool result (only for a tmpfs workspace)."""
+def workspace_full(folder: Path) -> set[str]:
+    """Which of a tmpfs workspace's limits it is at now: ``"size"``, ``"files"`` (empty set for an
+    ordinary folder)."""
     if not is_workspace_mount(folder):
-        return []
+        return set()
     try:
         fs = os.statvfs(folder)
     except OSError:
-        return []
-    notes = []
+        return set()
+    full = set()
     if fs.f_bavail * fs.f_frsize < 64 * 1024:
-        notes.append(f"[rollout limit: the workspace is full (workspace_mb={size_mb} MiB); writes fail]")
+        full.add("size")
     if fs.f_favail == 0:
+        full.add("files")
+    return full
+
+
+def workspace_notes(full: set[str], *, size_mb: int, files: int) -> list[str]:
+    """Tool-result lines for the workspace limits in ``full``."""
+    notes = []
+    if "size" in full:
+        notes.append(f"[rollout limit: the workspace is full (workspace_mb={size_mb} MiB); writes fail]")
+    if "files" in full:
         notes.append(f"[rollout limit: the workspace holds workspace_files={files} files; no more]")
     return notes

@@ -55,7 +55,7 @@ async def run_shell(
     sandbox = resolve_sandbox(sandbox)
     async with launched(sandbox, command, workspace, tool_env(workspace, env)) as launch:
         result = await _run_launch(launch.argv, launch.subprocess_options(), timeout_s=timeout_s, limit=limit)
-        hit = await asyncio.to_thread(launch.limits_hit)
+        hit = await asyncio.to_thread(launch.limits_hit, result.error is not None)
     if hit:
         return ToolResult("\n".join([result.output, *hit]), error=result.error or "rollout limit")
     return result
