@@ -9,11 +9,29 @@ DEMO_GENERATIONS ?= 4
 DEMO_BATCH ?= 8
 DEMO_BENCHMARK ?= shell-onecall
 
-.PHONY: install demo test test-fast lint format clean
+.PHONY: install system-packages demo test test-fast lint format clean
 
-install: $(VENV)/.installed
+install: system-packages $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+# The agent sandbox needs bubblewrap (bwrap) and util-linux (prlimit, setpriv). As root with apt-get
+# they are installed here; otherwise this stops before the long build with the command to run.
+# SKIP_SYSTEM_PACKAGES=1 skips the check (e.g. for --sandbox docker only).
+system-packages:
+	@[ -n "$(SKIP_SYSTEM_PACKAGES)" ] && exit 0; missing=""; \
+	command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
+	{ command -v prlimit && command -v setpriv; } >/dev/null 2>&1 || missing="$$missing util-linux"; \
+	[ -z "$$missing" ] && exit 0; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing the sandbox's system packages:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq$$missing; \
+	else \
+		echo "harnessevolve's sandbox needs$$missing. Install it first, then rerun make:" >&2; \
+		echo "  sudo apt-get update && sudo apt-get install -y$$missing" >&2; \
+		echo "  (Fedora: sudo dnf install -y$$missing; Arch: sudo pacman -S$$missing)" >&2; \
+		exit 2; \
+	fi
+
+$(VENV)/.installed: pyproject.toml | system-packages
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet -e ".[dev,local,train,tracking,ray,compare,nl2bash]"
