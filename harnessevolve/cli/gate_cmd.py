@@ -11,6 +11,7 @@ from rich.table import Table
 
 from harnessevolve.cli._errors import EXIT_FAILED, handle_errors
 from harnessevolve.cli.options import (
+    AdapterOption,
     BatchSize,
     Benchmark,
     Concurrency,
@@ -20,18 +21,16 @@ from harnessevolve.cli.options import (
     Model,
     Sandbox,
     SandboxLimitsOption,
+    SandboxReadOnly,
     Seed,
     UnsafeNoSandbox,
+    read_only_paths,
 )
 from harnessevolve.cli.ui import console, mark, progress_hooks
+from harnessevolve.core.containment import check_output_path
 from harnessevolve.core.files import atomic_write_text
-from harnessevolve.pipeline.ci_gate import (
-    GateOptions,
-    junit_xml,
-    markdown_summary,
-    run_gate,
-    verdict_headline,
-)
+from harnessevolve.pipeline.ci_gate import GateOptions, run_gate
+from harnessevolve.report.gate_report import junit_xml, markdown_summary, verdict_headline
 
 
 @handle_errors
@@ -53,6 +52,8 @@ def gate(
     sandbox: Sandbox = "bwrap",
     unsafe_no_sandbox: UnsafeNoSandbox = False,
     sandbox_limits: SandboxLimitsOption = None,
+    sandbox_ro: SandboxReadOnly = None,
+    adapter: AdapterOption = None,
     as_json: JsonOut = False,
 ) -> None:
     """Evaluate two revisions of a harness; exit 0 when the candidate passes every gate, 1 when not."""
@@ -72,7 +73,12 @@ def gate(
         sandbox="none" if unsafe_no_sandbox else sandbox,
         unsafe_no_sandbox=unsafe_no_sandbox,
         sandbox_limits=sandbox_limits,
+        sandbox_ro=read_only_paths(sandbox_ro),
+        adapters=tuple(adapter or ()),
     )
+    for path, option in ((junit, "--junit"), (markdown, "--markdown")):
+        if path is not None:
+            check_output_path(path, option=option)
     with progress_hooks(enabled=not as_json) as hooks:
         report = run_gate(options, hooks)
     if junit:

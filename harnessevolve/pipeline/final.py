@@ -11,14 +11,13 @@ from typing import Any
 
 from harnessevolve.adapters import load_benchmark_spec
 from harnessevolve.core.errors import HarnessEvolveError
-from harnessevolve.execute.executor import EXECUTORS
 from harnessevolve.gate.performance import mean
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
 from harnessevolve.pipeline.references import load_references
 from harnessevolve.pipeline.rollout_cache import RolloutCache
-from harnessevolve.pipeline.run import RunHooks, default_concurrency
-from harnessevolve.pipeline.scoring import Scorer
+from harnessevolve.pipeline.run import RunHooks
+from harnessevolve.pipeline.scorer_setup import ScorerSetup
 from harnessevolve.runs import events as ev
 from harnessevolve.runs.events import TestEvaluated
 from harnessevolve.runs.ledger import Ledger, read_ledger
@@ -69,23 +68,28 @@ def score_test_split(
             hint="resume or wait for it first",
         )
     repo = HarnessRepo(harness_dir)
-    benchmark = load_benchmark_spec(started.get("options", {}).get("benchmark") or started["benchmark"])
+    options = started.get("options", {})
+    benchmark = load_benchmark_spec(
+        options.get("benchmark") or started["benchmark"], tuple(options.get("adapters", ()))
+    )
     tests = benchmark.split("test")
     revisions = {"seed": started["rev"], "evolved": finished["rev"]}
     scores: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="he-final-") as tmp:
         harnesses = {k: load_harness(repo.export(rev, Path(tmp) / k)) for k, rev in revisions.items()}
-        agent_model = model or started.get("options", {}).get("model") or harnesses["seed"].model
-        if agent_model == "None":
-            agent_model = harnesses["seed"].model
-        scorer = Scorer(
-            EXECUTORS["local"](default_concurrency(None, agent_model)),
+        agent_model = model or options.get("model") or harnesses["seed"].model
+        # the run's own executor, sandbox, limits and concurrency (run_started.options)
+        scorer = ScorerSetup.from_options(options).build(
+            benchmark=benchmark,
             model=agent_model,
+            default_model=agent_model,
             seed=seed,
             references=load_references(benchmark),
             out_dir=run.root / "final",
             on_progress=hooks.on_progress,
-            cache=RolloutCache(harness_dir / STATE_DIR / "cache" / "rollouts"),
+            cache=RolloutCache(harness_dir / STATE_DIR / "cache" / "rollouts")
+            if options.get("cache", True)
+            else None,
         )
 
         async def score_both() -> None:

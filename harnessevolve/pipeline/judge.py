@@ -11,7 +11,7 @@ import contextlib
 import shutil
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harnessevolve.core.files import atomic_write_text
@@ -82,15 +82,23 @@ class CandidateJudge:
         benchmark: Benchmark,
         scorer: Scorer,
         gates: GateConfig,
-        ledger: Ledger,
+        ledger: Ledger | None,
         seed: int,
+        heldout_split: str = "validation",
+        keep_going: bool = False,
     ) -> None:
+        """``ledger``: where sequential increments are logged (None: nowhere). ``heldout_split``:
+        the held-out gate's tasks (``gate --split test`` looks at the sealed split; a run never
+        does). ``keep_going``: after a failed performance gate, still run the held-out gate, so a
+        CI report shows every number (a run stops at the first failure and saves the rollouts)."""
         self.benchmark = benchmark
         self.scorer = scorer
         self.repeated = RepeatedScorer(scorer)
         self.gates = gates
         self.ledger = ledger
         self.seed = seed
+        self.heldout_split = heldout_split
+        self.keep_going = keep_going
 
     async def screen(self, current: Harness, candidate_dir: Path, smoke_task: Task, label: str) -> Judgement:
         """The quality gate: schemas, editable paths, size; then leakage; then a one-task smoke run."""
@@ -109,8 +117,8 @@ class CandidateJudge:
         if not leakage.passed:
             return judgement
         smoke = await self.smoke_run(candidate, smoke_task, label)
+        judgement.verdicts.append(smoke)
         if not smoke.passed:
-            judgement.verdicts.append(smoke)
             judgement.table["quality"] = False
             return judgement
         judgement.harness = candidate
@@ -150,15 +158,16 @@ class CandidateJudge:
             )
         judgement.verdicts.append(perf)
         judgement.table["performance"] = perf.passed
-        if not perf.passed:
+        if not perf.passed and not self.keep_going:
             return judgement
-        validation = self.benchmark.split("validation")
-        val_current = await self.scorer.score(current, validation, f"{label} (validation, current)")
-        val_candidate = await self.scorer.score(candidate, validation, f"{label} (validation)")
+        validation = self.benchmark.split(self.heldout_split)  # type: ignore[arg-type]
+        split = self.heldout_split
+        val_current = await self.scorer.score(current, validation, f"{label} ({split}, current)")
+        val_candidate = await self.scorer.score(candidate, validation, f"{label} ({split})")
         held = heldout_gate(
             [r.score for r in val_current],
             [r.score for r in val_candidate],
-            self.gates.heldout,
+            replace(self.gates.heldout, split=split),
             confidence=config.confidence,
             task_ids=[t.id for t in validation],
         )
@@ -205,9 +214,9 @@ class CandidateJudge:
             config,
             seed=self.seed * 100_003 + generation,
             label=label,
-            on_increment=lambda d: self.ledger.append(
-                PerformanceIncrement(generation=generation, **d.numbers)
-            ),
+            on_increment=None
+            if self.ledger is None
+            else lambda d: self.ledger.append(PerformanceIncrement(generation=generation, **d.numbers)),
         )
         judgement.train_candidate = decision.numbers.get("candidate", judgement.train_candidate)
         return performance_verdict(decision, recent, config)

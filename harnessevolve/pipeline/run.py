@@ -13,8 +13,6 @@ from harnessevolve.core.errors import HarnessEvolveError, HarnessGitError
 from harnessevolve.core.tasks import Benchmark
 from harnessevolve.execute.executor import EXECUTORS
 from harnessevolve.execute.runners.endpoint import budget_check
-from harnessevolve.execute.sandbox import SandboxLimits, make_sandbox
-from harnessevolve.execute.tool_server import benchmark_sandbox
 from harnessevolve.gate.config import load_gate_config
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
@@ -22,11 +20,13 @@ from harnessevolve.models.usage import UsageMeter
 from harnessevolve.optimize.registry import make_proposer
 from harnessevolve.pipeline import preflight
 from harnessevolve.pipeline.budget import Budget, BudgetExhausted, BudgetGuard, metering
+from harnessevolve.pipeline.evolve_env import EnvironmentEvolver, native_documents
 from harnessevolve.pipeline.loop import GenerationLoop
 from harnessevolve.pipeline.references import load_references
 from harnessevolve.pipeline.refgen import load_regret
 from harnessevolve.pipeline.resume import ResumePoint, load_run_for_resume, reconcile, resume_point
 from harnessevolve.pipeline.rollout_cache import RolloutCache
+from harnessevolve.pipeline.scorer_setup import ScorerSetup
 from harnessevolve.pipeline.scoring import Scorer
 from harnessevolve.pipeline.state import RunState
 from harnessevolve.report.tracking import make_tracker
@@ -92,6 +92,8 @@ class RunOptions:
     """The weights to train when the agent model has none here (a checkpoint folder or alias)."""
     track: str | None = None
     """Mirror the ledger into a tracker: ``mlflow`` (needs harnessevolve[tracking])."""
+    evolve_environments: bool = False
+    """Make harder train tasks once the current ones are mastered (``pipeline/evolve_env.py``)."""
 
     def to_json(self) -> dict[str, Any]:
         return {k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()}
@@ -129,12 +131,6 @@ class RunHooks:
     log: Callable[[str], None] = lambda _m: None
 
 
-def default_concurrency(requested: int | None, model: str) -> int:
-    if requested is not None:
-        return requested
-    return 1 if model.startswith("local/") else 4
-
-
 def prepare_repo(options: RunOptions, run_id: str) -> HarnessRepo:
     repo = HarnessRepo(options.harness_dir)
     repo.head()
@@ -169,17 +165,6 @@ def _check_options(options: RunOptions) -> None:
         )
 
 
-def parse_limits(text: str | None) -> SandboxLimits | None:
-    if text is None:
-        return None
-    try:
-        return SandboxLimits.parse(text)
-    except ValueError as exc:
-        raise HarnessEvolveError(
-            str(exc), field="--sandbox-limits", hint="e.g. --sandbox-limits cpu_s=120,memory_mb=2048"
-        ) from None
-
-
 def _load_benchmark(spec: str, adapters: tuple[str, ...] = ()) -> Benchmark:
     from harnessevolve.adapters import load_benchmark_spec
 
@@ -206,6 +191,8 @@ def start_run(options: RunOptions, hooks: RunHooks, *, resume: str | None = None
     preflight.check_prompt_cap(seed_harness, gates)
     preflight.check_models(options.model or seed_harness.model, options.optimizer_model, gates)
     preflight.check_tracker(options.track)
+    if options.evolve_environments:
+        native_documents(benchmark)  # refused before anything is written
     preflight.check_state_dir(harness_dir)
     if options.train_every:
         from harnessevolve.pipeline.training import base_model_for, check_training_available
@@ -213,13 +200,8 @@ def start_run(options: RunOptions, hooks: RunHooks, *, resume: str | None = None
         check_training_available()
         if options.train_base_model is None:
             base_model_for(options.model or seed_harness.model)
-    sandbox = make_sandbox(
-        options.sandbox, limits=parse_limits(options.sandbox_limits), unsafe=options.unsafe_no_sandbox
-    )
-    sandbox = benchmark_sandbox(sandbox, benchmark, options.sandbox_ro) or sandbox
-    executor = EXECUTORS[options.executor](
-        default_concurrency(options.concurrency, options.model or seed_harness.model), sandbox
-    )
+    setup = ScorerSetup.from_options(asdict(options))
+    executor = setup.make_executor(benchmark, options.model or seed_harness.model)
     run_id = run_dir.root.name if run_dir else new_run_id()
     lock = HarnessLock(harness_dir)
     lock.acquire(run_id)
@@ -265,7 +247,7 @@ def start_run(options: RunOptions, hooks: RunHooks, *, resume: str | None = None
                     options=options.to_json(),
                     gates=gates.source,
                     references=len(references),
-                    sandbox=sandbox.name,
+                    sandbox=executor.sandbox.name if executor.sandbox else setup.sandbox,
                 )
             )
         scorer = Scorer(
@@ -300,6 +282,17 @@ def start_run(options: RunOptions, hooks: RunHooks, *, resume: str | None = None
             seed=options.seed,
             log=hooks.log,
         )
+        if options.evolve_environments:
+            loop.evolver = EnvironmentEvolver(
+                benchmark=benchmark,
+                scorer=scorer,
+                ledger=ledger,
+                run_dir=run_dir.root,
+                seed=options.seed,
+                sandbox=executor.sandbox,
+            )
+            if point is not None:
+                loop.evolver.restore(point.next_generation)
         stopped = _drive(loop, options, point, meter, ledger, repo, state)
         usage = meter.snapshot()
         ledger.append(

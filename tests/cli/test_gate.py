@@ -58,8 +58,9 @@ def test_gate_passes_a_better_candidate(tmp_path: Path, harness_dir: Path, cli, 
     result, junit, md = gate_with_reports(tmp_path, cli, harness_dir, learner, base, cand)
     assert result.exit_code == 0, result.output
     suite = ET.parse(junit).getroot()
-    assert suite.get("tests") == "4" and suite.get("failures") == "0"
-    assert [c.get("name") for c in suite.iter("testcase")] == ["quality", "leakage", "performance", "heldout"]
+    assert suite.get("tests") == "5" and suite.get("failures") == "0"
+    names = [c.get("name") for c in suite.iter("testcase")]
+    assert names == ["quality", "leakage", "smoke", "performance", "heldout"]
     summary = md.read_text()
     assert "gate: passed" in summary and "| heldout | pass |" in summary
 

@@ -52,9 +52,8 @@ def test_two_generations_one_accepted_one_reverted(harness_dir: Path, cli, learn
     assert events[-1]["accepted"] == [accepted.hexsha] and events[-1]["reverted"] == [rejected.hexsha]
     gate_file = only_run_dir(harness_dir) / "gates" / "gen-002.json"
     verdicts = json.loads(gate_file.read_text())["verdicts"]
-    assert [v["gate"] for v in verdicts] == ["quality", "leakage", "performance"] and not verdicts[2][
-        "passed"
-    ]
+    assert [v["gate"] for v in verdicts] == ["quality", "leakage", "smoke", "performance"]
+    assert not verdicts[3]["passed"]
 
 
 def test_run_saves_atif_trajectories(harness_dir: Path, cli, learner) -> None:
