@@ -4,9 +4,9 @@ Checked, without running anything an agent or a task wrote: ``benchmark.yaml`` a
 every ``tasks/*.yaml`` against the task schema (all violations of each file, each naming the key)
 and then through the loader (id = file name, workspace-relative paths); each check that can be
 checked statically (regexes compile, ``number`` expectations are numbers, shell commands of
-``command``/``effect`` checks and of ``setup.commands`` parse with ``bash -n``, Python checks
-compile); every reference trajectory (valid ATIF, names a task of the suite). Tasks with no
-reference and splits with no task are reported as notes, not problems.
+``command``/``effect`` checks and of ``setup.commands`` parse with ``bash -n``, Python checks and
+tools are located without being imported); every reference trajectory (valid ATIF, names a task of
+the suite). Tasks with no reference and splits with no task are reported as notes, not problems.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def validate_benchmark(root: Path) -> BenchmarkReport:
         notes.append(
             f"{len(missing)} train task(s) without a reference trajectory ({', '.join(missing[:3])}"
             f"{', ...' if len(missing) > 3 else ''}): failed runs of them get no first divergence; "
-            f"build them with `harnessevolve refs generate -b {root}`"
+            f"build them with `harnessevolve refs import -b {root}` (gold solutions) or `refs generate`"
         )
     return BenchmarkReport(root, name, len(tasks), by_split, len(references), tuple(problems), tuple(notes))
 
@@ -152,14 +152,6 @@ def _check_problems(path: Path, where: str, check: dict[str, Any]) -> Iterator[P
             yield Problem(str(path), f"{where}.expected", f"{expected!r} is not a number (match: number)")
     if kind in ("command", "effect") and isinstance(check.get("run"), str):
         yield from _bash_syntax(path, f"{where}.run", check["run"])
-    for key in ("code", "source"):
-        if kind == "python" and isinstance(check.get(key), str):
-            try:
-                compile(check[key], f"{path}:{where}.{key}", "exec")
-            except SyntaxError as exc:
-                yield Problem(
-                    str(path), f"{where}.{key}", f"Python syntax error: {exc.msg} (line {exc.lineno})"
-                )
 
 
 def _bash_syntax(path: Path, where: str, command: str) -> Iterator[Problem]:
