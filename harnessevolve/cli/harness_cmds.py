@@ -91,7 +91,7 @@ def validate(
                 f"[green]valid[/]: benchmark {report.name} ({report.tasks} tasks: {splits}; "
                 f"{report.references} reference trajectories)"
             )
-        if not as_json:
+        if not as_json and not report.problems:
             for note in report.notes:
                 console.print(f"  note: {note}", markup=False)
         if report.problems:
