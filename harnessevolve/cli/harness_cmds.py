@@ -104,6 +104,9 @@ def validate(
         console.print(f"[red]invalid[/]: {directory}: {len(problems)} problem(s)")
         for p in problems:
             console.print(f"  {p}", markup=False)
+        hint = next((p.hint for p in problems if p.hint), "")
+        if hint and (directory / "harness.yaml").exists():
+            console.print(f"Hint: {hint}", markup=False)
         if not (directory / "harness.yaml").exists():
             console.print(
                 "  hint: validate takes a harness directory (harness.yaml) or a benchmark folder "

@@ -62,6 +62,8 @@ def validate(
         except HarnessEvolveError as exc:
             bad += 1
             err_console.print(f"[bold red]invalid:[/] {escape(exc.one_line())}")
+            if exc.hint:
+                err_console.print(f"[dim]Hint:[/] {escape(exc.hint)}")
             continue
         console.print(
             f"ok: {escape(str(path))} ({len(trajectory.steps)} steps, {trajectory.task_id or 'no task id'})"

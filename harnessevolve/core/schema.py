@@ -189,7 +189,9 @@ def all_errors(document: Any, schema_name: str) -> list[tuple[str, str]]:
 
     validator = Draft202012Validator(load_schema(schema_name))
     bad = [(json_path(list(where)), _non_finite_message(value)) for where, value in non_finite(document)]
-    return bad + [
+    seen = {where for where, _ in bad}  # a NaN also fails its bounds: say it once
+    found = (
         explain(e)
         for e in sorted(validator.iter_errors(document), key=lambda e: [str(p) for p in e.absolute_path])
-    ]
+    )
+    return bad + [(where, message) for where, message in found if where not in seen]

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessevolve.core.containment import contained, escape_of
-from harnessevolve.core.errors import HarnessError, HarnessEvolveError
+from harnessevolve.core.errors import HarnessError, HarnessEvolveError, SchemaError
 from harnessevolve.core.files import read_yaml
 from harnessevolve.core.schema import all_errors, check
 from harnessevolve.harness.agent_config import load_agent
@@ -23,6 +23,7 @@ class Problem:
     file: str
     field: str
     message: str
+    hint: str = ""
 
     def __str__(self) -> str:
         return ": ".join(part for part in (self.file, self.field, self.message) if part)
@@ -110,6 +111,7 @@ def _load_tool(root: Path, name: str) -> ToolSpec:
         raise HarnessError(
             f"required argument {missing[0]!r} is not in properties", file=rel, field="parameters.required"
         )
+    _check_parameters_schema(doc["parameters"], rel)
     return ToolSpec(
         name=name,
         description=doc["description"],
@@ -215,12 +217,14 @@ def validate_harness(root: Path) -> list[Problem]:
     if (root / "harness.yaml").is_file():
         try:
             doc = read_yaml(root / "harness.yaml", error=HarnessError, name="harness.yaml")
-            problems += [Problem("harness.yaml", p, m) for p, m in all_errors(doc, "harness")]
+            problems += [
+                Problem("harness.yaml", p, m, SchemaError.default_hint) for p, m in all_errors(doc, "harness")
+            ]
         except HarnessEvolveError as exc:
-            problems.append(Problem(exc.file or "harness.yaml", exc.field or "", exc.message))
+            problems.append(Problem(exc.file or "harness.yaml", exc.field or "", exc.message, exc.hint))
     if not problems:
         try:
             load_harness(root)
         except HarnessEvolveError as exc:
-            problems.append(Problem(exc.file or str(root), exc.field or "", exc.message))
+            problems.append(Problem(exc.file or str(root), exc.field or "", exc.message, exc.hint))
     return problems
