@@ -76,9 +76,90 @@ READ_ONLY_PROGRAMS = frozenset(
         "whoami",
     }
 )
-_READ_ONLY_NAME = re.compile(
-    r"^(ls|pwd|cat|head|tail|find|grep|wc|stat|du|tree|diff)$"
-    r"|^(get|list|read|view|show|display|search|find|check|describe|lookup|query|count|inspect|peek)(_|$)"
+READ_WORDS = frozenset(
+    [
+        "get",
+        "list",
+        "ls",
+        "read",
+        "view",
+        "show",
+        "display",
+        "search",
+        "find",
+        "check",
+        "describe",
+        "lookup",
+        "query",
+        "count",
+        "inspect",
+        "peek",
+        "fetch",
+        "retrieve",
+        "estimate",
+        "pwd",
+        "cat",
+        "head",
+        "tail",
+        "grep",
+        "wc",
+        "stat",
+        "du",
+        "tree",
+        "diff",
+        "status",
+        "info",
+    ]
+)
+WRITE_WORDS = frozenset(
+    [
+        "set",
+        "add",
+        "create",
+        "delete",
+        "remove",
+        "update",
+        "write",
+        "send",
+        "post",
+        "book",
+        "cancel",
+        "buy",
+        "sell",
+        "place",
+        "move",
+        "copy",
+        "make",
+        "fill",
+        "start",
+        "stop",
+        "lock",
+        "unlock",
+        "press",
+        "release",
+        "activate",
+        "register",
+        "purchase",
+        "close",
+        "edit",
+        "resolve",
+        "follow",
+        "unfollow",
+        "comment",
+        "retweet",
+        "mention",
+        "fund",
+        "authenticate",
+        "touch",
+        "mkdir",
+        "rm",
+        "rmdir",
+        "mv",
+        "cp",
+        "echo",
+        "put",
+        "save",
+    ]
 )
 
 
@@ -138,7 +219,8 @@ def read_only(action: Action, tools: ToolSet) -> bool:
         return (
             bool(words) and words[0] in READ_ONLY_PROGRAMS and not re.search(r">|\s-i\b|;|&&|\|\|", command)
         )
-    return bool(_READ_ONLY_NAME.search(action.tool))
+    words = set(re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", action.tool).lower().replace("-", "_").split("_"))
+    return bool(words & READ_WORDS) and not words & WRITE_WORDS
 
 
 def _is_finish_call(name: str, arguments: dict[str, Any]) -> bool:

@@ -97,6 +97,8 @@ class _Context:
     score: float
     gaps: list[str]
     turns_comparable: bool
+    opening: int | None
+    """The run's first user step (a skipped first action belonged right after it)."""
 
     def signal(
         self, cause: Cause, act: Action | None, exp: Action | None, hint: str, *, step: int | None = None
@@ -160,10 +162,13 @@ def _loop_at(ctx: _Context, run: list[Action], start: int) -> bool:
     return len(window) == LOOP_REPEATS and len({ctx.key(a) for a in window}) == 1 and not window[0].is_finish
 
 
-def _recovers(ctx: _Context, i: int, exp: Action | None) -> int | None:
-    """After the failed call ``run[i]``: the index of the first later action that does ``exp``
-    within the recovery window, when every action in between uses the same tool or only looks."""
-    if exp is None:
+def _recovers(ctx: _Context, i: int, exp: Action | None, *, attempt_at_exp: bool) -> int | None:
+    """After the failed call ``run[i]``: the index of the later action, within the recovery window,
+    that does ``exp`` after all, or None. ``attempt_at_exp``: the failed call was ``exp`` itself
+    (then anything may come between: the agent fixed the cause and retried); else it was another
+    call of ``exp``'s tool (a retry with other arguments), and only retries or read-only calls (looking
+    into the error) may come between."""
+    if exp is None or not (attempt_at_exp or ctx.run[i].tool == exp.tool):
         return None
     for d in range(1, RECOVERY_WINDOW + 1):
         if i + d >= len(ctx.run):
@@ -171,7 +176,7 @@ def _recovers(ctx: _Context, i: int, exp: Action | None) -> int | None:
         nxt = ctx.run[i + d]
         if ctx.same(nxt, exp):
             return i + d
-        if nxt.is_finish or not (nxt.tool == ctx.run[i].tool or read_only(nxt, ctx.tools) or nxt.tool_failed):
+        if nxt.is_finish or not (attempt_at_exp or nxt.tool == exp.tool or read_only(nxt, ctx.tools)):
             return None
     return None
 
@@ -197,6 +202,7 @@ def first_divergence(
         score=score,
         gaps=list(run_list.gaps),
         turns_comparable=run_list.turns == ref_list.turns,
+        opening=next((s.step_id for s in trajectory.steps if s.source == "user"), None),
     )
     return _walk(ctx, trajectory)
 
@@ -223,13 +229,13 @@ def _walk(ctx: _Context, trajectory: Trajectory) -> ErrorSignal:
         diff = ctx.differs(act, exp)
         failed_here = act.tool_failed and not (diff is None and exp.tool_failed)
         if failed_here:
-            back = _recovers(ctx, i, exp)
+            back = _recovers(ctx, i, exp, attempt_at_exp=diff is None)
             if back is not None:  # retried or recovered: the failed attempts are not the divergence
                 last, i = run[back - 1], back
                 continue
             nxt_ref = ref[j + 1] if j + 1 < len(ref) else None
             nxt = run[i + 1] if i + 1 < len(run) else None
-            if nxt is not None and (diff is None or ctx.same(nxt, nxt_ref)):
+            if nxt is not None and diff is None:
                 hint = (
                     f"step {nxt.step_id}: the previous command {_describe(act)} failed "
                     f"({act.error.removeprefix('tool_error: ')}) and the agent went on with {_describe(nxt)} "
@@ -245,9 +251,7 @@ def _walk(ctx: _Context, trajectory: Trajectory) -> ErrorSignal:
             last, i = act, i + 1
             continue
         return found
-    if pending is not None and not _limited(ctx, trajectory):
-        return pending
-    return _without_divergent_action(ctx, trajectory, i, j, last)
+    return _without_divergent_action(ctx, trajectory, j, last, pending)
 
 
 def _extra(ctx: _Context, act: Action, exp: Action) -> ErrorSignal:
@@ -259,9 +263,11 @@ def _extra(ctx: _Context, act: Action, exp: Action) -> ErrorSignal:
     )
 
 
-def _slot(act: Action, last: Action | None) -> int:
-    """The run's step where a skipped action belonged (see the module docstring)."""
-    return act.step_id if last is None else min(act.step_id, last.step_id + 1)
+def _slot(ctx: _Context, act: Action, last: Action | None) -> int:
+    """The run's step where a skipped action belonged (see the module docstring): right after the
+    last action it got right, else right after the first user step."""
+    before = last.step_id if last is not None else ctx.opening
+    return act.step_id if before is None else min(act.step_id, before + 1)
 
 
 def _classify(ctx: _Context, i: int, j: int, diff: Difference, last: Action | None) -> ErrorSignal | None:
@@ -289,8 +295,8 @@ def _classify(ctx: _Context, i: int, j: int, diff: Difference, last: Action | No
         )
     later_turn = ctx.turns_comparable and act.turn > exp.turn
     if ctx.same(act, nxt_ref) or (later_turn and not exp.is_finish):
-        hint = f"step {_slot(act, last)}: skipped {_describe(exp)} and went to {_describe(act)}"
-        return ctx.signal(Cause.SKIPPED_STEP, act, exp, hint, step=_slot(act, last))
+        hint = f"step {_slot(ctx, act, last)}: skipped {_describe(exp)} and went to {_describe(act)}"
+        return ctx.signal(Cause.SKIPPED_STEP, act, exp, hint, step=_slot(ctx, act, last))
     harmless = read_only(act, ctx.tools) and not exp.is_finish
     earlier_turn = ctx.turns_comparable and act.turn < exp.turn
     if ctx.same(nxt, exp) or earlier_turn:
@@ -322,16 +328,12 @@ def _classify(ctx: _Context, i: int, j: int, diff: Difference, last: Action | No
     return ctx.signal(Cause.WRONG_ARGUMENT, act, exp, hint)
 
 
-def _limited(ctx: _Context, trajectory: Trajectory) -> bool:
-    return stop_key(trajectory.extra.get("stop_reason")) in LIMIT_STOPS or any(
-        _loop_at(ctx, ctx.run, k) for k in range(len(ctx.run))
-    )
-
-
 def _without_divergent_action(
-    ctx: _Context, trajectory: Trajectory, i: int, j: int, last: Action | None
+    ctx: _Context, trajectory: Trajectory, j: int, last: Action | None, pending: ErrorSignal | None
 ) -> ErrorSignal:
-    """Every action matched the reference's prefix: the run stopped early, or looped."""
+    """Every action matched the reference's prefix (but for harmless extra calls, the first of which
+    is ``pending``): the provider or setup failed, the run looped or stopped early, or an extra
+    call is all that differs."""
     run, ref = ctx.run, ctx.ref
     stop = stop_key(trajectory.extra.get("stop_reason"))
     nxt = ref[j] if j < len(ref) else None
@@ -347,6 +349,8 @@ def _without_divergent_action(
         return ctx.signal(
             Cause.STEP_LIMIT, where, nxt, f"the run hit the step limit{repeating} before {_describe(nxt)}"
         )
+    if pending is not None:
+        return pending
     if nxt is not None and not nxt.is_finish:
         end = run[-1] if run else None
         step = trajectory.steps[-1].step_id if trajectory.steps else None

@@ -25,7 +25,7 @@ _EXIT = re.compile(
 )
 _TRACEBACK = re.compile(r"^Traceback \(most recent call last\):", re.MULTILINE)
 _ERROR_LINE = re.compile(
-    r"^\s*(?:\[?(?:error|fatal|exception|failed|failure)\]?\b\s*[:!-]"
+    r"^\s*(?:\[?(?:error|fatal|exception|failed|failure)\]?\b[^\n]{0,80}?[:!]"
     r"|[A-Za-z_][\w.]*(?:Error|Exception)\s*:"
     r"|\S+:\s.*(?:command not found|No such file or directory|Permission denied|Is a directory|"
     r"Not a directory|not found|cannot access|invalid option|unrecognized option))",

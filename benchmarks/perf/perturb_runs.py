@@ -1,0 +1,569 @@
+"""One BFCL task's reference and its labelled failed runs (see ``make_external_set.py``).
+
+A trajectory is built from *events* (user message, agent message, tool call, or a ``gap`` where a
+dropped call was); calls are executed in order against BFCL's tools (``bfcl_source.Backend``)
+unless the event carries its own observation. Labels name events, and become ATIF step_ids when
+the events are numbered, so a label never depends on what an aligner answers.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from bfcl_source import Backend, BfclTask, is_error
+
+Event = dict[str, Any]
+# read-only by plain English: a call that only looks (the generator's own definition)
+READ_ONLY = re.compile(
+    r"^(ls|pwd|cat|grep|tail|wc|du|diff|sort|find|mean|max_value|min_value)$"
+    r"|^(get|list|display|show|view|search|check|estimate|posting_get|retrieve|view)(_|[A-Z])"
+)
+FINAL_TEXTS = ("Done.", "I have completed that.", "All set: the requested changes are made.", "Finished.")
+NARRATION = ("Let me check the current state first.", "Next, I will take care of the following part.")
+HALLUCINATED = ("{name}_file", "{name}_v2", "get_{name}", "{name}s", "do_{name}", "run_{name}")
+ERROR_SHAPES = (
+    '{{"error": "{name}: operation failed: resource temporarily unavailable"}}',
+    "Error during execution: {name}() failed: [Errno 5] Input/output error",
+    'Traceback (most recent call last):\n  File "tool.py", line 12, in {name}\n'
+    "RuntimeError: backend unavailable",
+    "{name}: internal error\n[exit code 1]",
+)
+LIMIT_STOPS = ("max_steps", "step_limit", "LimitsExceeded", "max_turns")
+GENERIC = ("notes.txt", "summary.md", "archive", "backup", "report_2024.pdf", "alpha", "delta", "user_alex")
+
+
+def _where(events: list[Event], event: Event) -> int:
+    """The index of this very event (``list.index`` compares dicts by value)."""
+    return next(i for i, e in enumerate(events) if e is event)
+
+
+def canonical(name: str, args: dict[str, Any]) -> str:
+    def norm(v: Any) -> Any:
+        if isinstance(v, bool) or v is None:
+            return v
+        if isinstance(v, int | float):
+            return float(v)
+        if isinstance(v, str):
+            return " ".join(v.split())
+        if isinstance(v, list | tuple):
+            return [norm(x) for x in v]
+        if isinstance(v, dict):
+            return {k: norm(x) for k, x in sorted(v.items())}
+        return str(v)
+
+    return json.dumps([name, norm(args)], sort_keys=True)
+
+
+def _strings(value: Any, out: set[str]) -> None:
+    if isinstance(value, str) and 0 < len(value) < 60:
+        out.add(value)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(k, str) and "." in k and len(k) < 40:
+                out.add(k)
+            _strings(v, out)
+    elif isinstance(value, list):
+        for v in value:
+            _strings(v, out)
+
+
+class Perturber:
+    def __init__(self, task: BfclTask, definitions: list[dict[str, Any]], style: random.Random) -> None:
+        self.task = task
+        self.definitions = definitions
+        self.schemas = {d["function"]["name"]: d["function"]["parameters"] for d in definitions}
+        self.final_messages = style.random() < 0.5
+        self.placement = "v1.5" if style.random() < 0.5 else "extra"
+        self.finish_stop = not self.final_messages and style.random() < 0.5
+        self.events = self._reference_events()
+        self.calls = [e for e in self.events if e["t"] == "call"]
+        self.keys = {canonical(e["name"], e["args"]) for e in self.calls}
+        pool: set[str] = set()
+        for e in self.calls:
+            _strings(e["args"], pool)
+        _strings(task.config, pool)
+        self.pool = sorted(pool | set(GENERIC))
+        self.ref_doc, self.ref_steps = self._build(self.events, reference=True)
+
+    # --- building ----------------------------------------------------------------------------------
+
+    def _reference_events(self) -> list[Event]:
+        events: list[Event] = []
+        for t, (text, calls) in enumerate(zip(self.task.turns, self.task.gold, strict=True)):
+            events.append({"t": "user", "text": text})
+            for name, args in calls:
+                events.append({"t": "call", "name": name, "args": args, "ref": True})
+            if self.final_messages:
+                events.append({"t": "msg", "text": FINAL_TEXTS[t % len(FINAL_TEXTS)], "final": True})
+        return events
+
+    def _build(
+        self, events: list[Event], *, reference: bool = False, stop: str | None = None
+    ) -> tuple[dict[str, Any], dict[int, int]]:
+        backend = Backend(self.task)
+        steps: list[dict[str, Any]] = []
+        step_of: dict[int, int] = {}
+        for event in events:
+            if event["t"] == "gap":
+                continue
+            sid = len(steps) + 1
+            step_of[id(event)] = sid
+            if event["t"] == "user":
+                steps.append({"step_id": sid, "source": "user", "message": event["text"]})
+            elif event["t"] == "msg":
+                steps.append({"step_id": sid, "source": "agent", "message": event["text"]})
+            else:
+                obs = event.get("obs")
+                if obs is None:
+                    before = backend.state()
+                    obs = backend.call(event["name"], event.get("exec", event["args"]))
+                    event["changed"] = backend.state() != before
+                event["seen"] = obs
+                call_id = f"call_{sid}"
+                arguments = event["raw"] if "raw" in event else event["args"]
+                steps.append(
+                    {
+                        "step_id": sid,
+                        "source": "agent",
+                        "message": "",
+                        "tool_calls": [
+                            {"tool_call_id": call_id, "function_name": event["name"], "arguments": arguments}
+                        ],
+                        "observation": {"results": [{"source_call_id": call_id, "content": obs}]},
+                    }
+                )
+        extra: dict[str, Any] = {"task_id": self.task.id}
+        if stop:
+            extra["stop_reason"] = stop
+        elif self.finish_stop:
+            extra["stop_reason"] = "completed"
+        doc = {
+            "schema_version": "ATIF-v1.4",
+            "session_id": f"bfcl-{self.task.id}-{'ref' if reference else 'run'}",
+            "agent": {
+                "name": "bfcl-gold" if reference else "bfcl-perturbed",
+                "version": "v4",
+                "model_name": "gold",
+            },
+            "steps": steps,
+            "extra": extra,
+        }
+        return doc, step_of
+
+    def reference_doc(self) -> dict[str, Any]:
+        return self.ref_doc
+
+    def _ref_step(self, event: Event | None) -> int | None:
+        return None if event is None else self.ref_steps[id(event)]
+
+    # --- values ---------------------------------------------------------------------------------------
+
+    def _prop(self, name: str, key: str) -> dict[str, Any]:
+        return self.schemas.get(name, {}).get("properties", {}).get(key, {}) or {}
+
+    def _value(self, prop: dict[str, Any], rng: random.Random) -> Any:
+        kind = prop.get("type", "string")
+        if prop.get("enum"):
+            return rng.choice(prop["enum"])
+        if kind == "integer":
+            return rng.randint(1, 20)
+        if kind in ("float", "number"):
+            return rng.choice([1.5, 2.0, 10.0, 42.0])
+        if kind == "boolean":
+            return True
+        if kind in ("array", "list", "tuple"):
+            return [rng.choice(self.pool)]
+        if kind == "dict":
+            return {}
+        return rng.choice(self.pool)
+
+    def _other(self, value: Any, prop: dict[str, Any], rng: random.Random) -> Any:
+        if isinstance(value, bool):
+            return not value
+        if isinstance(value, int):
+            return value + rng.randint(1, 3)
+        if isinstance(value, float):
+            return value + rng.choice([1.0, 2.5, 10.0])
+        if isinstance(value, str):
+            if prop.get("enum"):
+                others = [e for e in prop["enum"] if e != value]
+                return rng.choice(others) if others else None
+            suffix = value.rsplit(".", 1)[1] if "." in value else None
+            same_kind = [
+                p
+                for p in self.pool
+                if (("." in p and p.rsplit(".", 1)[1] == suffix) if suffix else "." not in p)
+            ]
+            others = [p for p in same_kind if p.strip().lower() != value.strip().lower()]
+            return rng.choice(others) if others else value + "_old"
+        if isinstance(value, list) and value:
+            i = rng.randrange(len(value))
+            new = self._other(value[i], {}, rng)
+            return None if new is None else [*value[:i], new, *value[i + 1 :]]
+        return None
+
+    def _fresh_call(self, rng: random.Random, want_read_only: bool, exclude: set[str]) -> Event | None:
+        names = [n for n in self.schemas if bool(READ_ONLY.search(n)) == want_read_only]
+        rng.shuffle(names)
+        for name in names:
+            params = self.schemas[name]
+            required = params.get("required", [])
+            if want_read_only and required:
+                continue
+            args = {k: self._value(self._prop(name, k), rng) for k in required}
+            if canonical(name, args) not in self.keys | exclude:
+                return {"t": "call", "name": name, "args": args}
+        return None
+
+    # --- perturbations ---------------------------------------------------------------------------------
+
+    def items(self, rng_for: Callable[..., random.Random]) -> Iterator[dict[str, Any]]:
+        kinds = (
+            "drop", "reorder", "insert", "change_arg", "swap_tool", "hallucinate", "drop_argument",
+            "stop_early", "garble", "loop", "ignore_error", "provider_down",
+        )  # fmt: skip
+        for kind in kinds:
+            rng = rng_for(kind)
+            order = list(range(len(self.calls) + 1))
+            rng.shuffle(order)
+            for k in order[:6]:
+                made = getattr(self, f"_{kind}")(k, rng)
+                if made is None:
+                    continue
+                clean = self._emit(kind, made, ())
+                if clean is None:
+                    continue
+                yield clean
+                noisy = self._noisy(kind, made, rng_for(kind, "noise"))
+                if noisy is not None:
+                    yield noisy
+                break
+        yield self._emit("no_setup", self._no_setup(), ())  # type: ignore[misc]
+
+    def _pos(self, event: Event) -> int:
+        return next(i for i, e in enumerate(self.events) if e is event)
+
+    def _copy(self) -> tuple[list[Event], dict[int, Event]]:
+        """Copies of the reference events, and the map from each original's id to its copy."""
+        copies = [copy.deepcopy(e) for e in self.events]
+        return copies, {id(o): c for o, c in zip(self.events, copies, strict=True)}
+
+    def _differs(self, a: Event, b: Event | None) -> bool:
+        return b is None or canonical(a["name"], a["args"]) != canonical(b["name"], b["args"])
+
+    def _at(self, k: int) -> Event | None:
+        return self.calls[k] if 0 <= k < len(self.calls) else None
+
+    def _finish_event(self) -> Event | None:
+        finals = [e for e in self.events if e.get("final")]
+        return finals[-1] if finals else None
+
+    Made = dict[str, Any]
+
+    def _made(self, evs, label, cause, ref, cut, stop=None) -> Made:  # noqa: ANN001
+        return {"events": evs, "label": label, "cause": cause, "ref": ref, "cut": cut, "stop": stop}
+
+    def _drop(self, k: int, rng: random.Random) -> Made | None:
+        if k >= len(self.calls) - 1 or not self._differs(self.calls[k], self._at(k + 1)):
+            return None
+        evs, twin = self._copy()
+        gap = {"t": "gap"}
+        cut = _where(evs, twin[id(self.calls[k])])
+        evs[cut] = gap
+        return self._made(evs, ("slot", gap), "skipped_step", self._ref_step(self.calls[k]), cut)
+
+    def _reorder(self, k: int, rng: random.Random) -> Made | None:
+        a, b = self._at(k), self._at(k + 1)
+        if a is None or b is None or not self._differs(a, b) or self._pos(b) != self._pos(a) + 1:
+            return None
+        if not self._differs(b, self._at(k + 2)) or not self._differs(a, self._at(k + 2)):
+            return None
+        evs, twin = self._copy()
+        i = _where(evs, twin[id(a)])
+        evs[i], evs[i + 1] = evs[i + 1], evs[i]
+        return self._made(evs, ("slot", evs[i]), "skipped_step", self._ref_step(a), i)
+
+    def _insert(self, k: int, rng: random.Random) -> Made | None:
+        extra = self._fresh_call(rng, want_read_only=False, exclude=set())
+        if extra is None:
+            return None
+        evs, twin = self._copy()
+        target = self._at(k)
+        if target is not None:
+            i = _where(evs, twin[id(target)])
+        else:
+            finish = self._finish_event()
+            i = _where(evs, twin[id(finish)]) if finish else len(evs)
+        evs.insert(i, extra)
+        ref = self._ref_step(target) if target is not None else None
+        made = self._made(evs, ("event", extra), "extra_step", ref, i)
+        made["must_succeed"] = extra
+        return made
+
+    def _replace(self, k: int, new: Event, cause: str) -> Made | None:
+        old = self._at(k)
+        if old is None or not self._differs(new, old) or not self._differs(new, self._at(k + 1)):
+            return None
+        if k > 0 and not self._differs(new, self._at(k - 1)):
+            return None
+        evs, twin = self._copy()
+        i = _where(evs, twin[id(old)])
+        evs[i] = new
+        return self._made(evs, ("event", new), cause, self._ref_step(old), i)
+
+    def _change_arg(self, k: int, rng: random.Random) -> Made | None:
+        old = self._at(k)
+        if old is None or not old["args"]:
+            return None
+        key = rng.choice(sorted(old["args"]))
+        value = self._other(old["args"][key], self._prop(old["name"], key), rng)
+        if value is None:
+            return None
+        return self._replace(
+            k, {"t": "call", "name": old["name"], "args": {**old["args"], key: value}}, "wrong_argument"
+        )
+
+    def _swap_tool(self, k: int, rng: random.Random) -> Made | None:
+        old = self._at(k)
+        if old is None:
+            return None
+        shared = [n for n in self.schemas if n != old["name"] and set(self._props(n)) & set(old["args"])]
+        others = shared or [n for n in self.schemas if n != old["name"]]
+        if not others:
+            return None
+        name = rng.choice(sorted(others))
+        required = self.schemas[name].get("required", [])
+        args = {k2: old["args"][k2] for k2 in self._props(name) if k2 in old["args"]}
+        args.update({r: self._value(self._prop(name, r), rng) for r in required if r not in args})
+        return self._replace(k, {"t": "call", "name": name, "args": args}, "wrong_tool")
+
+    def _props(self, name: str) -> dict[str, Any]:
+        return self.schemas.get(name, {}).get("properties", {}) or {}
+
+    def _hallucinate(self, k: int, rng: random.Random) -> Made | None:
+        old = self._at(k)
+        if old is None:
+            return None
+        name = rng.choice(HALLUCINATED).format(name=old["name"])
+        if name in self.schemas:
+            return None
+        obs = rng.choice(
+            (
+                f"Error during execution: name '{name}' is not defined",
+                f'{{"error": "Unknown function: {name}"}}',
+            )
+        )
+        return self._replace(
+            k, {"t": "call", "name": name, "args": dict(old["args"]), "obs": obs}, "unknown_tool"
+        )
+
+    def _drop_argument(self, k: int, rng: random.Random) -> Made | None:
+        old = self._at(k)
+        if old is None:
+            return None
+        required = [r for r in self.schemas.get(old["name"], {}).get("required", []) if r in old["args"]]
+        if not required:
+            return None
+        key = rng.choice(required)
+        args = {a: v for a, v in old["args"].items() if a != key}
+        return self._replace(k, {"t": "call", "name": old["name"], "args": args}, "missing_argument")
+
+    def _stop_early(self, k: int, rng: random.Random) -> Made | None:
+        old = self._at(k)
+        if old is None:
+            return None
+        evs, twin = self._copy()
+        i = _where(evs, twin[id(old)])
+        final = {"t": "msg", "text": rng.choice(FINAL_TEXTS)}
+        stop = "completed" if self.finish_stop else None
+        return self._made(
+            [*evs[:i], final], ("event", final), "premature_finish", self._ref_step(old), i, stop
+        )
+
+    def _garble(self, k: int, rng: random.Random) -> Made | None:
+        old = self._at(k)
+        if old is None:
+            return None
+        text = json.dumps({"name": old["name"], "arguments": old["args"]})
+        if rng.random() < 0.5:
+            bad = {
+                "t": "call",
+                "name": old["name"],
+                "raw": text[:-2],
+                "args": {},
+                "obs": "Error: arguments are not valid JSON",
+            }
+        else:
+            shape = rng.choice(("<tool_call>{}</tool_call>", "{}", "I will call it now: {}"))
+            bad = {"t": "msg", "text": shape.format(text)}
+        evs, twin = self._copy()
+        i = _where(evs, twin[id(old)])
+        evs.insert(i, bad)
+        return self._made(evs, ("event", bad), "format_error", self._ref_step(old), i)
+
+    def _loop(self, k: int, rng: random.Random) -> Made | None:
+        old, nxt = self._at(k), self._at(k + 1)
+        if old is None or not self._differs(old, nxt):
+            return None
+        expected = nxt if nxt is not None else self._finish_event()
+        if expected is None:
+            return None
+        evs, twin = self._copy()
+        i = _where(evs, twin[id(old)])
+        repeats = [
+            self._spelled(old, rng, {"t": "call", "name": old["name"]}) for _ in range(rng.randint(3, 5))
+        ]
+        stop = rng.choice(LIMIT_STOPS)
+        return self._made(
+            [*evs[: i + 1], *repeats],
+            ("event", repeats[0]),
+            "step_limit",
+            self._ref_step(expected),
+            i + 1,
+            stop,
+        )
+
+    def _ignore_error(self, k: int, rng: random.Random) -> Made | None:
+        old, nxt = self._at(k), self._at(k + 1)
+        if old is None or nxt is None or not self._differs(old, nxt) or is_error(old.get("seen", "")):
+            return None
+        evs, twin = self._copy()
+        i = _where(evs, twin[id(old)])
+        evs[i]["obs"] = rng.choice(ERROR_SHAPES).format(name=old["name"])
+        return self._made(evs, ("event", twin[id(nxt)]), "tool_error_ignored", self._ref_step(nxt), i)
+
+    def _provider_down(self, k: int, rng: random.Random) -> Made | None:
+        old = self._at(k)
+        if old is None or k == 0:
+            return None
+        evs, twin = self._copy()
+        i = _where(evs, twin[id(old)])
+        return self._made(evs[:i], ("last_call", None), "model_error", self._ref_step(old), i, "model_error")
+
+    def _no_setup(self) -> Made:
+        return self._made(
+            [copy.deepcopy(self.events[0])], ("none", None), "setup_error", None, 0, "setup_error"
+        )
+
+    # --- benign variations ---
+
+    def _spelled(self, call: Event, rng: random.Random, into: Event, kinds: list[str] | None = None) -> Event:
+        """``call`` with its arguments spelled differently (same values): the ``exec`` stays canonical."""
+        args = dict(call["args"])
+        done = []
+        for kind in kinds or ["reordered_keys", "number_form", "whitespace"]:
+            if kind == "reordered_keys" and len(args) > 1:
+                args = dict(reversed(list(args.items())))
+                done.append(kind)
+            numbers = [a for a, v in args.items() if isinstance(v, int | float) and not isinstance(v, bool)]
+            if kind == "number_form" and numbers:
+                a = rng.choice(numbers)
+                v = args[a]
+                args[a] = float(v) if isinstance(v, int) else (int(v) if float(v).is_integer() else v)
+                done.append(kind) if args[a] != v or type(args[a]) is not type(v) else None
+            strings = [a for a, v in args.items() if isinstance(v, str) and v.strip()]
+            if kind == "whitespace" and strings:
+                a = rng.choice(strings)
+                args[a] = rng.choice((" {} ", "{}\n", "{}  ")).format(args[a])
+                done.append(kind)
+        into.update(
+            {"args": args, "exec": call.get("exec", call["args"]), "name": call["name"], "benign": done}
+        )
+        return into
+
+    def _noisy(self, kind: str, made: Made, rng: random.Random) -> dict[str, Any] | None:
+        evs = [copy.copy(e) for e in made["events"]]
+        twin = {id(o): c for o, c in zip(made["events"], evs, strict=True)}
+        label, target = made["label"]
+        new_target = twin.get(id(target)) if target is not None else None
+        cut = made["cut"]
+        correct = [i for i, e in enumerate(evs[:cut]) if e["t"] == "call" and e.get("ref")]
+        if not correct:
+            return None
+        benign: list[str] = []
+        wanted = rng.sample(["spelling", "read_only_call", "narration", "retried_error"], rng.randint(1, 3))
+        inserts: list[tuple[int, Event]] = []
+        for choice in wanted:
+            at = rng.choice(correct)
+            if choice == "spelling":
+                kinds = rng.sample(["reordered_keys", "number_form", "whitespace"], rng.randint(1, 3))
+                spelled = self._spelled(evs[at], rng, dict(evs[at]), kinds)
+                if spelled["benign"]:
+                    evs[at] = spelled
+                    benign += spelled["benign"]
+            elif choice == "read_only_call":
+                extra = self._fresh_call(rng, want_read_only=True, exclude=set())
+                if extra is not None:
+                    extra["harmless"] = True
+                    inserts.append((at, extra))
+                    benign.append(choice)
+            elif choice == "narration":
+                inserts.append((at, {"t": "msg", "text": rng.choice(NARRATION)}))
+                benign.append(choice)
+            else:
+                target = evs[at]
+                wrong = self._failing_variant(target, rng)
+                if wrong is not None:
+                    inserts.append((at, wrong))
+                    benign.append(choice)
+        for at, event in sorted(inserts, key=lambda p: -p[0]):
+            evs.insert(at, event)
+        if not benign:
+            return None
+        made = {**made, "events": evs, "label": (label, new_target)}
+        item = self._emit(kind, made, tuple(sorted(set(benign))))
+        if item is None:
+            return None
+        failing = [e for e in evs if e.get("failing")]
+        if any(not is_error(e.get("seen", "")) for e in failing):
+            return None  # the "failed attempt" did not fail: it would be a real extra step
+        return item
+
+    def _failing_variant(self, call: Event, rng: random.Random) -> Event | None:
+        strings = [a for a, v in call["args"].items() if isinstance(v, str)]
+        if not strings:
+            return None
+        key = rng.choice(strings)
+        return {
+            "t": "call",
+            "name": call["name"],
+            "args": {**call["args"], key: f"missing_{call['args'][key]}"},
+            "failing": True,
+        }
+
+    # --- labels ---
+
+    def _emit(self, kind: str, made: Made, benign: tuple[str, ...]) -> dict[str, Any] | None:
+        evs = made["events"]
+        doc, step_of = self._build(evs, stop=made["stop"])
+        label, target = made["label"]
+        extra = made.get("must_succeed")
+        if extra is not None and (is_error(extra.get("seen", "")) or not extra.get("changed")):
+            return None  # an unneeded call that failed or changed nothing is not the extra step wanted
+        if any(e.get("harmless") and e.get("changed") for e in evs):
+            return None  # the "harmless" call changed the tools' state: not a benign variation
+        if label == "event":
+            step = step_of[id(target)]
+        elif label == "none":
+            step = None
+        elif label == "last_call":
+            calls = [e for e in evs if e["t"] == "call"]
+            step = step_of[id(calls[-1])] if calls else None
+        else:  # "slot": the step right after the last call before the gap or event (or the first user step)
+            gap = next(i for i, e in enumerate(evs) if e is target)
+            before = [i for i in range(gap) if evs[i]["t"] == "call"]
+            start = before[-1] + 1 if before else 1
+            step = next(step_of[id(e)] for e in evs[start:] if e["t"] != "gap")
+        return {
+            "kind": kind,
+            "cause": made["cause"],
+            "step": step,
+            "reference_step": made["ref"],
+            "benign": list(benign),
+            "run": doc,
+        }
