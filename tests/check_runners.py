@@ -9,7 +9,11 @@ from harnessevolve.evaluate.checkers import BashRun, run_process
 
 
 class HostRunner:
-    """``CommandRunner`` running ``bash -c`` in the workspace on the host (what checks did before)."""
+    """``CommandRunner`` running ``bash -c`` in the workspace on the host (what checks did before).
+    ``legacy_env``: also the environment checks had before (HOME = the workspace, user site on)."""
+
+    def __init__(self, *, legacy_env: bool = False) -> None:
+        self.legacy_env = legacy_env
 
     def __call__(
         self,
@@ -22,6 +26,8 @@ class HostRunner:
         read_only: tuple[str, ...] = (),
         fresh: bool = False,
     ) -> BashRun:
+        if self.legacy_env:
+            env = {k: v for k, v in env.items() if k != "PYTHONNOUSERSITE"} | {"HOME": str(workspace)}
         return run_process(
             ["bash", "-c", command], workspace, env, timeout_s=timeout_s, with_stderr=with_stderr
         )
