@@ -24,7 +24,14 @@ the aligner answers. A perturbation
 that would make the run's action coincide with another reference action (so the run is really a
 different kind of mistake) is not emitted. Prints step and cause accuracy overall and per kind.
 
-    .venv/bin/python benchmarks/perf/alignment_accuracy.py [--check] [--show-misses N]
+Then the same on the **external** labelled set (``external_set.py``: failed runs made from BFCL's
+multi-turn gold calls by ``make_external_set.py``, every cause of the taxonomy, benign variations
+before the divergence) and its **held-out** part (other BFCL categories, another seed), per cause
+and per source, with reference-step accuracy too. Targets (>= 95% step, >= 90% cause) apply to
+each set.
+
+    .venv/bin/python benchmarks/perf/alignment_accuracy.py [--sets builtin,external,heldout] [--check]
+        [--show-misses N]
 """
 
 from __future__ import annotations
@@ -286,49 +293,119 @@ def _row(label: str, group: list[Outcome]) -> tuple[str, str, str, str]:
     return label, str(n), f"{step:.1%}", f"{cause:.1%}"
 
 
+def _table(title: str, groups: list[tuple[str, list[bool], list[bool], list[bool] | None]]) -> Any:
+    from rich.table import Table
+
+    table = Table(title=title)
+    for column in ("group", "n", "step accuracy", "cause accuracy", "reference step"):
+        table.add_column(column, justify="left" if column == "group" else "right")
+    for label, steps, causes, refs in groups:
+        n = len(steps)
+        if n:
+            ref = f"{sum(refs) / n:.1%}" if refs is not None else "-"
+            style = "bold" if label == "overall" else None
+            table.add_row(label, str(n), f"{sum(steps) / n:.1%}", f"{sum(causes) / n:.1%}", ref, style=style)
+    return table
+
+
+def _builtin(console: Any, show: int) -> tuple[float, float]:
+    outcomes = score(build_set(reference_paths()))
+    groups: list[tuple[str, list[bool], list[bool], list[bool] | None]] = []
+    for kind in KINDS:
+        group = [o for o in outcomes if o.item.kind == kind]
+        groups.append((kind, [o.step_ok for o in group], [o.cause_ok for o in group], None))
+    for noisy in (False, True):
+        group = [o for o in outcomes if o.item.noisy == noisy]
+        label = "(with noise)" if noisy else "(clean)"
+        groups.append((label, [o.step_ok for o in group], [o.cause_ok for o in group], None))
+    groups.append(("overall", [o.step_ok for o in outcomes], [o.cause_ok for o in outcomes], None))
+    console.print(_table(f"built-in set: first divergence on {len(outcomes)} perturbed trajectories", groups))
+    for o in [o for o in outcomes if not (o.step_ok and o.cause_ok)][:show]:
+        console.print(
+            f"  miss {o.item.kind} {o.item.task_id}: expected step {o.item.step} {o.item.cause.value}, "
+            f"got step {o.step} {o.cause.value} {o.item.note}"
+        )
+    n = len(outcomes)
+    return sum(o.step_ok for o in outcomes) / n, sum(o.cause_ok for o in outcomes) / n
+
+
+def _external(console: Any, name: str, path: Path, show: int) -> tuple[float, float]:
+    from external_set import read_set
+
+    from harnessevolve.evaluate.alignment import first_divergence
+
+    items = read_set(path)
+    rows = []
+    for item in items:
+        signal = first_divergence(item.run, item.reference)
+        rows.append((item, signal))
+    groups: list[tuple[str, list[bool], list[bool], list[bool] | None]] = []
+
+    def group(label: str, members: list[tuple[Any, Any]]) -> None:
+        groups.append(
+            (
+                label,
+                [s.step == i.step for i, s in members],
+                [s.cause == i.cause for i, s in members],
+                [s.reference_step == i.reference_step for i, s in members],
+            )
+        )
+
+    for cause in Cause:
+        group(cause.value, [r for r in rows if r[0].cause is cause])
+    for source in sorted({i.source for i, _ in rows}):
+        for noisy in (False, True):
+            label = f"{source} ({'with benign variations' if noisy else 'clean'})"
+            group(label, [r for r in rows if r[0].source == source and r[0].noisy == noisy])
+    group("overall", rows)
+    console.print(
+        _table(f"{name} set ({path.name}): {len(rows)} labelled runs, per cause and per source", groups)
+    )
+    misses = [(i, s) for i, s in rows if not (s.step == i.step and s.cause == i.cause)]
+    for i, s in misses[:show]:
+        console.print(
+            f"  miss {i.kind} {i.task_id} {list(i.benign)}: expected step {i.step} {i.cause.value}, "
+            f"got step {s.step} {s.cause.value}"
+        )
+    n = len(rows)
+    return sum(s.step == i.step for i, s in rows) / n, sum(s.cause == i.cause for i, s in rows) / n
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument("--show-misses", type=int, default=5, metavar="N", help="list up to N misses")
+    parser.add_argument(
+        "--sets", default="builtin,external,heldout", help="comma-separated: builtin, external, heldout"
+    )
     args = parser.parse_args()
 
     from rich.console import Console
-    from rich.table import Table
 
-    items = build_set(reference_paths())
-    outcomes = score(items)
-    table = Table(title=f"first-divergence accuracy on {len(items)} perturbed trajectories")
-    for column in ("perturbation", "n", "step accuracy", "cause accuracy"):
-        table.add_column(column, justify="left" if column == "perturbation" else "right")
-    for kind in KINDS:
-        group = [o for o in outcomes if o.item.kind == kind]
-        if group:
-            table.add_row(*_row(kind, group))
-    for noisy in (False, True):
-        table.add_row(
-            *_row("(with noise)" if noisy else "(clean)", [o for o in outcomes if o.item.noisy == noisy])
-        )
-    overall = _row("overall", outcomes)
-    table.add_row(*overall, style="bold")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from external_set import HELD_OUT, TUNE
+
     console = Console(highlight=False)
-    console.print(table)
-    step_acc = sum(o.step_ok for o in outcomes) / len(outcomes)
-    cause_acc = sum(o.cause_ok for o in outcomes) / len(outcomes)
-    console.print(
-        f"step accuracy {step_acc:.1%} (target >= {TARGET_STEP:.0%}), "
-        f"cause accuracy {cause_acc:.1%} (target >= {TARGET_CAUSE:.0%})"
-    )
-    misses = [o for o in outcomes if not (o.step_ok and o.cause_ok)]
-    for o in misses[: args.show_misses]:
+    results: dict[str, tuple[float, float]] = {}
+    for name in [s.strip() for s in args.sets.split(",") if s.strip()]:
+        if name == "builtin":
+            results[name] = _builtin(console, args.show_misses)
+        elif name in ("external", "heldout"):
+            results[name] = _external(
+                console, name, TUNE if name == "external" else HELD_OUT, args.show_misses
+            )
+        else:
+            parser.error(f"unknown set {name!r} (builtin, external, heldout)")
+    missed = False
+    for name, (step_acc, cause_acc) in results.items():
+        missed |= step_acc < TARGET_STEP or cause_acc < TARGET_CAUSE
         console.print(
-            f"  miss {o.item.kind} {o.item.task_id}: expected step {o.item.step} {o.item.cause.value}, "
-            f"got step {o.step} {o.cause.value} {o.item.note}"
+            f"{name}: step accuracy {step_acc:.1%} (target >= {TARGET_STEP:.0%}), "
+            f"cause accuracy {cause_acc:.1%} (target >= {TARGET_CAUSE:.0%})"
         )
-    if args.check and (step_acc < TARGET_STEP or cause_acc < TARGET_CAUSE):
-        return 1
-    return 0
+    return 1 if args.check and missed else 0
 
 
 if __name__ == "__main__":

@@ -32,11 +32,12 @@ class Format(StrEnum):
     atif = "atif"
 
 
-def read_trajectory(path: Path, *, task_id: str | None = None) -> Trajectory:
-    """An ATIF file, or OpenAI chat messages (a list or ``{"messages": [...]}``) imported as ATIF."""
+def read_trajectory(path: Path, *, task_id: str | None = None, strict: bool = True) -> Trajectory:
+    """An ATIF file, or OpenAI chat messages (a list or ``{"messages": [...]}``) imported as ATIF.
+    ``strict``: see ``atif.from_dict``."""
     doc = read_json(path, error=TrajectoryError)
     if isinstance(doc, dict) and "schema_version" in doc:
-        trajectory = atif.from_dict(doc, file=str(path))
+        trajectory = atif.from_dict(doc, file=str(path), strict=strict)
     elif isinstance(doc, list) or (isinstance(doc, dict) and "messages" in doc):
         session = hashlib.sha256(path.read_bytes()).hexdigest()[:32]
         trajectory = from_messages(doc, session_id=session, file=str(path))

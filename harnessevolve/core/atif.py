@@ -151,8 +151,11 @@ def _step_to_dict(step: Step) -> dict[str, Any]:
     return doc
 
 
-def from_dict(doc: Any, *, file: str = "<trajectory>") -> Trajectory:
-    """Build a trajectory from parsed JSON; anything not valid ATIF raises ``TrajectoryError``."""
+def from_dict(doc: Any, *, file: str = "<trajectory>", strict: bool = True) -> Trajectory:
+    """Build a trajectory from parsed JSON; anything not valid ATIF raises ``TrajectoryError``.
+
+    ``strict=False`` (what the evaluator reads with) keeps an observation whose ``source_call_id``
+    names no call of its step instead of refusing the file; the evaluator names that gap."""
     _check_version(doc, file)
     check(doc, "trajectory", file=file, error=TrajectoryError)
     steps = []
@@ -163,7 +166,7 @@ def from_dict(doc: Any, *, file: str = "<trajectory>") -> Trajectory:
                 file=file,
                 field=f"steps[{i}].step_id",
             )
-        _check_step(s, i, file)
+        _check_step(s, i, file, strict)
         steps.append(
             Step(
                 step_id=s["step_id"],
@@ -234,7 +237,7 @@ def _tool_call(doc: dict[str, Any]) -> ToolCall:
     return ToolCall(doc["tool_call_id"], doc["function_name"], {}, raw_arguments=str(arguments))
 
 
-def _check_step(step: dict[str, Any], index: int, file: str) -> None:
+def _check_step(step: dict[str, Any], index: int, file: str, strict: bool = True) -> None:
     """The rules of ATIF that its JSON Schema cannot express."""
     if step["source"] != "agent":
         for name in AGENT_ONLY_FIELDS:
@@ -247,7 +250,7 @@ def _check_step(step: dict[str, Any], index: int, file: str) -> None:
     call_ids = {c["tool_call_id"] for c in step.get("tool_calls", [])}
     for j, result in enumerate(step.get("observation", {}).get("results", [])):
         ref = result.get("source_call_id")
-        if ref is not None and ref not in call_ids:
+        if strict and ref is not None and ref not in call_ids:
             raise TrajectoryError(
                 f"source_call_id {ref!r} names no tool call of this step",
                 file=file,

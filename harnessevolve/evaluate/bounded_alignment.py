@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,13 +48,19 @@ class BoundedAlignment:
 
 
 def align_bounded(
-    trajectory: Trajectory, reference: Trajectory, *, max_cells: int = MAX_FULL_CELLS, band: int = BAND
+    trajectory: Trajectory,
+    reference: Trajectory,
+    *,
+    max_cells: int = MAX_FULL_CELLS,
+    band: int = BAND,
+    tools: Iterable[Any] | None = None,
 ) -> BoundedAlignment:
-    """``align`` when the full table has at most ``max_cells`` cells, else a banded alignment."""
-    run, ref = actions(trajectory), [a for a in actions(reference) if a.tool is not None]
+    """``align`` when the full table has at most ``max_cells`` cells, else a banded alignment.
+    ``tools``: tool definitions, as for ``align``."""
+    run, ref = actions(trajectory, tools), [a for a in actions(reference, tools) if a.kind != "malformed"]
     n, m = len(run), len(ref)
     if (n + 1) * (m + 1) <= max_cells:
-        return BoundedAlignment(align(trajectory, reference), False, (n + 1) * (m + 1))
+        return BoundedAlignment(align(trajectory, reference, tools=tools), False, (n + 1) * (m + 1))
     rows, cells = banded_align(run, ref, band)
     return BoundedAlignment(rows, True, cells)
 

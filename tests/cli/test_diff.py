@@ -85,7 +85,7 @@ def test_a_wrong_argument_is_marked_on_its_step_with_cause_and_hint(
     assert result.exit_code == 0, result.output
     marked = [line for line in result.output.splitlines() if "first divergence" in line and "◀" in line]
     assert len(marked) == 1 and marked[0].split("│")[1].strip() == "3"
-    assert "first divergence: step 3 (reference action 1)" in result.output
+    assert "first divergence: step 3 (reference step 3)" in result.output
     assert "cause: wrong_argument" in result.output and "severity: 0.60" in result.output
     assert "hint: step 3:" in result.output
     doc = diff_json(cli, run)
