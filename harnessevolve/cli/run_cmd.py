@@ -11,6 +11,7 @@ from rich.table import Table
 
 from harnessevolve.cli._errors import EXIT_FAILED, handle_errors
 from harnessevolve.cli.options import (
+    AdapterOption,
     BatchSize,
     Concurrency,
     GatesFile,
@@ -19,8 +20,10 @@ from harnessevolve.cli.options import (
     Model,
     Sandbox,
     SandboxLimitsOption,
+    SandboxReadOnly,
     Seed,
     UnsafeNoSandbox,
+    read_only_paths,
 )
 from harnessevolve.cli.ui import console, mark, progress_hooks, score
 from harnessevolve.core.interrupts import stop_signals
@@ -95,6 +98,8 @@ def run(
     sandbox: Sandbox = "bwrap",
     unsafe_no_sandbox: UnsafeNoSandbox = False,
     sandbox_limits: SandboxLimitsOption = None,
+    sandbox_ro: SandboxReadOnly = None,
+    adapter: AdapterOption = None,
     train_every: Annotated[
         int,
         typer.Option(
@@ -111,6 +116,15 @@ def run(
         str | None,
         typer.Option(help="Mirror the run into a tracker: mlflow (needs the tracking extra; local store)."),
     ] = None,
+    evolve_environments: Annotated[
+        bool,
+        typer.Option(
+            "--evolve-environments",
+            help="Once the harness passes a task family's train tasks, make harder variants (chained "
+            "steps; one more bug for synthesized SWE tasks), keep those whose gold passes and the harness "
+            "fails, and draw a quarter of later minibatches from them. Validation and test never change.",
+        ),
+    ] = False,
     resume: Annotated[
         str | None,
         typer.Option(
@@ -152,9 +166,12 @@ def run(
         sandbox="none" if unsafe_no_sandbox else sandbox,
         unsafe_no_sandbox=unsafe_no_sandbox,
         sandbox_limits=sandbox_limits,
+        sandbox_ro=read_only_paths(sandbox_ro),
+        adapters=tuple(adapter or ()),
         track=track,
         train_every=train_every,
         train_base_model=train_base_model,
+        evolve_environments=evolve_environments,
     )
     with stop_signals(), progress_hooks(enabled=not as_json) as hooks:
         result = start_run(options, hooks, resume=resume)

@@ -133,6 +133,10 @@ class RunView:
     training: tuple[dict[str, Any], ...] = ()
     """``--train-every``: the ``policy_trained``, ``policy_training_skipped`` and
     ``agent_model_changed`` events, in order."""
+    environment: tuple[dict[str, Any], ...] = ()
+    """``--evolve-environments``: the ``environment_status`` events, one per generation."""
+    generated: tuple[dict[str, Any], ...] = ()
+    """``--evolve-environments``: every ``task_generated`` decision, kept or not."""
     lock_owner: dict[str, Any] | None = None
     git_error: str | None = None
 

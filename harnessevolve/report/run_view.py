@@ -86,6 +86,8 @@ class _Fold:
         self.baseline: float | None = None
         self.stopped: dict[str, Any] | None = None
         self.training: list[dict[str, Any]] = []
+        self.environment: list[dict[str, Any]] = []
+        self.generated: list[dict[str, Any]] = []
         self.head: str | None = None
 
     def slot(self, gen: int, index: int) -> dict[str, Any]:
@@ -163,6 +165,10 @@ class _Fold:
             self.stopped = e
         elif name in (ev.PolicyTrained.NAME, ev.PolicyTrainingSkipped.NAME, ev.AgentModelChanged.NAME):
             self.training.append(e)
+        elif name == ev.EnvironmentStatus.NAME:
+            self.environment.append(e)
+        elif name == ev.TaskGenerated.NAME:
+            self.generated.append(e)
         elif name == ev.TestEvaluated.NAME:
             self.tests.append(
                 TestScores(
@@ -245,6 +251,8 @@ def load_run_view(run_dir: Path, *, with_git: bool = True) -> RunView:
         unknown_events=tuple(sorted({str(e.get("event")) for e in events} - KNOWN_EVENTS)),
         stopped=fold.stopped,
         training=tuple(fold.training),
+        environment=tuple(fold.environment),
+        generated=tuple(fold.generated),
         lock_owner=lock if lock and lock.get("run_id") == run_id else None,
         git_error=history.error if history else None,
     )

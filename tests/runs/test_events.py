@@ -101,6 +101,23 @@ SAMPLES: dict[str, dict] = {
     "policy_training_skipped": {"generation": 2, "model": "scripted/x", "skipped": "no successful rollout"},
     "agent_model_changed": {"generation": 2, "model": "local/torch:/c", "validation": 0.8},
     "test_evaluated": {"tasks": 4, "revisions": {"seed": "a", "evolved": "b"}, "scores": {"seed": 0.5}},
+    "task_generated": {
+        "generation": 1,
+        "task": "make-dir-01.chain-abc123",
+        "parent": "make-dir-01",
+        "maker": "chain",
+        "difficulty": {"steps": 2, "level": 2},
+        "kept": False,
+        "reason": "the current harness already passes it",
+    },
+    "environment_status": {
+        "generation": 1,
+        "pool": 2,
+        "in_batch": 1,
+        "passed_in_batch": 0,
+        "mean_level": 2.0,
+        "triggered": ["make-dir"],
+    },
 }
 
 
