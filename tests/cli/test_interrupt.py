@@ -22,7 +22,7 @@ import time
 from harnessevolve.models.policy import learner
 
 def agent(messages, tools):
-    time.sleep(0.05)
+    time.sleep(0.03)
     return learner(messages, tools)
 """
 
@@ -39,7 +39,7 @@ def start_run(tmp_path: Path, harness: Path) -> tuple[subprocess.Popen[str], Pat
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tmp_path), env.get("PYTHONPATH", "")) if p)
     args = [sys.executable, "-m", "harnessevolve", "run", "-H", str(harness), "-b", "shell-basics"]
-    args += ["-n", "4", "--batch-size", "8", "-m", "scripted/slowpolicy:agent", "--no-cache"]
+    args += ["-n", "3", "--batch-size", "4", "-m", "scripted/slowpolicy:agent", "--no-cache"]
     proc = subprocess.Popen(
         args,
         env=env,
@@ -58,7 +58,7 @@ def start_run(tmp_path: Path, harness: Path) -> tuple[subprocess.Popen[str], Pat
             return proc, found[-1]
         if proc.poll() is not None:
             pytest.fail(f"the run ended before the signal: {proc.communicate()}")
-        time.sleep(0.05)
+        time.sleep(0.03)
     proc.kill()
     pytest.fail("the run never reached its second generation")
 
@@ -67,9 +67,10 @@ def start_run(tmp_path: Path, harness: Path) -> tuple[subprocess.Popen[str], Pat
     "how", ["process group SIGINT", "process group SIGINT twice", "SIGTERM to the main process"]
 )
 def test_a_signal_ends_the_run_with_130_and_resume_finishes_it(
-    tmp_path: Path, harness_dir: Path, cli, how: str
+    tmp_path: Path, harness_dir: Path, cli, how: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     proc, run_dir = start_run(tmp_path, harness_dir)
+    monkeypatch.syspath_prepend(str(tmp_path))  # the resume below runs the same policy in-process
     if how.startswith("process group"):
         os.killpg(proc.pid, signal.SIGINT)
         if how.endswith("twice"):
