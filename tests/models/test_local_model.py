@@ -285,7 +285,11 @@ def test_local_model_threads_come_from_the_environment(monkeypatch) -> None:
     from harnessevolve.models.local import LocalModelConfig, LocalModelError
 
     monkeypatch.delenv("HARNESSEVOLVE_LOCAL_THREADS", raising=False)
+    monkeypatch.setattr("os.cpu_count", lambda: 4)
+    monkeypatch.setattr("os.getloadavg", lambda: (0.5, 0.5, 0.5))
     assert LocalModelConfig().n_threads == 2
+    monkeypatch.setattr("os.getloadavg", lambda: (3.6, 2.0, 1.0))  # the cores are busy: 1 thread
+    assert LocalModelConfig().n_threads == 1
     monkeypatch.setenv("HARNESSEVOLVE_LOCAL_THREADS", "1")
     assert LocalModelConfig().n_threads == 1
     monkeypatch.setenv("HARNESSEVOLVE_LOCAL_THREADS", "many")
