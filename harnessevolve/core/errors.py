@@ -54,6 +54,8 @@ class BenchmarkError(HarnessEvolveError):
 class TrajectoryError(HarnessEvolveError):
     """A trajectory file is not valid ATIF."""
 
+    default_hint = "fix the field named above; `harnessevolve traj validate FILE` checks a trajectory"
+
 
 class GateConfigError(HarnessEvolveError):
     """A gate configuration YAML is malformed."""

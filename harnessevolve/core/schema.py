@@ -109,7 +109,17 @@ def check(
     if found is None:
         return
     where, message = explain(found)
-    raise error(message, file=file, field=where)
+    raise error(clip_message(message), file=file, field=where)
+
+
+def clip_message(message: str, limit: int = 200) -> str:
+    """A violation's message kept to one readable line: jsonschema quotes the offending value whole
+    (a 100 MB ``steps`` list, a 900-deep ``extra``)."""
+    message = " ".join(message.split())
+    if len(message) <= limit:
+        return message
+    half = limit // 2 - 2
+    return f"{message[:half]} … {message[-half:]}"
 
 
 def explain(found: Any) -> tuple[str, str]:
@@ -194,4 +204,4 @@ def all_errors(document: Any, schema_name: str) -> list[tuple[str, str]]:
         explain(e)
         for e in sorted(validator.iter_errors(document), key=lambda e: [str(p) for p in e.absolute_path])
     )
-    return bad + [(where, message) for where, message in found if where not in seen]
+    return bad + [(where, clip_message(message)) for where, message in found if where not in seen]
