@@ -343,6 +343,26 @@ def harness_problems(files: Mapping[str, str | None]) -> list[Any]:
         return [replace(p, file="(harness)") if p.file.startswith(tmp) else p for p in problems]
 
 
+def write_changes(root: Path, changes: Mapping[str, str | None]) -> None:
+    """Write whole-file ``changes`` (None: delete) into the harness folder ``root``.
+
+    Every path is checked first, symlinks resolved: one that would land outside ``root`` (a
+    symlinked folder or file on the way out) raises ``EditError`` and nothing is written."""
+    from harnessevolve.core.containment import escape_of
+    from harnessevolve.core.files import atomic_write_text
+
+    for rel in changes:
+        problem = escape_of(root, rel, inside="the harness")
+        if problem is not None:
+            raise EditError(f"{rel} {problem}; the edit is not applied", file=rel)
+    for rel, text in changes.items():
+        path = Path(root) / rel
+        if text is None:
+            path.unlink(missing_ok=True)
+        else:
+            atomic_write_text(path, text)
+
+
 def apply_edits(
     files: Mapping[str, str], edits: Sequence[Mapping[str, Any]], editable: Sequence[str]
 ) -> dict[str, str | None]:

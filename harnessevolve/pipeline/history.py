@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from harnessevolve.core.errors import HarnessGitError
-from harnessevolve.core.files import atomic_write_json, atomic_write_text
+from harnessevolve.core.files import atomic_write_json
 from harnessevolve.core.redact import redact_obj
 from harnessevolve.gate.verdict import GateVerdict
 from harnessevolve.harness.git import HarnessRepo
+from harnessevolve.optimize.edits import write_changes
 from harnessevolve.optimize.proposal import Candidate
 from harnessevolve.pipeline.state import RunState
 from harnessevolve.pipeline.trials import Trial
@@ -32,12 +33,8 @@ from harnessevolve.runs.ledger import Ledger
 
 
 def write_candidate(harness_dir: Path, candidate: Candidate) -> None:
-    for rel, content in candidate.changes.items():
-        path = harness_dir / rel
-        if content is None:
-            path.unlink(missing_ok=True)
-        else:
-            atomic_write_text(path, content)
+    """The candidate's files into the harness; paths leaving it are refused before any write."""
+    write_changes(harness_dir, candidate.changes)
 
 
 class RunHistory:
