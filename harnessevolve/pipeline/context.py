@@ -47,7 +47,7 @@ def build_context(
     return ProposalContext(
         files=dict(current.files),
         editable=current.editable,
-        system_prompt_path=settings["system_prompt"],
+        system_prompt_path=settings.get("system_prompt", ""),  # external agents may have none
         examples_path=settings.get("examples") or doc_examples,
         clusters=tuple(clusters),
         instructions={tid: tasks[tid].instruction for tid in tasks},

@@ -1,0 +1,233 @@
+"""A scripted 2-generation ``run`` on each of the three runners (builtin, command, mini-swe-agent),
+through the CLI: each leaves an accepted and a reverted commit, and a ledger that tells the same story.
+
+The agents are scripted policies that solve a task (by replaying its gold calls) only when the
+harness carries the lesson the first edit adds, and fail once the second edit lands; the command
+runner's edits change ``agent.py`` itself, the mini-swe-agent runner's the templates in ``mini.yaml``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shlex
+import shutil
+from pathlib import Path
+from typing import Any
+
+import git
+import pytest
+import yaml
+from policies import FamilyLearner
+from run_args import run_args
+
+from harnessevolve.cli.app import app
+from harnessevolve.core.tasks import load_benchmark
+from harnessevolve.models.scripted import register_script, unregister_script
+from harnessevolve.runs.ledger import read_ledger
+
+BENCHMARK = Path(__file__).parents[2] / "benchmarks" / "shell-basics"
+REFERENCES = Path(__file__).parents[2] / "trajectories" / "shell-basics"
+FAMILIES = ("count-lines", "lookup-key")
+pytestmark = pytest.mark.skipif(not os.access("/usr/bin/bwrap", os.X_OK), reason="needs bubblewrap")
+
+
+@pytest.fixture(scope="module")
+def small_benchmark(tmp_path_factory) -> Path:
+    """shell-basics cut to two families (8 train, 4 validation, 4 test tasks) with their references."""
+    root = tmp_path_factory.mktemp("bench") / "shell-basics"
+    (root / "tasks").mkdir(parents=True)
+    shutil.copy(BENCHMARK / "benchmark.yaml", root / "benchmark.yaml")
+    (root / "trajectories").mkdir()
+    for path in sorted((BENCHMARK / "tasks").glob("*.yaml")):
+        if path.stem.rsplit("-", 1)[0] in FAMILIES:
+            shutil.copy(path, root / "tasks" / path.name)
+            reference = REFERENCES / f"{path.stem}.json"
+            if reference.is_file():
+                shutil.copy(reference, root / "trajectories" / reference.name)
+    return root
+
+
+def gold_policy(benchmark_dir: Path, solves, as_bash: bool = False):
+    """(messages, tools) -> reply: the next gold call of a count-lines task when ``solves(system)``,
+    else give up (so failed runs, and proposals, remain in every generation)."""
+    by_instruction = {t.instruction: t for t in load_benchmark(str(benchmark_dir)).tasks}
+
+    def find(text: str):
+        return next(t for i, t in by_instruction.items() if i in text)
+
+    def policy(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        system = messages[0]["content"]
+        task = find(messages[1]["content"])
+        turn = sum(1 for m in messages if m["role"] == "assistant")
+        if not solves(system) or task.tags[0] != "count-lines":  # lookup-key always fails: edits go on
+            call = ("submit", {"answer": "I do not know"})
+        else:
+            gold = task.gold[min(turn, len(task.gold) - 1)]
+            call = (gold.tool, dict(gold.arguments))
+        return (
+            {"tool_calls": [{"name": "bash", "arguments": {"command": to_bash(*call)}}]}
+            if as_bash
+            else {"tool_calls": [{"name": call[0], "arguments": call[1]}]}
+        )
+
+    return policy
+
+
+def to_bash(tool: str, arguments: dict[str, Any]) -> str:
+    """A gold call as the one bash command mini-swe-agent would run."""
+    if tool == "submit":
+        return (
+            f"printf 'COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\\n%s\\n' {shlex.quote(str(arguments['answer']))}"
+        )
+    if tool == "read_file":
+        return f"cat {shlex.quote(arguments['path'])}"
+    return str(arguments["command"])
+
+
+def optimizer(edits_by_round):
+    """A scripted optimizer model: the first proposal whose marker is not in the prompt yet."""
+
+    def reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
+        prompt = "\n".join(str(m.get("content")) for m in messages)
+        targets = re.findall(r"\[id: ([a-z_]+)\]", prompt)[:1]
+        for marker, edits in edits_by_round:
+            if marker not in prompt:
+                doc = {
+                    "summary": f"add {marker}",
+                    "rationale": "failed runs",
+                    "targets": targets,
+                    "edits": edits,
+                }
+                return json.dumps(doc)
+        return json.dumps({"summary": "nothing", "rationale": "", "targets": [], "edits": []})
+
+    return reply
+
+
+def check_story(harness: Path, result) -> list[dict[str, Any]]:
+    """Generation 1 accepted, generation 2 committed then reverted: in git and in the ledger alike."""
+    assert result.exit_code in (0, 1), result.output
+    repo = git.Repo(harness)
+    run_dir = next((harness / ".harnessevolve" / "runs").iterdir())
+    events = read_ledger(run_dir / "ledger.jsonl")
+    kinds = [e["event"] for e in events]
+    accepted = [e for e in events if e["event"] == "candidate_accepted"]
+    reverted = [e for e in events if e["event"] == "candidate_reverted"]
+    assert [e["generation"] for e in accepted] == [1] and [e["generation"] for e in reverted] == [2], kinds
+    finished = events[-1]
+    assert finished["event"] == "run_finished"
+    assert finished["accepted"] == [accepted[0]["sha"]] and finished["reverted"] == [reverted[0]["sha"]]
+    assert finished["rev"] == repo.head.commit.hexsha == reverted[0]["revert_sha"]
+    history = [c.hexsha for c in repo.iter_commits()]
+    assert history[:3] == [reverted[0]["revert_sha"], reverted[0]["sha"], accepted[0]["sha"]]
+    assert repo.commit(reverted[0]["revert_sha"]).summary.startswith("harnessevolve: revert ")
+    assert "Verdict: rejected by performance" in repo.commit(reverted[0]["sha"]).message
+    assert not repo.is_dirty(untracked_files=True)
+    return events
+
+
+@pytest.fixture
+def scripts():
+    names: list[str] = []
+
+    def register(name: str, policy) -> str:
+        register_script(name, policy)
+        names.append(name)
+        return f"scripted/{name}"
+
+    yield register
+    for name in names:
+        unregister_script(name)
+
+
+def test_builtin_runner_run(tmp_path: Path, cli, scripts, small_benchmark: Path) -> None:
+    harness = tmp_path / "builtin"
+    assert cli.invoke(app, ["init", str(harness)]).exit_code == 0
+    model = scripts("any-builtin", FamilyLearner(load_benchmark(str(small_benchmark))))
+    result = cli.invoke(
+        app, run_args(harness, model, "--proposer", "demo", benchmark=small_benchmark, batch_size=4)
+    )
+    events = check_story(harness, result)
+    trajectory = json.loads(
+        next((harness / ".harnessevolve" / "runs").rglob("trajectories/**/*.json")).read_text()
+    )
+    assert trajectory["extra"]["runner"] == "builtin"
+    assert any(e["event"] == "run_started" for e in events)
+
+
+HINT = "Read the files before you answer."
+PY_FIRST = [
+    {
+        "op": "replace_text",
+        "path": "agent.py",
+        "old": 'messages = [{"role": "system", "content": task["system_prompt"]}]',
+        "new": f'messages = [{{"role": "system", "content": task["system_prompt"] + "\\n{HINT}"}}]',
+    }
+]
+PY_SECOND = [{"op": "replace_text", "path": "agent.py", "old": 'range(loop["max_steps"])', "new": "range(1)"}]
+
+
+def test_command_runner_run_evolves_agent_code(tmp_path: Path, cli, scripts, small_benchmark: Path) -> None:
+    harness = tmp_path / "pyagent"
+    assert cli.invoke(app, ["init", str(harness), "--template", "python-agent"]).exit_code == 0
+    model = scripts("any-command", gold_policy(small_benchmark, lambda system: HINT in system))
+    opt = scripts("any-command-opt", optimizer([(HINT, PY_FIRST), ("range(1)", PY_SECOND)]))
+    args = run_args(
+        harness, model, "--proposer", "llm", "--optimizer-model", opt, benchmark=small_benchmark, batch_size=4
+    )
+    events = check_story(harness, cli.invoke(app, args))
+    accepted = next(e for e in events if e["event"] == "candidate_accepted")
+    repo = git.Repo(harness)
+    changed = repo.git.show("--name-only", "--format=", accepted["sha"]).split()
+    assert changed == ["agent.py"]  # the accepted edit is to the agent's code
+    assert HINT in (harness / "agent.py").read_text() and "range(1)" not in (harness / "agent.py").read_text()
+    trajectory = json.loads(
+        next((harness / ".harnessevolve" / "runs").rglob("trajectories/**/*.json")).read_text()
+    )
+    assert trajectory["extra"]["runner"] == "command" and trajectory["extra"]["model_calls"]
+
+
+TERSE = "Be terse."
+MINI_FIRST = [
+    {
+        "op": "replace_text",
+        "path": "mini.yaml",
+        "old": "    Every reply calls the bash tool exactly once.\n",
+        "new": f"    Every reply calls the bash tool exactly once.\n    {HINT}\n",
+    }
+]
+MINI_SECOND = [
+    {
+        "op": "replace_text",
+        "path": "mini.yaml",
+        "old": f"    {HINT}\n",
+        "new": f"    {HINT}\n    {TERSE}\n",
+    }
+]
+
+
+def test_mini_swe_agent_runner_run(tmp_path: Path, cli, scripts, small_benchmark: Path) -> None:
+    if importlib.util.find_spec("minisweagent") is None:  # not imported here: it prints at import
+        pytest.skip("needs the agents extra (mini-swe-agent)")
+    harness = tmp_path / "mini"
+    assert cli.invoke(app, ["init", str(harness), "--template", "mini-swe-agent"]).exit_code == 0
+    model = scripts(
+        "any-mini", gold_policy(small_benchmark, lambda s: HINT in s and TERSE not in s, as_bash=True)
+    )
+    opt = scripts("any-mini-opt", optimizer([(HINT, MINI_FIRST), (TERSE, MINI_SECOND)]))
+    args = run_args(
+        harness, model, "--proposer", "llm", "--optimizer-model", opt, benchmark=small_benchmark, batch_size=4
+    )
+    events = check_story(harness, cli.invoke(app, args))
+    config = yaml.safe_load((harness / "mini.yaml").read_text())
+    assert HINT in config["agent"]["system_template"] and TERSE not in config["agent"]["system_template"]
+    trajectory = json.loads(
+        next((harness / ".harnessevolve" / "runs").rglob("trajectories/**/*.json")).read_text()
+    )
+    assert (
+        trajectory["extra"]["runner"] == "mini-swe-agent" and trajectory["agent"]["name"] == "mini-swe-agent"
+    )
+    assert any(e["event"] == "candidate_accepted" for e in events)
