@@ -42,6 +42,11 @@ INFRASTRUCTURE_STOPS = frozenset(
 signal for an edit, a smoke run that hits one is inconclusive rather than failed."""
 
 
+BROKEN_AGENT_STOPS = frozenset({StopReason.AGENT_CRASHED, StopReason.BAD_TRAJECTORY, StopReason.OUTPUT_FLOOD})
+"""Stops that say an external agent's own code is broken (it crashed, wrote garbage ATIF, flooded):
+a smoke run that hits one fails the candidate before a batch is spent on it."""
+
+
 class Verdict(StrEnum):
     """What became of a candidate (the report's badge, the ``Verdict:`` trailer's first word)."""
 
