@@ -34,7 +34,8 @@ system-packages:
 $(VENV)/.installed: pyproject.toml | system-packages
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet -e ".[dev,local,train,tracking,ray,compare,nl2bash]"
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet -e ".[dev,local,train,tracking,ray,compare,nl2bash,mcp,bfcl,agents]"
+	$(BIN)/python -m pip install --quiet --no-deps 'bfcl-eval==2026.3.23'
 	touch $@
 
 demo: install
