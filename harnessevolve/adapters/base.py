@@ -31,10 +31,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from harnessevolve.adapters.bfcl import BFCLAdapter
 from harnessevolve.adapters.harbor import HarborAdapter, builtin_suites
 from harnessevolve.adapters.nl2bash import NL2BashAdapter
 from harnessevolve.core.errors import BenchmarkError
-from harnessevolve.core.tasks import Benchmark, builtin_benchmarks, load_benchmark, resolve_benchmark
+from harnessevolve.core.files import read_yaml
+from harnessevolve.core.schema import check
+from harnessevolve.core.tasks import (
+    Benchmark,
+    benchmark_settings,
+    builtin_benchmarks,
+    load_benchmark,
+    resolve_benchmark,
+)
 
 
 @runtime_checkable
@@ -61,6 +70,15 @@ class NativeAdapter:
         return True
 
     def load(self, spec: str) -> Benchmark:
+        root = resolve_benchmark(spec)
+        meta_file = root / "benchmark.yaml"
+        meta = read_yaml(meta_file, error=BenchmarkError)
+        if isinstance(meta, dict) and "adapter" in meta:  # the folder names its own adapter
+            check(meta, "benchmark", file=str(meta_file), error=BenchmarkError)
+            from harnessevolve.adapters.external import folder_adapter
+
+            search = benchmark_settings(meta, root, str(meta_file)).python_path
+            return folder_adapter(root, meta, str(meta_file), search).load(str(root))  # type: ignore[attr-defined]
         return load_benchmark(spec)
 
 
@@ -69,16 +87,17 @@ ADAPTERS: dict[str, BenchmarkAdapter] = {
     "harnessevolve": NativeAdapter(),
     "harbor": HarborAdapter(),
     "nl2bash": NL2BashAdapter(),
+    "bfcl": BFCLAdapter(),
 }
 
 
 def formats_hint() -> str:
     builtin = ", ".join(builtin_benchmarks() + builtin_suites()) or "none"
-    others = sorted(set(ADAPTERS) - {"harnessevolve", "harbor", "nl2bash"})
+    others = sorted(set(ADAPTERS) - {"harnessevolve", "harbor", "nl2bash", "bfcl"})
     extra = f"; registered adapters: {', '.join(f'{n}:...' for n in others)}" if others else ""
     return (
         f"built-in benchmarks: {builtin}; or a folder with benchmark.yaml; a Harbor task folder "
-        f"(or harbor:PATH); nl2bash[:SUBSET]{extra}"
+        f"(or harbor:PATH); nl2bash[:SUBSET]; bfcl[:CATEGORY[:INDEXES]]{extra}"
     )
 
 
@@ -115,11 +134,23 @@ def _resolve(spec: str, adapters: dict[str, BenchmarkAdapter]) -> Benchmark | No
     return None
 
 
-def load_benchmark_spec(spec: str) -> Benchmark:
+def load_benchmark_spec(spec: str, adapters: tuple[str, ...] = ()) -> Benchmark:
     """The benchmark a ``--benchmark`` value names, whatever its format (see the module docstring).
 
-    Adapters in ``ADAPTERS`` are tried first, installed (entry-point) adapters only when none fits.
+    ``adapters``: ``module:attr`` references (``--adapter``) imported and tried first, under their
+    own ``name``; then ``ADAPTERS``; installed (entry-point) adapters only when none fits.
     """
+    if adapters:
+        from harnessevolve.adapters.external import import_adapter
+
+        named: dict[str, BenchmarkAdapter] = {}
+        for ref in adapters:
+            adapter = import_adapter(ref)
+            named[str(adapter.name)] = adapter  # type: ignore[attr-defined]
+        ordered = {**named, **{k: v for k, v in ADAPTERS.items() if k not in named}}
+        benchmark = _resolve(spec, ordered)
+        if benchmark is not None:
+            return benchmark
     benchmark = _resolve(spec, ADAPTERS)
     if benchmark is None:
         benchmark = _resolve(spec, installed_adapters())

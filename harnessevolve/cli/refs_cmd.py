@@ -11,14 +11,28 @@ from rich.table import Table
 
 from harnessevolve.adapters import load_benchmark_spec
 from harnessevolve.cli._errors import handle_errors
-from harnessevolve.cli.options import Benchmark, Model, Seed
+from harnessevolve.cli.options import (
+    AdapterOption,
+    Benchmark,
+    Model,
+    Sandbox,
+    SandboxLimitsOption,
+    SandboxReadOnly,
+    Seed,
+    UnsafeNoSandbox,
+    read_only_paths,
+)
 from harnessevolve.cli.ui import console
 from harnessevolve.core import paths
+from harnessevolve.core.containment import check_output_path
 from harnessevolve.core.errors import BenchmarkError
 from harnessevolve.core.tasks import Benchmark as BenchmarkSuite
+from harnessevolve.execute.sandbox import make_sandbox
+from harnessevolve.execute.tool_server import benchmark_sandbox
 from harnessevolve.harness.load import load_harness
 from harnessevolve.pipeline.references import import_atif, replay_gold, save_reference
 from harnessevolve.pipeline.refgen import Generated, generate_reference, write_regret
+from harnessevolve.pipeline.scorer_setup import parse_limits
 
 OUT_HELP = (
     "Folder to write <task-id>.json into (default: the suite's trajectories/ folder, next to its tasks; "
@@ -33,6 +47,7 @@ def reference_output_dir(bench: BenchmarkSuite, out: Path | None) -> Path:
     checkout's ``trajectories/<name>`` (that is how they are maintained); a built-in suite of an
     installed package needs ``--out``."""
     if out is not None:
+        check_output_path(out, option="--out", kind="folder")
         if paths.inside_package(out):
             raise BenchmarkError(
                 "refusing to write into the installed harnessevolve package",
@@ -84,10 +99,15 @@ def import_gold(
             help="Import these ATIF files (each naming its task in extra.task_id) instead of replaying gold.",
         ),
     ] = None,
+    sandbox: Sandbox = "bwrap",
+    unsafe_no_sandbox: UnsafeNoSandbox = False,
+    sandbox_limits: SandboxLimitsOption = None,
+    sandbox_ro: SandboxReadOnly = None,
+    adapter: AdapterOption = None,
 ) -> None:
     """Build references by replaying each task's gold tool calls (so every observation is real), or
     import ATIF files with ``--from-atif``. Every file is checked before any is written."""
-    bench = load_benchmark_spec(benchmark)
+    bench = load_benchmark_spec(benchmark, tuple(adapter or ()))
     if from_atif:
         imported = import_atif(bench, from_atif)
         folder = reference_output_dir(bench, out)
@@ -99,8 +119,18 @@ def import_gold(
     tasks = bench.tasks if split == "all" else bench.split(split)  # type: ignore[arg-type]
     folder = reference_output_dir(bench, out)
 
+    box = benchmark_sandbox(
+        make_sandbox(
+            "none" if unsafe_no_sandbox else sandbox,
+            limits=parse_limits(sandbox_limits),
+            unsafe=unsafe_no_sandbox,
+        ),
+        bench,
+        read_only_paths(sandbox_ro),
+    )
+
     async def build() -> list[tuple[str, object]]:
-        return [(t.id, await replay_gold(agent, t)) for t in tasks if t.gold]
+        return [(t.id, await replay_gold(agent, t, sandbox=box)) for t in tasks if t.gold]
 
     built = asyncio.run(build())
     for task_id, trajectory in built:
@@ -126,10 +156,11 @@ def generate(
     ] = None,
     out: Annotated[Path | None, typer.Option(help=OUT_HELP)] = None,
     seed: Seed = 0,
+    adapter: AdapterOption = None,
 ) -> None:
     """Let the agent build references with the answer as a privileged hint; keep only genuine runs
     (the answer came from tool observations). Writes each task's pass rates and regret to regret.json."""
-    bench = load_benchmark_spec(benchmark)
+    bench = load_benchmark_spec(benchmark, tuple(adapter or ()))
     agent = load_harness(harness or paths.builtin_dir("harnesses") / "shell-agent")
     tasks = [bench.task(t) for t in task] if task else list(bench.split("train"))
     folder = reference_output_dir(bench, out)

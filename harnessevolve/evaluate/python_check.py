@@ -14,6 +14,7 @@ too much or outlives ``timeout_s`` fails with that cause in its message (never a
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
 import sys
@@ -57,7 +58,7 @@ def check_python(
         source = folder / "input.json"
         source.write_text(json.dumps(doc), encoding="utf-8")
         source.chmod(0o644)
-        command = shlex.join([sys.executable, "-P", "-B", "-s", str(MAIN), str(source)])
+        command = shlex.join([os.path.abspath(sys.executable), "-P", "-B", "-s", str(MAIN), str(source)])
         env = {
             "PATH": "/usr/local/bin:/usr/bin:/bin",
             "HOME": str(workspace),

@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import copy
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -24,7 +25,7 @@ from typing import Any
 
 import harnessevolve
 from harnessevolve.core.errors import SandboxError
-from harnessevolve.core.tasks import Task
+from harnessevolve.core.tasks import Benchmark, Task
 from harnessevolve.execute.sandbox import Sandbox, resolve_sandbox
 from harnessevolve.execute.sandbox_launch import finish_process
 from harnessevolve.execute.tools import ToolResult, truncate
@@ -102,7 +103,7 @@ class ToolServer:
         """Launch the server for ``task`` in ``workspace``; raises ``ToolServerError`` when it
         cannot start (the cause in the message)."""
         chosen = with_read_only(resolve_sandbox(sandbox), python_runtime_paths() + task.python_path)
-        command = "exec " + shlex.join([sys.executable, "-P", "-B", "-s", str(SERVER_MAIN)])
+        command = "exec " + shlex.join([os.path.abspath(sys.executable), "-P", "-B", "-s", str(SERVER_MAIN)])
         env = tool_env(workspace, {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8"})
         with chosen.launch(command, workspace, env) as launch:
             proc = await asyncio.create_subprocess_exec(
@@ -202,3 +203,26 @@ class ToolServer:
         self._drain.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await self._drain
+
+
+def needs_python(benchmark: Benchmark) -> bool:
+    """True when some task has Python or MCP tools or a ``python`` check."""
+    return any(t.needs_tool_server or any(c.type == "python" for c in t.checks) for t in benchmark.tasks)
+
+
+def benchmark_sandbox(
+    sandbox: Sandbox | None, benchmark: Benchmark, extra: tuple[str, ...] = ()
+) -> Sandbox | None:
+    """The run's sandbox for ``benchmark``: showing ``extra`` (``--sandbox-ro``) and every task's
+    read-only paths, plus the Python runtime and the tasks' ``python_path`` when the benchmark has
+    Python code (so its checks run there too). None stays None when nothing needs adding."""
+    paths = list(extra)
+    for task in benchmark.tasks:
+        paths += task.read_only_paths
+    if needs_python(benchmark):
+        paths += python_runtime_paths()
+        for task in benchmark.tasks:
+            paths += task.python_path
+    if not paths:
+        return sandbox
+    return with_read_only(resolve_sandbox(sandbox), tuple(paths))

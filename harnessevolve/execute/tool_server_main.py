@@ -38,24 +38,38 @@ def _alarm(signum: int, frame: object) -> None:
     raise ToolTimeout
 
 
-def jsonable(value: Any, depth: int = 0) -> Any:
-    """A JSON view of a tool object's state: containers recursively, objects by their attributes."""
-    if depth > 40:
-        return repr(value)
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, float):
-        return value if value == value and abs(value) != float("inf") else repr(value)
-    if isinstance(value, dict):
-        return {str(k): jsonable(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(v, depth + 1) for v in value]
-    if isinstance(value, set | frozenset):
-        return sorted((jsonable(v, depth + 1) for v in value), key=repr)
-    if hasattr(value, "__dict__"):
-        attrs = {k: jsonable(v, depth + 1) for k, v in vars(value).items() if not k.startswith("_")}
-        return {"__class__": type(value).__name__, **attrs}
-    return repr(value)
+MAX_STATE_NODES = 200_000
+"""A state snapshot stops descending after this many values (the rest is marked as cut)."""
+
+
+def jsonable(value: Any) -> Any:
+    """A JSON view of a tool object's state: containers recursively, objects by their public
+    attributes; an object met again on the same path (a parent link) is written as a marker."""
+    budget = [MAX_STATE_NODES]
+
+    def walk(item: Any, path: frozenset[int], depth: int) -> Any:
+        budget[0] -= 1
+        if budget[0] < 0 or depth > 60:
+            return "<cut>"
+        if item is None or isinstance(item, bool | int | str):
+            return item
+        if isinstance(item, float):
+            return item if item == item and abs(item) != float("inf") else repr(item)
+        if id(item) in path:
+            return f"<cycle: {type(item).__name__}>"
+        inner = path | {id(item)}
+        if isinstance(item, dict):
+            return {str(k): walk(v, inner, depth + 1) for k, v in item.items()}
+        if isinstance(item, list | tuple):
+            return [walk(v, inner, depth + 1) for v in item]
+        if isinstance(item, set | frozenset):
+            return sorted((walk(v, inner, depth + 1) for v in item), key=repr)
+        if hasattr(item, "__dict__"):
+            attrs = {k: walk(v, inner, depth + 1) for k, v in vars(item).items() if not k.startswith("_")}
+            return {"__class__": type(item).__name__, **attrs}
+        return repr(item)
+
+    return walk(value, frozenset(), 0)
 
 
 def resolve(ref: str) -> tuple[str, Any, str]:
@@ -151,7 +165,8 @@ class Server:
         return offered
 
     async def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        entry: dict[str, Any] = {"tool": name, "arguments": arguments}
+        # The log keeps copies: a tool may keep (and later change) the very lists it was given or returned.
+        entry: dict[str, Any] = {"tool": name, "arguments": json.loads(json.dumps(arguments))}
         self.calls.append(entry)
         try:
             result = await self._invoke(name, arguments)
@@ -161,7 +176,8 @@ class Server:
             reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}".splitlines()[0][:1000]}
         else:
             reply = self._encoded(result)
-        entry.update({"result": reply.get("result"), "error": reply.get("error")})
+        logged = json.loads(json.dumps(reply["result"])) if reply.get("ok") else None
+        entry.update({"result": logged, "error": reply.get("error")})
         return reply
 
     def _encoded(self, result: Any) -> dict[str, Any]:
@@ -190,10 +206,13 @@ class Server:
             return self.functions[name](**arguments)
 
     def state(self) -> dict[str, Any]:
-        objects = {}
+        objects: dict[str, Any] = {}
         for owner, obj in self.objects.items():
-            custom = getattr(obj, "harnessevolve_state", None)
-            objects[owner] = jsonable(custom() if callable(custom) else obj)
+            try:
+                custom = getattr(obj, "harnessevolve_state", None)
+                objects[owner] = jsonable(custom() if callable(custom) else obj)
+            except Exception as exc:  # noqa: BLE001 - a state that cannot be read is recorded as such
+                objects[owner] = {"__error__": f"{type(exc).__name__}: {exc}"[:500]}
         return {"objects": objects, "calls": jsonable(self.calls)}
 
 
@@ -217,12 +236,18 @@ async def serve(reader: Any, write: Any) -> None:
     write({"ok": True, "tools": offered})
     try:
         while (request := await next_request()) is not None:
-            if request.get("op") == "call":
-                write(await server.call(str(request.get("tool")), request.get("arguments") or {}))
-            elif request.get("op") == "state":
-                write({"ok": True, "state": server.state()})
-            else:
-                write({"ok": False, "error": f"unknown op {request.get('op')!r}"})
+            try:
+                if request.get("op") == "call":
+                    reply = await server.call(str(request.get("tool")), request.get("arguments") or {})
+                elif request.get("op") == "state":
+                    reply = {"ok": True, "state": server.state()}
+                else:
+                    reply = {"ok": False, "error": f"unknown op {request.get('op')!r}"}
+            except BaseException as exc:  # noqa: BLE001 - the server itself keeps serving
+                if isinstance(exc, KeyboardInterrupt | SystemExit):
+                    raise
+                reply = {"ok": False, "error": f"tool server: {type(exc).__name__}: {exc}"[:1000]}
+            write(reply)
     finally:
         with contextlib.suppress(Exception):
             await server.stack.aclose()

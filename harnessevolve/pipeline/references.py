@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from harnessevolve.core import atif
@@ -70,7 +71,7 @@ def first_tool_error(trajectory: Trajectory) -> str:
         call = step.tool_calls[0] if step.tool_calls else None
         seen = " | ".join(step.observations[0].content.split("\n")).strip() if step.observations else ""
         name = f"{call.function_name}({json.dumps(call.arguments)[:120]})" if call else "the reply"
-        detail = f": {seen[:300]}" if seen else ""
+        detail = f": {seen[:300]}" if seen and seen.removeprefix("error: ") not in error else ""
         return f"step {step.step_id}: {name} -> {error}{detail}"
     return ""
 
@@ -85,7 +86,11 @@ async def replay_gold(harness: Harness, task: Task, *, sandbox: Sandbox | None =
     if not task.gold:
         raise BenchmarkError(f"task {task.id} has no gold solution to replay", field="gold")
     name = f"gold-{task.id}-{next(_counter)}"
-    register_script(name, gold_replies(task))
+    replies = gold_replies(task)
+    # The replay makes exactly the gold calls: the harness's step limit and repeat stop must not cut it.
+    loop = replace(harness.loop, max_steps=max(harness.loop.max_steps, len(replies) + 1), stop_on_repeat=0)
+    harness = replace(harness, loop=loop)
+    register_script(name, replies)
     workspace = await create_workspace(task, sandbox=sandbox)
     try:
         trajectory = await run_agent(
