@@ -299,11 +299,18 @@ MAX_OUTPUT_BYTES = MAX_FILE_BYTES + 65536
 """A check's command printing more than this is cut off there (and killed): its output is kept in memory."""
 
 
+EXIT_DRAIN_S = 0.5
+"""After the command exits, how long output is still read from what it left running."""
+
+
 def run_process(
     argv: list[str], cwd: Path, env: dict[str, str], *, timeout_s: float, with_stderr: bool = True
 ) -> BashRun:
     """Run ``argv`` in its own process group, keeping at most ``MAX_OUTPUT_BYTES`` of its output;
-    after ``timeout_s`` (or past the output cap) the whole group is killed."""
+    after ``timeout_s`` (or past the output cap) the whole group is killed. It times out only when
+    the command itself is still running at the deadline: background children it leaves (a daemon
+    holding stdout open) get ``EXIT_DRAIN_S`` more to write, then the group is killed and the
+    command's own exit status counts."""
     proc = subprocess.Popen(
         argv,
         cwd=cwd,
@@ -318,15 +325,21 @@ def run_process(
     size = 0
     deadline = time.monotonic() + timeout_s
     timed_out = False
+    exited_at: float | None = None
     try:
         with selectors.DefaultSelector() as selector:
             selector.register(proc.stdout, selectors.EVENT_READ)
             while size <= MAX_OUTPUT_BYTES:
-                left = deadline - time.monotonic()
+                now = time.monotonic()
+                if exited_at is None and proc.poll() is not None:
+                    exited_at = now  # the command is done; what it left behind may hold the pipe open
+                if exited_at is not None and now - exited_at > EXIT_DRAIN_S:
+                    break  # a background child keeps stdout open: not a timeout, it is killed below
+                left = deadline - now
                 if left <= 0:
-                    timed_out = True
+                    timed_out = exited_at is None
                     break
-                if not selector.select(min(left, 1.0)):
+                if not selector.select(min(left, 0.1 if exited_at is not None else 0.25)):
                     continue
                 chunk = os.read(proc.stdout.fileno(), 65536)
                 if not chunk:
