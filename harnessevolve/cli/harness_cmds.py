@@ -24,14 +24,41 @@ def templates() -> list[str]:
     return sorted(p.name for p in root.iterdir() if (p / "harness.yaml").is_file()) if root.is_dir() else []
 
 
+def print_templates() -> None:
+    """Each template with the runner it names (``agent.kind``) and its description."""
+    from rich.table import Table
+
+    from harnessevolve.core.files import read_yaml
+
+    table = Table("template", "runner", "description")
+    for name in templates():
+        doc = read_yaml(paths.builtin_dir("harnesses") / name / "harness.yaml", error=HarnessError)
+        table.add_row(
+            name, str((doc.get("agent") or {}).get("kind", "builtin")), str(doc.get("description", ""))
+        )
+    console.print(table)
+
+
 @handle_errors
 def init(
-    directory: Annotated[Path, typer.Argument(help="Where to create the harness (new or empty folder).")],
+    directory: Annotated[
+        Path | None, typer.Argument(help="Where to create the harness (new or empty folder).")
+    ] = None,
     template: Annotated[
-        str, typer.Option("--template", "-t", help="A template from harnesses/.")
+        str, typer.Option("--template", "-t", help="A template from harnesses/ (see --list-templates).")
     ] = "shell-agent",
+    list_templates: Annotated[
+        bool, typer.Option("--list-templates", help="List the templates and the runner each uses, then exit.")
+    ] = False,
 ) -> None:
     """Create a harness from a template and commit it (a new repo, or a folder of the enclosing one)."""
+    if list_templates:
+        print_templates()
+        return
+    if directory is None:
+        raise HarnessError(
+            "missing DIRECTORY", field="DIRECTORY", hint="harnessevolve init DIR [--template NAME]"
+        )
     source = paths.builtin_dir("harnesses") / template
     if not (source / "harness.yaml").is_file():
         raise HarnessError(
