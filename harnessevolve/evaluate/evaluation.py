@@ -7,6 +7,7 @@ when there is one). It never raises for anything the agent did.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,9 +44,13 @@ def evaluate_rollout(
     reference: Trajectory | None,
     *,
     runner: CommandRunner,
+    tools: Iterable[Any] | None = None,
 ) -> Evaluation:
     """``runner``: how checks run programs and read workspace files: the pipeline's sandboxed one
-    (``pipeline.sandboxed_checks``); there is no host default."""
+    (``pipeline.sandboxed_checks``); there is no host default. ``tools``: every tool definition
+    the agent was offered (harness and task), for the offered-tool check and schema-typed argument
+    comparison when the trajectory does not carry them (ATIF v1.5 ``agent.tool_definitions``);
+    give all or none, since a call of a tool missing from the list counts as ``unknown_tool``."""
     if workspace is None:
         score, passed, details = 0.0, False, ("workspace setup failed",)
     else:
@@ -57,8 +62,8 @@ def evaluate_rollout(
     signal = None
     if not passed:
         signal = (
-            first_divergence(trajectory, reference, score=score)
+            first_divergence(trajectory, reference, score=score, tools=tools)
             if reference is not None
-            else signal_without_reference(trajectory, score=score)
+            else signal_without_reference(trajectory, score=score, tools=tools)
         )
     return Evaluation(task_id=task.id, score=score, passed=passed, checks=details, signal=signal)
