@@ -21,13 +21,16 @@ from __future__ import annotations
 import copy
 import gzip
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harnessevolve.core import atif
-from harnessevolve.core.atif import Trajectory
-from harnessevolve.core.signals import Cause
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from harnessevolve.core import atif  # noqa: E402
+from harnessevolve.core.atif import Trajectory  # noqa: E402
+from harnessevolve.core.signals import Cause  # noqa: E402
 
 FORMAT_VERSION = 1
 DIR = Path(__file__).resolve().parent / "external"
@@ -115,3 +118,25 @@ def export(items: list[ExternalItem], out: Path) -> None:
             }
         )
     (out / "labels.json").write_text(json.dumps(labels, indent=1))
+
+
+def main() -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        description="Write labelled runs of the external set as plain ATIF files."
+    )
+    parser.add_argument("--export", type=Path, required=True, metavar="DIR", help="folder to write into")
+    parser.add_argument("--set", choices=("tune", "heldout"), default="tune")
+    parser.add_argument("--kind", default=None, help="only this perturbation kind (drop, loop, ...)")
+    parser.add_argument("--limit", type=int, default=None, help="at most this many runs")
+    args = parser.parse_args()
+    items = read_set(TUNE if args.set == "tune" else HELD_OUT)
+    items = [i for i in items if args.kind is None or i.kind == args.kind][: args.limit]
+    export(items, args.export)
+    print(f"{len(items)} runs (NNNN-run.json, NNNN-ref.json) and labels.json in {args.export}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

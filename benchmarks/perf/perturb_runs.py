@@ -554,11 +554,18 @@ class Perturber:
         elif label == "last_call":
             calls = [e for e in evs if e["t"] == "call"]
             step = step_of[id(calls[-1])] if calls else None
-        else:  # "slot": the step right after the last call before the gap or event (or the first user step)
+        else:  # "slot": where run and reference first differ step for step (see alignment.py)
+            turns = [sum(x["t"] == "user" for x in evs[: i + 1]) for i in range(len(evs))]
             gap = next(i for i, e in enumerate(evs) if e is target)
             before = [i for i in range(gap) if evs[i]["t"] == "call"]
-            start = before[-1] + 1 if before else 1
-            step = next(step_of[id(e)] for e in evs[start:] if e["t"] != "gap")
+            start = before[-1] + 1 if before else 0
+            step = next(
+                step_of[id(e)]
+                for i, e in enumerate(evs[start:], start)
+                if e["t"] != "gap"
+                and turns[i] >= turns[gap]
+                and not (turns[i] == turns[gap] and e["t"] == "user")
+            )
         return {
             "kind": kind,
             "cause": made["cause"],

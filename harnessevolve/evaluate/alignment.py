@@ -18,9 +18,11 @@ are compared in order; at the first mismatch:
 **Step convention** (the same in ``diff``, the ledger, clusters and reports): ``step`` is the ATIF
 ``step_id`` in the run and ``reference_step`` the ATIF ``step_id`` in the reference, each of the
 step holding the action at the divergence. When the run *lacks* an action (a skipped step), its
-``step`` is the step right after the last action it got right: the step that holds the action it
-did instead, or the user step that began the next turn when the skipped call ended a turn. While
-the run matches the reference step for step, ``step == reference_step``.
+``step`` is where the two first differ step for step: the first step after the last action the
+run got right that is not in an earlier turn than the missing action's, nor the user message that
+opens its turn. That is the step holding what the run did instead, or, when the skipped call
+ended a turn, the user step that began the next one. While the run matches the reference step for
+step, ``step == reference_step``.
 """
 
 from __future__ import annotations
@@ -99,6 +101,8 @@ class _Context:
     turns_comparable: bool
     opening: int | None
     """The run's first user step (a skipped first action belonged right after it)."""
+    steps: list[tuple[int, int, str]]
+    """The run's steps as (step_id, turn, source); a user step belongs to the turn it opens."""
 
     def signal(
         self, cause: Cause, act: Action | None, exp: Action | None, hint: str, *, step: int | None = None
@@ -203,8 +207,17 @@ def first_divergence(
         gaps=list(run_list.gaps),
         turns_comparable=run_list.turns == ref_list.turns,
         opening=next((s.step_id for s in trajectory.steps if s.source == "user"), None),
+        steps=_step_turns(trajectory),
     )
     return _walk(ctx, trajectory)
+
+
+def _step_turns(trajectory: Trajectory) -> list[tuple[int, int, str]]:
+    out, turn = [], 0
+    for step in trajectory.steps:
+        turn += step.source == "user"
+        out.append((step.step_id, turn, step.source))
+    return out
 
 
 def _walk(ctx: _Context, trajectory: Trajectory) -> ErrorSignal:
@@ -263,9 +276,17 @@ def _extra(ctx: _Context, act: Action, exp: Action) -> ErrorSignal:
     )
 
 
-def _slot(ctx: _Context, act: Action, last: Action | None) -> int:
-    """The run's step where a skipped action belonged (see the module docstring): right after the
-    last action it got right, else right after the first user step."""
+def _slot(ctx: _Context, act: Action, last: Action | None, exp: Action) -> int:
+    """The run's step where the skipped ``exp`` belonged (see the module docstring): the first step
+    after the last action the run got right that is neither in an earlier turn than ``exp``'s nor
+    the user step opening ``exp``'s turn (the run and the reference still agree on those)."""
+    after = last.step_id if last is not None else 0
+    if ctx.turns_comparable:
+        for step_id, turn, source in ctx.steps:
+            if step_id <= after or turn < exp.turn or (turn == exp.turn and source == "user"):
+                continue
+            return min(step_id, act.step_id)
+        return act.step_id
     before = last.step_id if last is not None else ctx.opening
     return act.step_id if before is None else min(act.step_id, before + 1)
 
@@ -295,8 +316,8 @@ def _classify(ctx: _Context, i: int, j: int, diff: Difference, last: Action | No
         )
     later_turn = ctx.turns_comparable and act.turn > exp.turn
     if ctx.same(act, nxt_ref) or (later_turn and not exp.is_finish):
-        hint = f"step {_slot(ctx, act, last)}: skipped {_describe(exp)} and went to {_describe(act)}"
-        return ctx.signal(Cause.SKIPPED_STEP, act, exp, hint, step=_slot(ctx, act, last))
+        hint = f"step {_slot(ctx, act, last, exp)}: skipped {_describe(exp)} and went to {_describe(act)}"
+        return ctx.signal(Cause.SKIPPED_STEP, act, exp, hint, step=_slot(ctx, act, last, exp))
     harmless = read_only(act, ctx.tools) and not exp.is_finish
     earlier_turn = ctx.turns_comparable and act.turn < exp.turn
     if ctx.same(nxt, exp) or earlier_turn:
