@@ -16,7 +16,8 @@ from harnessevolve.core.errors import HarnessEvolveError, SchemaError
 def load_schema(name: str) -> dict[str, Any]:
     """The schema ``harnessevolve/schemas/<name>.schema.json``."""
     text = resources.files("harnessevolve.schemas").joinpath(f"{name}.schema.json").read_text()
-    return json.loads(text)
+    schema: dict[str, Any] = json.loads(text)
+    return schema
 
 
 def json_path(parts: Any) -> str:
@@ -152,7 +153,7 @@ def _narrow(found: Any) -> Any:
         branches: dict[int, list[Any]] = {}
         for sub in found.context:
             branches.setdefault(sub.schema_path[0], []).append(sub)
-        consts = {}  # discriminator key -> the values the branches allow
+        consts: dict[str, Any] = {}  # discriminator key -> the values the branches allow
         for branch in found.validator_value:
             for key, spec in branch.get("properties", {}).items():
                 if isinstance(spec, dict) and "const" in spec:

@@ -152,7 +152,7 @@ def _safe_relative(path: str, *, file: str, field: str) -> str:
     return str(pure)
 
 
-def gold_calls(doc: dict) -> tuple[GoldCall, ...]:
+def gold_calls(doc: dict[str, Any]) -> tuple[GoldCall, ...]:
     """The task's gold solution as tool calls; a ``gold_script`` becomes one bash call per line."""
     if "gold_script" not in doc:
         return tuple(GoldCall(g["tool"], g["arguments"], g.get("turn", 0)) for g in doc.get("gold", []))
@@ -255,7 +255,7 @@ def load_benchmark(name_or_dir: str) -> Benchmark:
     return Benchmark(name=meta["name"], root=root, tasks=tasks, description=meta.get("description", ""))
 
 
-def benchmark_settings(meta: dict, root: Path, file: str) -> BenchmarkSettings:
+def benchmark_settings(meta: dict[str, Any], root: Path, file: str) -> BenchmarkSettings:
     """``python_path`` (default: the benchmark folder) and ``sandbox_ro`` of ``benchmark.yaml``, as
     absolute paths; a folder that does not exist is an error."""
 

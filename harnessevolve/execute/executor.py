@@ -44,6 +44,13 @@ def rollout_seed(seed: int, task_id: str) -> int:
 
 
 class Executor(Protocol):
+    sandbox: Sandbox | None
+    """Where every command of every rollout runs (None: the default sandbox); checks of a rollout's
+    effects run there too."""
+    meters_remotely: bool
+    """True when rollouts run in other processes, whose model calls this process's usage meter
+    never sees (the scorer then meters them from their trajectories)."""
+
     async def run(
         self,
         harness: Harness,
@@ -57,6 +64,8 @@ class Executor(Protocol):
 
 class LocalExecutor:
     """Runs rollouts as asyncio tasks in this process, at most ``concurrency`` at once."""
+
+    meters_remotely = False
 
     def __init__(self, concurrency: int = 4, sandbox: Sandbox | None = None) -> None:
         """``sandbox`` runs every command of every rollout; None means the default sandbox."""

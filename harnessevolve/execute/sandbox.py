@@ -68,6 +68,10 @@ class Sandbox(Protocol):
         self, command: str, workspace: Path, env: Mapping[str, str], *, read_only: ReadOnly = ()
     ) -> AbstractContextManager[Launch]: ...
 
+    def check(self) -> None:
+        """Raise ``SandboxError`` (with a hint) when this sandbox cannot work on this machine."""
+        ...
+
 
 class UnsafeNoSandbox:
     """No isolation: ``bash -c`` on the host, in the workspace, with the scrubbed environment.
@@ -80,6 +84,9 @@ class UnsafeNoSandbox:
 
     def __init__(self, limits: SandboxLimits | None = None) -> None:
         self.limits = limits or SandboxLimits()
+
+    def check(self) -> None:
+        """Always works: there is nothing to set up."""
 
     @contextlib.contextmanager
     def launch(
@@ -137,9 +144,7 @@ def make_sandbox(name: str, *, limits: SandboxLimits | None = None, unsafe: bool
             "the 'none' sandbox runs agent commands unisolated on this machine", hint=UNSAFE_HINT
         )
     sandbox = SANDBOXES[name](limits)
-    check = getattr(sandbox, "check", None)
-    if check is not None:
-        check()
+    sandbox.check()
     return sandbox
 
 

@@ -116,7 +116,7 @@ def mcnemar_p_value(wins: int, losses: int) -> float:
     n = wins + losses
     if n == 0:
         return 1.0
-    return sum(math.comb(n, k) for k in range(wins, n + 1)) / 2**n
+    return float(sum(math.comb(n, k) for k in range(wins, n + 1)) / 2**n)
 
 
 def paired_gain_ci(

@@ -162,3 +162,11 @@ class Proposer(Protocol):
     async def propose(self, context: ProposalContext) -> Candidate | None: ...
 
     async def revise(self, context: ProposalContext, candidate: Candidate, reason: str) -> Candidate: ...
+
+
+class ProposerChain(Proposer, Protocol):
+    """What the pipeline drives (``registry.make_proposer``): proposers asked in turn. ``failures``
+    holds the ``ProposalFailed`` of the last ``propose`` or ``revise`` call, for the ledger; the
+    pipeline clears it once recorded."""
+
+    failures: list[ProposalFailed]

@@ -61,9 +61,10 @@ class ChainProposer:
         self.failures = []
         owner = next((p for p in self.proposers if p.name == candidate.proposer), None)
         try:
-            if owner is None or not hasattr(owner, "revise"):
+            if owner is None:
                 raise ProposalFailed(
-                    candidate.proposer, [f"cannot revise: proposer {candidate.proposer!r} does not revise"]
+                    candidate.proposer,
+                    [f"cannot revise: {candidate.proposer!r} is not in the chain"],
                 )
             return await owner.revise(context, candidate, reason)
         except ProposalFailed as failed:

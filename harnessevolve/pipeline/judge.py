@@ -19,6 +19,7 @@ from harnessevolve.core.files import atomic_write_text
 from harnessevolve.core.tasks import Benchmark, Task
 from harnessevolve.gate.config import GateConfig
 from harnessevolve.gate.leakage import aleakage_gate
+from harnessevolve.gate.noise import Decision
 from harnessevolve.gate.performance import heldout_gate, mean, performance_gate, performance_verdict
 from harnessevolve.gate.quality import quality_gate
 from harnessevolve.gate.verdict import GateVerdict
@@ -206,6 +207,12 @@ class CandidateJudge:
             pool = batch
         else:
             pool = batch + [t for t in self.benchmark.split("train") if t not in batch]
+        ledger = self.ledger
+
+        def log_increment(decision: Decision) -> None:
+            if ledger is not None:
+                ledger.append(PerformanceIncrement(generation=generation, **decision.numbers))
+
         decision = await sequential_decision(
             self.repeated,
             current,
@@ -214,9 +221,7 @@ class CandidateJudge:
             config,
             seed=self.seed * 100_003 + generation,
             label=label,
-            on_increment=None
-            if self.ledger is None
-            else lambda d: self.ledger.append(PerformanceIncrement(generation=generation, **d.numbers)),
+            on_increment=log_increment,
         )
         judgement.train_candidate = decision.numbers.get("candidate", judgement.train_candidate)
         return performance_verdict(decision, recent, config)

@@ -58,7 +58,7 @@ class Scorer:
     ) -> None:
         self.executor = executor
         self.cache = cache
-        self.check_runner = sandboxed_runner(getattr(executor, "sandbox", None))
+        self.check_runner = sandboxed_runner(executor.sandbox)
         """Effect checks run the agent's command: in the executor's sandbox."""
         self.model = model
         self.seed = seed
@@ -149,7 +149,7 @@ class Scorer:
                 remove_workspace(rollout.workspace)
         trajectory = rollout.trajectory.with_extra(score=evaluation.score, passed=evaluation.passed)
         tokens = _tokens(trajectory)
-        if getattr(self.executor, "meters_remotely", False):
+        if self.executor.meters_remotely:
             meter_remote_rollout(trajectory, model)
         self.rollouts += 1
         self.tokens += tokens

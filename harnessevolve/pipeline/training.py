@@ -80,29 +80,29 @@ def train_generation(
     try:
         result = train_from_run(run_dir, config, base_model=base, out_dir=out_dir)
     except NoTrainingDataError as exc:
-        record = {"generation": state.generation, "model": agent_model, "skipped": exc.message}
+        skipped = PolicyTrainingSkipped(generation=state.generation, model=agent_model, skipped=exc.message)
         if ledger is not None:
-            ledger.append(PolicyTrainingSkipped(**record))
-        return TrainOutcome(agent_model, record)
+            ledger.append(skipped)
+        return TrainOutcome(agent_model, skipped.fields())
     finally:
         state.stage = previous_stage
     if is_torch_model(agent_model):
         release_models(agent_model)  # the previous checkpoint's weights are not needed any more
-    record = {
-        "generation": state.generation,
-        "mode": result.mode,
-        "base_model": base_model or agent_model,
-        "model": result.model,
-        "checkpoint": str(result.checkpoint),
-        "samples": result.samples,
-        "trained_tokens": result.trained_tokens,
-        "tokens": result.tokens,
-        "loss_before": round(result.loss_before, 5),
-        "loss_after": round(result.loss_after, 5),
-        "train_s": round(result.seconds, 2),
-        "seconds": round(time.monotonic() - started, 2),
-        "tokens_per_s": round(result.tokens_per_s, 1),
-    }
+    trained = PolicyTrained(
+        generation=state.generation,
+        mode=result.mode,
+        base_model=base_model or agent_model,
+        model=result.model,
+        checkpoint=str(result.checkpoint),
+        samples=result.samples,
+        trained_tokens=result.trained_tokens,
+        tokens=result.tokens,
+        loss_before=round(result.loss_before, 5),
+        loss_after=round(result.loss_after, 5),
+        train_s=round(result.seconds, 2),
+        seconds=round(time.monotonic() - started, 2),
+        tokens_per_s=round(result.tokens_per_s, 1),
+    )
     if ledger is not None:
-        ledger.append(PolicyTrained(**record))
-    return TrainOutcome(result.model, record)
+        ledger.append(trained)
+    return TrainOutcome(result.model, trained.fields())

@@ -17,7 +17,7 @@ from typing import Any
 
 from harnessevolve.core.tasks import Task
 from harnessevolve.harness.model import Harness
-from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed, Proposer
+from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed, ProposerChain
 from harnessevolve.pipeline.budget import spending
 from harnessevolve.pipeline.judge import CandidateJudge, Judgement, scratch_harness
 from harnessevolve.runs.events import (
@@ -77,7 +77,7 @@ class TrialRunner:
         self,
         *,
         judge: CandidateJudge,
-        proposer: Proposer,
+        proposer: ProposerChain,
         ledger: Ledger,
         candidates: int = 1,
         max_revisions: int = 3,
@@ -150,16 +150,14 @@ class TrialRunner:
 
     async def revise(self, generation: int, trial: Trial, reason: str) -> bool:
         """Ask the proposer to fix a screened-out candidate; False when there is no revision."""
-        revise = getattr(self.proposer, "revise", None)
-        if revise is None or trial.revisions >= self.max_revisions:
-            if revise is not None:
-                self.ledger.append(
-                    RevisionLimit(generation=generation, candidate=trial.index + 1, revisions=trial.revisions)
-                )
+        if trial.revisions >= self.max_revisions:
+            self.ledger.append(
+                RevisionLimit(generation=generation, candidate=trial.index + 1, revisions=trial.revisions)
+            )
             return False
         try:
             with spending("optimize", self.proposer.name):
-                revised = await revise(trial.context, trial.candidate, reason)
+                revised = await self.proposer.revise(trial.context, trial.candidate, reason)
         except ProposalFailed as exc:
             self.ledger.append(
                 RevisionFailed(
@@ -167,7 +165,7 @@ class TrialRunner:
                 )
             )
             return False
-        if revised is None or revised.changes == trial.candidate.changes:
+        if revised.changes == trial.candidate.changes:
             return False
         trial.revisions += 1
         self.ledger.append(
@@ -185,10 +183,8 @@ class TrialRunner:
         return True
 
     def _log_failures(self, generation: int) -> None:
-        failures = getattr(self.proposer, "failures", [])
-        for failed in failures:
+        for failed in self.proposer.failures:
             self.ledger.append(
                 ProposalFailedEvent(generation=generation, proposer=failed.proposer, errors=failed.errors)
             )
-        if isinstance(failures, list):
-            failures.clear()
+        self.proposer.failures.clear()

@@ -214,7 +214,7 @@ def load_run_view(run_dir: Path, *, with_git: bool = True) -> RunView:
     for kind, e in fold.lineage:
         if kind == "accepted":
             cand = fold.by_sha[e["sha"]]
-            row = fold.gens.get(e.get("generation"), {})
+            row = fold.gens.get(e["generation"], {}) if isinstance(e.get("generation"), int) else {}
             validation = row.get("candidate_validation", row.get("validation"))
             lineage.append(
                 LineageStep(e["sha"], kind, str(cand.get("summary", "")), e.get("generation"), validation)

@@ -100,11 +100,12 @@ def event_metrics(event: dict[str, Any]) -> dict[str, float]:
                 out[metric_name("run", key)] = float(event[key])
     usage = event.get("usage")
     if isinstance(usage, dict):
-        stages = usage.get("by_stage") if isinstance(usage.get("by_stage"), dict) else usage
+        by_stage = usage.get("by_stage")
+        stages = by_stage if isinstance(by_stage, dict) else usage
         for stage, numbers in stages.items():
             for key in ("tokens", "cost_usd", "calls"):
                 value = numbers.get(key) if isinstance(numbers, dict) else None
-                if _number(value) is not None:
+                if value is not None and _number(value) is not None:
                     out[metric_name("usage", stage, key)] = float(value)
     return out
 

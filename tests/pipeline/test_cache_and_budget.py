@@ -154,6 +154,7 @@ class RemoteLike:
 
     def __init__(self) -> None:
         self.inner = LocalExecutor(4)
+        self.sandbox = self.inner.sandbox
 
     async def run(self, harness, tasks, **kwargs):
         import contextvars

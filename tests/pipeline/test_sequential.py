@@ -7,6 +7,7 @@ import random
 from pathlib import Path
 from types import SimpleNamespace
 
+from harnessevolve.execute.executor import LocalExecutor
 from harnessevolve.gate.config import PerformanceConfig
 from harnessevolve.pipeline.scoring import Scorer
 from harnessevolve.pipeline.sequential import RepeatedScorer, repetitions, sequential_decision
@@ -76,7 +77,7 @@ def test_a_stochastic_pair_repeats_tasks_in_increments_until_a_decision() -> Non
 
 
 def test_repeated_scorer_seeds_and_saves_each_repetition_apart(tmp_path: Path) -> None:
-    base = Scorer(object(), model="m", seed=7, references={}, out_dir=tmp_path)  # type: ignore[arg-type]
+    base = Scorer(LocalExecutor(1), model="m", seed=7, references={}, out_dir=tmp_path)
     repeated = RepeatedScorer(base)
     assert repeated.for_repetition(0) is base
     second = repeated.for_repetition(2)
