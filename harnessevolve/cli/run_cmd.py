@@ -89,6 +89,13 @@ def run(
     cache: Annotated[
         bool, typer.Option(help="Reuse rollouts of unchanged (harness, task, model, seed) from earlier runs.")
     ] = True,
+    price_per_mtok: Annotated[
+        str | None,
+        typer.Option(
+            help="IN,OUT: USD per million input and output tokens for models litellm has no price for "
+            "(without it --max-cost-usd refuses such a model: it would cost 0).",
+        ),
+    ] = None,
     executor: Annotated[
         str,
         typer.Option(
@@ -167,6 +174,7 @@ def run(
         unsafe_no_sandbox=unsafe_no_sandbox,
         sandbox_limits=sandbox_limits,
         sandbox_ro=read_only_paths(sandbox_ro),
+        price_per_mtok=price_per_mtok,
         adapters=tuple(adapter or ()),
         track=track,
         train_every=train_every,

@@ -9,7 +9,7 @@ from pathlib import Path
 from harnessevolve.gate.config import QualityConfig
 from harnessevolve.gate.verdict import GateVerdict
 from harnessevolve.harness.load import load_harness, validate_harness
-from harnessevolve.models.tokens import count_tokens
+from harnessevolve.models.tokens import measure_tokens
 
 EXAMPLE_HEADING = re.compile(r"^## Example\b", re.MULTILINE)
 
@@ -20,6 +20,9 @@ def changed_paths(before: dict[str, str], after: dict[str, str]) -> list[str]:
 
 def count_examples(text: str) -> int:
     return len(EXAMPLE_HEADING.findall(text))
+
+
+ESTIMATE_NOTE = " (estimated: no tokenizer for this model)"
 
 
 def quality_gate(
@@ -38,7 +41,8 @@ def quality_gate(
     changed = changed_paths(before, harness.files)
     forbidden = [p for p in changed if not any(fnmatch(p, pattern) for pattern in editable)]
     prompt_chars = len(harness.assembled_prompt())
-    prompt_tokens = count_tokens(harness.assembled_prompt(), model or harness.model)
+    measured = measure_tokens(harness.assembled_prompt(), model or harness.model)
+    prompt_tokens = measured.tokens
     examples_before = sum(count_examples(t) for p, t in before.items() if p.endswith(".md"))
     examples_after = sum(count_examples(t) for p, t in harness.files.items() if p.endswith(".md"))
     numbers = {
@@ -47,6 +51,7 @@ def quality_gate(
         "max_prompt_chars": config.max_prompt_chars,
         "prompt_tokens": prompt_tokens,
         "max_prompt_tokens": config.max_prompt_tokens,
+        "prompt_tokens_estimated": measured.estimated,
         "new_examples": examples_after - examples_before,
         "max_new_examples": config.max_new_examples,
     }
@@ -60,7 +65,8 @@ def quality_gate(
         return GateVerdict(
             "quality",
             False,
-            f"prompt bloat: {prompt_tokens} tokens > cap {config.max_prompt_tokens}",
+            f"prompt bloat: {prompt_tokens} tokens{ESTIMATE_NOTE if measured.estimated else ''}"
+            f" > cap {config.max_prompt_tokens}",
             numbers,
         )
     if examples_after - examples_before > config.max_new_examples:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harnessevolve.models.limits import concurrency_slot, limits_for, rate_limiter
+from harnessevolve.models.pricing import given_price
 from harnessevolve.models.registry import litellm_module
 from harnessevolve.models.retry import RetryPolicy, call_with_retries, retry_policy
 from harnessevolve.models.tracing import traced_call
@@ -142,7 +143,12 @@ def _to_reply(litellm: Any, response: Any, model: str) -> ModelReply:
     )
     usage = getattr(response, "usage", None)
     cost = 0.0
-    if model not in _UNPRICED:
+    given = given_price(model)
+    if given is not None:
+        cost = given.cost(
+            getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0
+        )
+    elif model not in _UNPRICED:
         try:
             cost = float(litellm.completion_cost(completion_response=response) or 0.0)
         except Exception:  # noqa: BLE001 - models without price data (local, scripted) cost nothing

@@ -16,6 +16,7 @@ from harnessevolve.execute.runners.endpoint import budget_check
 from harnessevolve.gate.config import load_gate_config
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
+from harnessevolve.models.pricing import check_cost_budget, parse_price
 from harnessevolve.models.usage import UsageMeter
 from harnessevolve.optimize.registry import make_proposer
 from harnessevolve.pipeline import preflight
@@ -76,6 +77,8 @@ class RunOptions:
     max_tokens: int | None = None
     max_hours: float | None = None
     cache: bool = True
+    price_per_mtok: str | None = None
+    """``IN,OUT`` USD per million tokens for models litellm has no price for (``--price-per-mtok``)."""
     """Serve unchanged (harness, task, model, seed) rollouts from DIR/.harnessevolve/cache/."""
     sandbox: str = "bwrap"
     """Where agent commands run: bwrap (default), docker, or none (needs ``unsafe_no_sandbox``)."""
@@ -193,6 +196,11 @@ def start_run(options: RunOptions, hooks: RunHooks, *, resume: str | None = None
     preflight.check_tracker(options.track)
     if options.evolve_environments:
         native_documents(benchmark)  # refused before anything is written
+    priced = check_cost_budget(
+        (options.model or seed_harness.model, options.optimizer_model, gates.leakage.judge_model),
+        max_cost_usd=options.max_cost_usd,
+        price=parse_price(options.price_per_mtok) if options.price_per_mtok else None,
+    )
     preflight.check_state_dir(harness_dir)
     if options.train_every:
         from harnessevolve.pipeline.training import base_model_for, check_training_available
@@ -240,6 +248,10 @@ def start_run(options: RunOptions, hooks: RunHooks, *, resume: str | None = None
         if point is None:
             ledger.append(
                 RunStarted(
+        for name in priced:
+            hooks.log(
+                f"no price data for {name}: charging --price-per-mtok {options.price_per_mtok} USD/Mtok"
+            )
                     run_id=run_id,
                     harness=str(harness_dir),
                     rev=repo.head(),

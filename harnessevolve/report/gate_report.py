@@ -48,8 +48,12 @@ def verdict_headline(verdict: GateVerdict) -> str:
     """The numbers behind a verdict in one line, confidence intervals included."""
     n = verdict.numbers
     if verdict.gate == "quality" and "prompt_chars" in n:
+        tokens = ""
+        if "prompt_tokens" in n:
+            estimate = " (estimated)" if n.get("prompt_tokens_estimated") else ""
+            tokens = f"{n['prompt_tokens']}{estimate}/{n.get('max_prompt_tokens', '?')} tokens; "
         return (
-            f"prompt {n['prompt_chars']}/{n['max_prompt_chars']} chars; "
+            f"prompt {n['prompt_chars']}/{n['max_prompt_chars']} chars; {tokens}"
             f"{n['new_examples']}/{n['max_new_examples']} new examples; {len(n['changed'])} file(s) changed"
         )
     if verdict.gate == "leakage" and "max_score" in n:
