@@ -245,13 +245,13 @@ def start_run(options: RunOptions, hooks: RunHooks, *, resume: str | None = None
         if lock.stale_owner and point is None:
             ledger.append(StaleLockRemoved(owner=lock.stale_owner))
             hooks.log(f"removed a stale lock left by run {lock.stale_owner.get('run_id')}")
-        if point is None:
-            ledger.append(
-                RunStarted(
         for name in priced:
             hooks.log(
                 f"no price data for {name}: charging --price-per-mtok {options.price_per_mtok} USD/Mtok"
             )
+        if point is None:
+            ledger.append(
+                RunStarted(
                     run_id=run_id,
                     harness=str(harness_dir),
                     rev=repo.head(),
