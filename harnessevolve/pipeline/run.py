@@ -76,9 +76,9 @@ class RunOptions:
     max_cost_usd: float | None = None
     max_tokens: int | None = None
     max_hours: float | None = None
-    cache: bool = True
     price_per_mtok: str | None = None
     """``IN,OUT`` USD per million tokens for models litellm has no price for (``--price-per-mtok``)."""
+    cache: bool = True
     """Serve unchanged (harness, task, model, seed) rollouts from DIR/.harnessevolve/cache/."""
     sandbox: str = "bwrap"
     """Where agent commands run: bwrap (default), docker, or none (needs ``unsafe_no_sandbox``)."""
