@@ -16,6 +16,7 @@ What makes this safe:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,7 @@ from harnessevolve.core.trailers import trailer_map
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
 from harnessevolve.pipeline.epochs import EpochClock, Snapshot
+from harnessevolve.pipeline.recovery import failed_verdict, gate_verdicts, recovered_row, revert_message
 from harnessevolve.pipeline.state import GenerationRow
 from harnessevolve.runs import events as ev
 from harnessevolve.runs.events import (
@@ -73,6 +75,12 @@ def reconcile(repo: HarnessRepo, ledger: Ledger, run_id: str, events: list[dict[
         for p in e.get("paths", [])
     }
     dirty = repo.dirty_paths()
+    temps = own_temp_files(dirty, writing)
+    for path in temps:
+        (repo.top / path).unlink(missing_ok=True)
+    if temps:
+        done.append(f"removed {len(temps)} temp file(s) of an interrupted write ({', '.join(temps[:3])})")
+        dirty = [p for p in dirty if p not in temps]
     if dirty:
         if generation is None or not set(dirty) <= writing:
             raise HarnessGitError(
@@ -90,8 +98,13 @@ def reconcile(repo: HarnessRepo, ledger: Ledger, run_id: str, events: list[dict[
         return done  # nothing of this generation reached git: it is redone from the start
     committed = {e.get("sha") for e in of_generation(events, generation, ev.CandidateCommitted.NAME)}
     sha = repo.head()
+    run_dir = ledger.path.parent
+    verdicts = gate_verdicts(events, generation, run_dir)
+    staged = of_generation(events, generation, ev.Committing.NAME)
+    staged_summary = str(staged[-1].get("summary") or "") if staged else ""
     if "Reverts" in tags:
         rejected_sha = tags["Reverts"]
+        failed = failed_verdict(verdicts, tags.get("Gate"))
         if not of_generation(events, generation, ev.CandidateReverted.NAME):
             ledger.append(
                 CandidateReverted(
@@ -99,11 +112,13 @@ def reconcile(repo: HarnessRepo, ledger: Ledger, run_id: str, events: list[dict[
                     sha=rejected_sha,
                     revert_sha=sha,
                     gate=tags.get("Gate"),
-                    reason="recorded on resume",
+                    reason=str(failed.get("reason")) if failed else "recorded on resume",
+                    numbers=failed.get("numbers") if failed else None,
                     recovered=True,
                 )
             )
-        _finish(ledger, generation, f"reverted by {tags.get('Gate')}", sha)
+        row = recovered_row(events, generation, run_dir, sha=rejected_sha, accepted=False)
+        _finish(ledger, generation, f"reverted by {tags.get('Gate')}", sha, summary=staged_summary, row=row)
         done.append(f"recorded the revert of generation {generation}")
         return done
     verdict = tags.get("Verdict", "")
@@ -120,7 +135,6 @@ def reconcile(repo: HarnessRepo, ledger: Ledger, run_id: str, events: list[dict[
             )
         )
     if verdict == "accepted":
-        staged = of_generation(events, generation, ev.Committing.NAME)
         ledger.append(
             CandidateAccepted(
                 generation=generation,
@@ -130,37 +144,66 @@ def reconcile(repo: HarnessRepo, ledger: Ledger, run_id: str, events: list[dict[
                 recovered=True,
             )
         )
-        _finish(ledger, generation, "accepted", sha, summary=summary)
+        row = recovered_row(events, generation, run_dir, sha=sha, accepted=True)
+        _finish(ledger, generation, "accepted", sha, summary=staged_summary or summary, row=row)
         done.append(f"recorded the accepted commit {sha[:8]} of generation {generation}")
     elif verdict.startswith("rejected by "):
         gate = verdict.removeprefix("rejected by ")
-        revert_sha = repo.revert(
-            sha,
-            f"harnessevolve: revert {sha[:8]}: rejected by the {gate} gate\n\n(reverted on resume)\n\n"
-            f"Reverts: {sha}\nGate: {gate}\nRun: {run_id}\nGeneration: {generation}\n",
-        )
+        failed = failed_verdict(verdicts, gate)
+        revert_sha = repo.revert(sha, revert_message(sha, gate, failed, run_id, generation))
         ledger.append(
             CandidateReverted(
                 generation=generation,
                 sha=sha,
                 revert_sha=revert_sha,
                 gate=gate,
-                reason="rejected before the crash; reverted on resume",
+                reason=str(failed.get("reason"))
+                if failed
+                else "rejected before the crash; reverted on resume",
+                numbers=failed.get("numbers") if failed else None,
                 recovered=True,
             )
         )
-        _finish(ledger, generation, f"reverted by {gate}", revert_sha, summary=summary)
+        row = recovered_row(events, generation, run_dir, sha=sha, accepted=False)
+        _finish(
+            ledger, generation, f"reverted by {gate}", revert_sha, summary=staged_summary or summary, row=row
+        )
         done.append(f"reverted the rejected commit {sha[:8]} of generation {generation}")
     return done
+
+
+TEMP_FILE = re.compile(r"^(?P<folder>(?:[^/]*/)*)\.(?P<name>[^/]+)\.[A-Za-z0-9_]+\.tmp$")
+"""``core.files.atomic_write_text``'s temp file: ``.NAME.XXXXXXXX.tmp`` beside ``NAME``."""
+
+
+def own_temp_files(dirty: Sequence[str], writing: set[str]) -> list[str]:
+    """The dirty paths that are atomic-write temp files of paths the run was writing (a kill
+    between the temp file's creation and its rename leaves one); anything else is not ours."""
+    out = []
+    for path in dirty:
+        found = TEMP_FILE.match(path)
+        if found and f"{found['folder']}{found['name']}" in writing:
+            out.append(path)
+    return out
 
 
 def _top_relative(repo: HarnessRepo, path: str) -> str:
     return path if repo.rel == "." else f"{repo.rel}/{path}"
 
 
-def _finish(ledger: Ledger, generation: int, outcome: str, rev: str, summary: str = "") -> None:
+def _finish(
+    ledger: Ledger,
+    generation: int,
+    outcome: str,
+    rev: str,
+    summary: str = "",
+    row: dict[str, Any] | None = None,
+) -> None:
+    """``generation_finished`` for a generation resume completed, with the row rebuilt from disk."""
     ledger.append(
-        GenerationFinished(generation=generation, outcome=outcome, rev=rev, summary=summary, recovered=True)
+        GenerationFinished(
+            generation=generation, outcome=outcome, rev=rev, summary=summary, recovered=True, **(row or {})
+        )
     )
 
 
