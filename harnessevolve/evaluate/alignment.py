@@ -4,8 +4,8 @@ Reads only the ATIF content plus the tool definitions when present (``actions.py
 actions, finishes and turns are read; ``call_match.py`` when two calls are the same). The actions
 are compared in order; at the first mismatch:
 
-1. a malformed reply, non-JSON arguments, a tool no definition offers, a call missing its
-   arguments as the loop recorded it, or a provider failure decides the cause;
+1. a malformed reply or non-JSON arguments (``format_error``), a tool no definition offers, a call
+   missing a required argument as the loop recorded it, or a provider failure decides the cause;
 2. a failed call (its observation reports an error the reference's did not) that the run retried
    or recovered from (the reference's action follows within ``RECOVERY_WINDOW`` actions) is not a
    divergence; one the run went on from is ``tool_error_ignored``, on the step that went on;
@@ -134,11 +134,13 @@ class _Context:
 
 
 def _error_cause(act: Action) -> Cause | None:
-    if act.error.startswith(("parse_error", "no_tool_call")) or (act.kind == "malformed" and not act.error):
-        return Cause.FORMAT_ERROR
+    if act.error.startswith(("parse_error", "no_tool_call", "bad_arguments")) or (
+        act.kind == "malformed" and not act.error
+    ):
+        return Cause.FORMAT_ERROR  # bad_arguments: the loop's note for arguments that are not JSON
     if act.error.startswith("unknown_tool"):
         return Cause.UNKNOWN_TOOL
-    if act.error.startswith(("bad_arguments", "tool_error: missing argument")):
+    if act.error.startswith("tool_error: missing argument"):
         return Cause.MISSING_ARGUMENT
     if act.error.startswith("model_error"):
         return Cause.MODEL_ERROR

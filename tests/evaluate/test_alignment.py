@@ -80,10 +80,14 @@ def test_unknown_tool_from_step_error() -> None:
     assert signal.actual == {"tool": "cat", "arguments": {"file": "a.txt"}}
 
 
-@pytest.mark.parametrize("error", ["bad_arguments: read_file", "tool_error: missing argument"])
-def test_missing_argument_from_step_error(error: str) -> None:
-    run = trajectory(turn(("read_file", {}), error), READ_A, COUNT_A, submit("3"))
+def test_missing_argument_from_step_error() -> None:
+    run = trajectory(turn(("read_file", {}), "tool_error: missing argument"), READ_A, COUNT_A, submit("3"))
     check(first_divergence(run, REFERENCE), Cause.MISSING_ARGUMENT, 3, 3)
+
+
+def test_arguments_that_are_not_json_are_a_format_error() -> None:
+    run = trajectory(turn(("read_file", {}), "bad_arguments: read_file"), READ_A, COUNT_A, submit("3"))
+    check(first_divergence(run, REFERENCE), Cause.FORMAT_ERROR, 3, 3)
 
 
 def test_wrong_argument() -> None:
@@ -219,9 +223,10 @@ def test_only_the_first_divergence_is_reported() -> None:
         (trajectory(READ_A, turn(("cat", {}), "unknown_tool: cat"), stop="step_limit"), Cause.UNKNOWN_TOOL),
         (trajectory(turn(None, "parse_error: bad json"), submit("1")), Cause.FORMAT_ERROR),
         (
-            trajectory(turn(("read_file", {}), "bad_arguments: read_file"), submit("1")),
+            trajectory(turn(("read_file", {}), "tool_error: missing argument(s) path"), submit("1")),
             Cause.MISSING_ARGUMENT,
         ),
+        (trajectory(turn(("read_file", {}), "bad_arguments: read_file"), submit("1")), Cause.FORMAT_ERROR),
         (trajectory(READ_A, READ_A, stop="step_limit"), Cause.STEP_LIMIT),
         (trajectory(READ_A, stop="model_error"), Cause.MODEL_ERROR),
         (trajectory(stop="setup_error"), Cause.SETUP_ERROR),
