@@ -199,3 +199,71 @@ def test_litellm_path_follows_module_level_imports() -> None:
     graph = {"a": ["b"], "b": ["c"], "c": ["litellm"], "d": ["a", "d2"], "d2": []}
     assert litellm_path(graph, "d") == ["d", "a", "b", "c", "litellm"]
     assert litellm_path(graph, "d2") is None
+
+
+# --- every package's allowed imports -------------------------------------------------------------------
+
+ALLOWED: dict[str, set[str]] = {
+    "core": set(),
+    "runs": {"core"},  # the run folder's formats: read by pipeline, report, train and cli alike
+    "harness": {"core"},
+    "models": {"core"},
+    "adapters": {"core", "harness"},
+    "evaluate": {"core", "models"},
+    "execute": {"core", "harness", "models"},
+    "gate": {"core", "harness", "models"},
+    "optimize": {"core", "harness", "models"},
+    "synth": {"core", "adapters", "execute"},
+    "train": {"core", "execute", "harness", "models", "runs"},
+    "report": {"core", "gate", "harness", "runs"},  # never pipeline: the run folder is in runs/
+    "pipeline": {
+        "adapters", "core", "evaluate", "execute", "gate", "harness", "models", "optimize", "report",
+        "runs", "synth", "train",
+    },
+    "cli": {
+        "adapters", "core", "evaluate", "execute", "gate", "harness", "models", "optimize", "pipeline",
+        "report", "runs", "synth", "train",
+    },
+    "schemas": set(),
+}  # fmt: skip
+"""Package -> the package's siblings it may import (anywhere in a module, lazily or not)."""
+
+
+def package_of(name: str) -> str | None:
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "harnessevolve" else None
+
+
+def forbidden_imports(path: Path) -> list[str]:
+    """``path imports name`` for each import of a sibling package its package may not import."""
+    module = module_name(path)
+    own = package_of(module) or ""
+    allowed = ALLOWED.get(own, set())
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    out = []
+    for name in imported_modules(tree, module, path.name == "__init__.py"):
+        other = package_of(name)
+        if other and other != own and other in ALLOWED and other not in allowed:
+            out.append(f"{path.relative_to(PACKAGE.parent)} imports {name}")
+    return out
+
+
+def test_every_package_imports_only_what_it_may() -> None:
+    packages = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
+    assert packages <= set(ALLOWED), f"a new package needs its line in ALLOWED: {packages - set(ALLOWED)}"
+    offending = [
+        line for path in package_modules() if path.parent != PACKAGE for line in forbidden_imports(path)
+    ]
+    assert offending == [], "imports across packages outside ALLOWED:\n" + "\n".join(sorted(set(offending)))
+
+
+def test_the_package_rule_catches_report_importing_the_orchestrator(tmp_path: Path, monkeypatch) -> None:
+    fake = PACKAGE / "report" / "_architecture_probe.py"
+    assert not fake.exists()
+    monkeypatch.setattr(
+        Path, "read_text", lambda self, **_: "from harnessevolve.pipeline.run import start_run\n"
+    )
+    assert forbidden_imports(fake) == [
+        "harnessevolve/report/_architecture_probe.py imports harnessevolve.pipeline.run",
+        "harnessevolve/report/_architecture_probe.py imports harnessevolve.pipeline.run.start_run",
+    ]
