@@ -41,7 +41,10 @@ Edit operations (applied in order, all or nothing; only on editable files):
 - {"op": "set_loop", "setting": "max_steps"|"max_tokens"|"temperature"|"tool_output_limit"|\
 "command_timeout_s"|"json_grammar"|"stop_on_repeat"|"observation_note", "value": V}
 - {"op": "patch_hook", "path": "hooks/<name>.py", "old": O, "new": N} or \
-{"op": "write_hook", "path": "hooks/<name>.py", "code": C} (must compile)"""
+{"op": "write_hook", "path": "hooks/<name>.py", "code": C} (must compile)
+When the agent is a program of the harness (agent.py, or a mini-swe-agent YAML config such as \
+mini.yaml) and that file is editable, its code and templates are yours to change with replace_text / \
+insert_text: Python must still compile, YAML must still load and its Jinja templates render."""
 
 
 def render_context(context: ProposalContext) -> str:

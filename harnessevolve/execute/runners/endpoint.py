@@ -64,11 +64,15 @@ class ModelCall:
     """``{"content", "tool_calls": [{"id", "name", "arguments"}]}`` when the model answered."""
     usage: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    token_ids: dict[str, list[int]] = field(default_factory=dict)
+    """The exact prompt/completion token ids when the provider returns them (``local/torch:``),
+    kept on the agent step for the policy trainer."""
     latency_ms: float = 0.0
     timestamp: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if v not in (None, [], {})}
+        skip = (None, [], {})
+        return {k: v for k, v in self.__dict__.items() if k != "token_ids" and v not in skip}
 
 
 @dataclass
@@ -207,6 +211,9 @@ class ModelEndpoint:
             "prompt_tokens": reply.prompt_tokens,
             "completion_tokens": reply.completion_tokens,
             "cost_usd": reply.cost_usd,
+        }
+        call.token_ids = {
+            k: reply.extra[k] for k in ("prompt_token_ids", "completion_token_ids") if k in reply.extra
         }
         if reply.extra.get("retries"):
             call.usage["retries"] = len(reply.extra["retries"])

@@ -74,7 +74,7 @@ def steps_from_calls(calls: list[ModelCall], model: str) -> list[Step]:
                     call.reply["content"],
                     tool_calls=tool_calls,
                     metrics=dict(call.usage),
-                    extra={"model_call": call.index},
+                    extra={"model_call": call.index, **call.token_ids},
                     timestamp=_when(call),
                     model_name=model,
                 )
@@ -122,6 +122,8 @@ def merge_metrics(steps: tuple[Step, ...], calls: list[ModelCall]) -> tuple[Step
         call = by_ids.get(tuple(c.tool_call_id for c in out[index].tool_calls)) or in_order.get(index)
         if call is not None:
             out[index] = replace(
-                out[index], metrics=dict(call.usage), extra={**out[index].extra, "model_call": call.index}
+                out[index],
+                metrics=dict(call.usage),
+                extra={**out[index].extra, "model_call": call.index, **call.token_ids},
             )
     return tuple(out)
