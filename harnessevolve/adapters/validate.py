@@ -23,7 +23,7 @@ from harnessevolve.core import atif
 from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.core.files import read_yaml
 from harnessevolve.core.schema import all_errors
-from harnessevolve.core.tasks import SPLITS, Benchmark, load_task
+from harnessevolve.core.tasks import SPLITS, Benchmark, benchmark_settings, load_task
 from harnessevolve.harness.load import Problem
 
 HINTS = {
@@ -74,16 +74,23 @@ def validate_benchmark(root: Path) -> BenchmarkReport:
     name = root.name
     try:
         meta = read_yaml(meta_file, error=HarnessEvolveError)
-        problems += [Problem(str(meta_file), where, msg) for where, msg in all_errors(meta, "benchmark")]
+        schema = [Problem(str(meta_file), where, msg) for where, msg in all_errors(meta, "benchmark")]
+        problems += schema
         if isinstance(meta, dict) and isinstance(meta.get("name"), str):
             name = meta["name"]
+        if not schema:
+            try:  # python_path and sandbox_ro folders exist
+                benchmark_settings(meta, root, str(meta_file))
+            except HarnessEvolveError as exc:
+                problems.append(_problem(exc, str(meta_file)))
     except HarnessEvolveError as exc:
         problems.append(_problem(exc, str(meta_file)))
     task_files = sorted((root / "tasks").glob("*.yaml")) if (root / "tasks").is_dir() else []
     if not task_files:
         problems.append(Problem(str(root / "tasks"), "", "no task files (add one tasks/<id>.yaml per task)"))
     tasks = []
-    for path in task_files:
+    settings_broken = any(p.file == str(meta_file) for p in problems)
+    for path in task_files if not settings_broken else []:
         found = list(_task_problems(path))
         problems += found
         if not found:

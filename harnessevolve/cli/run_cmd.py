@@ -28,6 +28,9 @@ from harnessevolve.cli.options import (
 from harnessevolve.cli.ui import console, mark, progress_hooks, score
 from harnessevolve.core.interrupts import stop_signals
 from harnessevolve.pipeline.run import RunOptions, start_run
+from harnessevolve.pipeline.state import GenerationRow
+from harnessevolve.runs.events import BatchEvaluated, CandidateAccepted, CandidateReverted, GenerationFinished
+from harnessevolve.runs.ledger import read_ledger
 
 
 @handle_errors
@@ -146,7 +149,10 @@ def run(
     that names the gate and its numbers. Everything is logged to DIR/.harnessevolve/runs/<run-id>/.
     With --candidates K, K edits are proposed and judged at once and the best that passes every gate
     is kept; the others are recorded in the ledger. A budget (--max-cost-usd, --max-tokens, --max-hours)
-    stops the run cleanly between stages. Exit 0 when at least one edit was accepted, 1 when none was.
+    stops the run cleanly between stages. The summary ends with the net change since the seed (files,
+    validation delta). Exit 0 when the final harness differs from the seed; 1 when it does not (nothing
+    accepted, or accepted edits that cancel out: "no net change"), and also 1 when every accepted edit
+    was a tie and validation did not rise ("no net gain"); 130 when interrupted.
     """
     if benchmark is None and resume is None:
         raise typer.BadParameter("--benchmark is required (unless --resume)", param_hint="--benchmark")
@@ -184,6 +190,12 @@ def run(
     with stop_signals(), progress_hooks(enabled=not as_json) as hooks:
         result = start_run(options, hooks, resume=resume)
     state, run_dir = result.state, result.run_dir
+    rows = generation_rows(read_ledger(run_dir / "ledger.jsonl"), state.rows)
+    net = result.net
+    ties = sum(1 for r in rows if r.outcome.startswith("accepted (tie)"))
+    kept = sum(1 for r in rows if r.outcome.startswith("accepted"))
+    # Changed, but only by edits that gained nothing on their batch and nothing on validation:
+    no_gain = bool(net and net.changed and kept and ties == kept and (net.delta or 0.0) <= 0)
     if as_json:
         console.print_json(
             json.dumps(
@@ -191,10 +203,13 @@ def run(
                     "run_id": state.run_id,
                     "run_dir": str(run_dir),
                     "accepted": state.accepted,
+                    "accepted_on_ties": ties,
                     "reverted": state.reverted,
-                    "generations": [r.__dict__ for r in state.rows],
+                    "generations": [r.__dict__ for r in rows],
                     "stopped": result.stopped,
                     "usage": result.usage,
+                    "net_change": net.to_dict() if net else None,
+                    "no_net_gain": no_gain,
                 }
             )
         )
@@ -210,7 +225,7 @@ def run(
             "outcome",
             title=f"run {state.run_id}",
         )
-        for r in state.rows:
+        for r in rows:
             train = score(r.train_current) + (
                 f"->{score(r.train_candidate)}" if r.train_candidate is not None else ""
             )
@@ -222,23 +237,72 @@ def run(
                 mark(r.verdicts.get("heldout")),
                 train,
                 score(r.validation),
-                r.outcome,
+                f"[yellow]{r.outcome}[/]" if r.outcome == "accepted (tie)" else r.outcome,
             )
         console.print(table)
-        for r in state.rows:
+        for r in rows:
             if r.summary:
-                console.print(f"  {r.candidate} ({r.outcome}): {r.summary}")
+                console.print(f"  {r.candidate} ({r.outcome}): {r.summary}", markup=False)
         print_usage(result.usage)
         if result.stopped:
             console.print(
                 f"[yellow]stopped: {result.stopped['limit']} budget reached "
                 f"({result.stopped['spent']:g} of {result.stopped['cap']:g}); everything is saved[/]"
             )
+        on_ties = f" ({ties} on ties: no gain on their batch)" if ties else ""
         console.print(
-            f"{len(state.accepted)} accepted, {len(state.reverted)} reverted; ledger: {run_dir}/ledger.jsonl"
+            f"{len(state.accepted)} accepted{on_ties}, {len(state.reverted)} reverted; "
+            f"ledger: {run_dir}/ledger.jsonl",
+            markup=False,
         )
-    if not state.accepted:
+        if net is not None:
+            console.print(net.summary(), style="yellow" if not net.changed else None, markup=False)
+        if no_gain:
+            console.print(
+                "no net gain: every accepted edit was a tie and validation did not rise; exit 1",
+                style="yellow",
+                markup=False,
+            )
+    if (net is not None and not net.changed) or not state.accepted or no_gain:
         raise typer.Exit(EXIT_FAILED)
+
+
+def generation_rows(events: list[dict], fallback: list[GenerationRow]) -> list[GenerationRow]:
+    """One row per generation of the whole run from its ledger (a resumed run included: the
+    generations before the crash, and a recovered one filled in from its candidate's events)."""
+    rows: dict[int, GenerationRow] = {}
+    accepted = {e.get("generation"): e for e in events if e.get("event") == CandidateAccepted.NAME}
+    reverted = {e.get("generation"): e for e in events if e.get("event") == CandidateReverted.NAME}
+    train = {e.get("generation"): e.get("score") for e in events if e.get("event") == BatchEvaluated.NAME}
+    for e in events:
+        if e.get("event") != GenerationFinished.NAME or not isinstance(e.get("generation"), int):
+            continue
+        g = e["generation"]
+        verdicts = dict(e.get("verdicts") or {})
+        decided = accepted.get(g) or reverted.get(g)
+        if not verdicts and accepted.get(g):
+            gates = {v.get("gate"): v.get("passed") for v in accepted[g].get("verdicts") or []}
+            verdicts = {
+                "quality": True,
+                "performance": gates.get("performance"),
+                "heldout": gates.get("heldout"),
+            }
+        if not verdicts and reverted.get(g):
+            verdicts = {str(reverted[g].get("gate")): False}
+        outcome = str(e.get("outcome") or "")
+        if outcome == "accepted" and accepted.get(g, {}).get("tie"):
+            outcome = "accepted (tie)"
+        rows[g] = GenerationRow(
+            generation=g,
+            candidate=e.get("candidate") or (str(decided.get("sha", ""))[:8] if decided else "") or "-",
+            summary=str(e.get("summary") or ""),
+            verdicts=verdicts,
+            train_current=e.get("train_current", train.get(g)),
+            train_candidate=e.get("train_candidate"),
+            validation=e.get("validation", accepted.get(g, {}).get("validation")),
+            outcome=outcome + (" (recovered)" if e.get("recovered") else ""),
+        )
+    return [rows[g] for g in sorted(rows)] if rows else list(fallback)
 
 
 def print_usage(usage: dict | None) -> None:

@@ -7,12 +7,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from harnessevolve.gate.config import HeldoutConfig, PerformanceConfig
 from harnessevolve.gate.noise import TOLERANCE, Decision, Pair, decide_fixed, paired_gain_ci
 from harnessevolve.gate.verdict import GateVerdict
 
-__all__ = ["TOLERANCE", "heldout_gate", "mean", "performance_gate", "performance_verdict"]
+__all__ = [
+    "TOLERANCE",
+    "accepted_on_tie",
+    "heldout_gate",
+    "is_tie",
+    "mean",
+    "performance_gate",
+    "performance_verdict",
+]
 
 
 def mean(values: Sequence[float]) -> float:
@@ -57,7 +66,25 @@ def performance_verdict(
             numbers,
         )
     gain = f"batch gain {numbers['gain']:+.3f}" if numbers["mode"] == "fixed" else decision.reason
+    if is_tie(numbers):
+        numbers["tie"] = True
+        gain = (
+            f"tie: batch gain {numbers['gain']:+.3f} ({numbers.get('wins', 0)} wins, "
+            f"{numbers.get('losses', 0)} losses, {numbers.get('ties', 0)} ties), passed only because "
+            f"min_gain is {numbers.get('min_gain', 0.0):+.3f}"
+        )
     return GateVerdict("performance", True, f"{gain}, worst recent drop {worst:.3f}", numbers)
+
+
+def is_tie(numbers: dict[str, Any]) -> bool:
+    """A fixed-mode decision on a batch where the candidate gained nothing: every task tied, or its
+    wins and losses cancel out (HarnessEvolve's ``gain >= 0`` accepts it; it is no evidence)."""
+    return numbers.get("mode") == "fixed" and abs(float(numbers.get("gain", 1.0))) <= TOLERANCE
+
+
+def accepted_on_tie(verdicts: Sequence[GateVerdict]) -> bool:
+    """Whether a candidate passed the performance gate on a tie (see ``is_tie``)."""
+    return any(v.gate == "performance" and v.passed and v.numbers.get("tie") for v in verdicts)
 
 
 def heldout_gate(

@@ -105,6 +105,14 @@ class HarnessRepo:
         out = self.repo.git.status("--porcelain", "--untracked-files=all", "--", self.rel)
         return [line[3:] for line in out.splitlines() if line.strip()]
 
+    def changed_files(self, old: str, new: str = "HEAD") -> list[str]:
+        """Harness files that differ between two revisions (paths relative to the harness folder;
+        run state excluded). Empty: the two revisions hold the same harness."""
+        out = self.repo.git.diff("--name-only", "--no-renames", old, new, "--", self.rel)
+        prefix = "" if self.rel == "." else self.rel.rstrip("/") + "/"
+        files = [line.removeprefix(prefix) for line in out.splitlines() if line.strip()]
+        return [f for f in files if not f.startswith(".harnessevolve/")]
+
     def log(self, max_count: int = 20) -> list[Commit]:
         return [
             Commit(c.hexsha, c.summary, c.message)

@@ -21,12 +21,12 @@ from harnessevolve.core.signals import Cause
 from harnessevolve.core.tasks import Benchmark, Task
 from harnessevolve.evaluate.clustering import cluster_signals
 from harnessevolve.gate.config import GateConfig
-from harnessevolve.gate.performance import mean
+from harnessevolve.gate.performance import accepted_on_tie, mean
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
 from harnessevolve.harness.model import Harness
 from harnessevolve.models.usage import UsageMeter
-from harnessevolve.optimize.proposal import ProposalContext, Proposer
+from harnessevolve.optimize.proposal import ProposalContext, ProposerChain
 from harnessevolve.pipeline.budget import BudgetGuard, spending
 from harnessevolve.pipeline.context import build_context
 from harnessevolve.pipeline.epochs import EpochClock, Snapshot, SnapshotPool
@@ -85,7 +85,7 @@ class GenerationLoop:
         repo: HarnessRepo,
         benchmark: Benchmark,
         scorer: Scorer,
-        proposer: Proposer,
+        proposer: ProposerChain,
         gates: GateConfig,
         ledger: Ledger,
         run_dir: Path,
@@ -333,7 +333,8 @@ class GenerationLoop:
         if winner is not None:
             sha = self.history.commit(winner, generation, len(trials), "accepted")
             self.state.accepted.append(sha)
-            row.candidate, row.outcome = sha[:8], "accepted"
+            tie = accepted_on_tie(winner.judgement.verdicts)
+            row.candidate, row.outcome = sha[:8], "accepted (tie)" if tie else "accepted"
             self.ledger.append(
                 CandidateAccepted(
                     generation=generation,
@@ -346,9 +347,12 @@ class GenerationLoop:
                     else None,
                     validation=round(winner.judgement.validation_score, 4),
                     verdicts=[v.to_dict() for v in winner.judgement.verdicts],
+                    tie=tie or None,
                 )
             )
-            self.log(f"gen {generation}: accepted {sha[:8]} {winner.candidate.summary}")
+            self.log(
+                f"gen {generation}: accepted {sha[:8]}{' on a tie' if tie else ''} {winner.candidate.summary}"
+            )
             assert winner.judgement.harness is not None
             current, val_current = winner.judgement.harness, winner.judgement.validation
         else:

@@ -23,6 +23,7 @@ from harnessevolve.pipeline import preflight
 from harnessevolve.pipeline.budget import Budget, BudgetExhausted, BudgetGuard, metering
 from harnessevolve.pipeline.evolve_env import EnvironmentEvolver, native_documents
 from harnessevolve.pipeline.loop import GenerationLoop
+from harnessevolve.pipeline.net_change import NetChange, net_change
 from harnessevolve.pipeline.references import load_references
 from harnessevolve.pipeline.refgen import load_regret
 from harnessevolve.pipeline.resume import ResumePoint, load_run_for_resume, reconcile, resume_point
@@ -40,7 +41,7 @@ from harnessevolve.runs.events import (
     RunStarted,
     StaleLockRemoved,
 )
-from harnessevolve.runs.ledger import Ledger
+from harnessevolve.runs.ledger import Ledger, read_ledger
 from harnessevolve.runs.rundir import STATE_DIR, HarnessLock, RunDir, new_run_id
 
 
@@ -121,6 +122,8 @@ class RunResult:
     stopped: dict[str, Any] | None = None
     """Set when a budget stopped the run: which limit, what was spent, the cap."""
     usage: dict[str, Any] | None = None
+    net: NetChange | None = None
+    """Seed vs final harness (files changed, validation delta); None when unknown."""
 
     def __iter__(self):  # noqa: ANN204 - lets older callers unpack ``state, run_dir = start_run(...)``
         return iter((self.state, self.run_dir))
@@ -307,6 +310,7 @@ def start_run(options: RunOptions, hooks: RunHooks, *, resume: str | None = None
                 loop.evolver.restore(point.next_generation)
         stopped = _drive(loop, options, point, meter, ledger, repo, state)
         usage = meter.snapshot()
+        net = net_change(read_ledger(ledger.path), repo)
         ledger.append(
             RunFinished(
                 accepted=state.accepted,
@@ -317,6 +321,7 @@ def start_run(options: RunOptions, hooks: RunHooks, *, resume: str | None = None
                 tokens=loop.judging.repeated.tokens,
                 usage=usage,
                 stopped=stopped,
+                net_change=net.to_dict() if net else None,
             )
         )
         ledger.close()
@@ -324,7 +329,7 @@ def start_run(options: RunOptions, hooks: RunHooks, *, resume: str | None = None
         if tracker is not None:
             tracker.close()
         lock.release()
-    return RunResult(state, run_dir.root, stopped, usage)
+    return RunResult(state, run_dir.root, stopped, usage, net)
 
 
 def _drive(

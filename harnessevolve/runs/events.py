@@ -109,6 +109,9 @@ class RunFinished(Event):
     tokens: int | None = None
     usage: dict[str, Any] | None = None
     stopped: dict[str, Any] | None = None
+    net_change: dict[str, Any] | None = None
+    """Seed vs final harness: ``seed_rev``, ``final_rev``, ``files`` changed, ``validation_seed``,
+    ``validation_final`` and ``delta`` (see pipeline/net_change.py)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -355,6 +358,8 @@ class CandidateAccepted(Event):
     revisions: int | None = None
     verdicts: list[dict[str, Any]] | None = None
     recovered: bool | None = None
+    tie: bool | None = None
+    """True when the performance gate passed it on a tie (no gain on the batch)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -254,12 +254,12 @@ def test_load_gate_config_partial_file_keeps_other_defaults(tmp_path: Path) -> N
 @pytest.mark.parametrize(
     ("text", "field", "words"),
     [
-        ("version: 1\nperformance:\n  min_gian: 0.1\n", "performance", ["min_gian", "unknown key"]),
-        ("version: 1\nqualty: {}\n", "(top level)", ["qualty", "unknown key"]),
+        ("version: 1\nperformance:\n  min_gian: 0.1\n", "performance.min_gian", ["min_gian", "unknown key"]),
+        ("version: 1\nqualty: {}\n", "qualty", ["qualty", "unknown key"]),
         ("version: 1\nperformance:\n  min_gain: high\n", "performance.min_gain", ["number"]),
         ("version: 1\nquality:\n  max_new_examples: 2.5\n", "quality.max_new_examples", ["integer"]),
         ("version: 1\nheldout:\n  split: test\n", "heldout.split", ["validation"]),
-        ("quality: {}\n", "(top level)", ["version"]),
+        ("quality: {}\n", "version", ["version", "missing"]),
     ],
 )
 def test_load_gate_config_errors_name_the_field(
@@ -321,8 +321,8 @@ def test_load_gate_config_sequential_mode(tmp_path: Path) -> None:
         ("performance:\n  mode: bayes\n", "performance.mode", "bayes"),
         ("performance:\n  confidence: 1.0\n", "performance.confidence", "1.0"),
         ("performance:\n  max_rollouts_per_task: 0\n", "performance.max_rollouts_per_task", "0"),
-        ("performance:\n  sequential: true\n", "performance", "unknown key"),
-        ("leakage:\n  threshhold: 0.5\n", "leakage", "unknown key"),
+        ("performance:\n  sequential: true\n", "performance.sequential", "unknown key"),
+        ("leakage:\n  threshhold: 0.5\n", "leakage.threshhold", "unknown key"),
         ("leakage:\n  threshold: 0\n", "leakage.threshold", "0"),
         ("leakage:\n  ngram: 1\n", "leakage.ngram", "1"),
         ("performance:\n  confidence: 0.9\n  power: 0.05\n", "performance.power", "must exceed"),
