@@ -89,9 +89,6 @@ def run(
     max_hours: Annotated[
         float | None, typer.Option(min=0, help="Stop cleanly after this many hours.")
     ] = None,
-    cache: Annotated[
-        bool, typer.Option(help="Reuse rollouts of unchanged (harness, task, model, seed) from earlier runs.")
-    ] = True,
     price_per_mtok: Annotated[
         str | None,
         typer.Option(
@@ -99,6 +96,9 @@ def run(
             "(without it --max-cost-usd refuses such a model: it would cost 0).",
         ),
     ] = None,
+    cache: Annotated[
+        bool, typer.Option(help="Reuse rollouts of unchanged (harness, task, model, seed) from earlier runs.")
+    ] = True,
     executor: Annotated[
         str,
         typer.Option(
@@ -174,13 +174,13 @@ def run(
         max_cost_usd=max_cost_usd,
         max_tokens=max_tokens,
         max_hours=max_hours,
+        price_per_mtok=price_per_mtok,
         cache=cache,
         executor=executor,
         sandbox="none" if unsafe_no_sandbox else sandbox,
         unsafe_no_sandbox=unsafe_no_sandbox,
         sandbox_limits=sandbox_limits,
         sandbox_ro=read_only_paths(sandbox_ro),
-        price_per_mtok=price_per_mtok,
         adapters=tuple(adapter or ()),
         track=track,
         train_every=train_every,

@@ -196,14 +196,14 @@ def start_run(options: RunOptions, hooks: RunHooks, *, resume: str | None = None
     preflight.check_benchmark(benchmark, gates)
     preflight.check_prompt_cap(seed_harness, gates)
     preflight.check_models(options.model or seed_harness.model, options.optimizer_model, gates)
-    preflight.check_tracker(options.track)
-    if options.evolve_environments:
-        native_documents(benchmark)  # refused before anything is written
     priced = check_cost_budget(
         (options.model or seed_harness.model, options.optimizer_model, gates.leakage.judge_model),
         max_cost_usd=options.max_cost_usd,
         price=parse_price(options.price_per_mtok) if options.price_per_mtok else None,
     )
+    preflight.check_tracker(options.track)
+    if options.evolve_environments:
+        native_documents(benchmark)  # refused before anything is written
     preflight.check_state_dir(harness_dir)
     if options.train_every:
         from harnessevolve.pipeline.training import base_model_for, check_training_available
