@@ -143,7 +143,9 @@ def validate(
     else:
         harness = load_harness(directory)
         console.print(
-            f"[green]valid[/]: {harness.name} ({len(harness.tools)} tools, {len(harness.skills)} skills, "
+            f"[green]valid[/]: {harness.name} ("
+            + (f"runner {harness.agent.kind}, " if harness.agent.kind != "builtin" else "")
+            + f"{len(harness.tools)} tools, {len(harness.skills)} skills, "
             f"{len(harness.files)} files, prompt {len(harness.assembled_prompt())} chars)"
         )
     if problems:

@@ -28,6 +28,8 @@ SAMPLE_OUTPUT = {"output": "file.txt\n", "returncode": 0, "exception_info": ""}
 def import_minisweagent() -> Any:
     """The ``minisweagent`` package, imported quietly: no banner on stdout, and its global config
     folder (``.env`` loaded into the environment at import) is a private empty one, not ``~``'s."""
+    # its config models import litellm: with the offline cost map (as models/registry.py does), no network
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
     os.environ.setdefault(
         "MSWEA_GLOBAL_CONFIG_DIR", os.path.join(tempfile.gettempdir(), "harnessevolve-mswea")
