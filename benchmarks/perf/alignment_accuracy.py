@@ -26,11 +26,11 @@ different kind of mistake) is not emitted. Prints step and cause accuracy overal
 
 Then the same on the **external** labelled set (``external_set.py``: failed runs made from BFCL's
 multi-turn gold calls by ``make_external_set.py``, every cause of the taxonomy, benign variations
-before the divergence) and its **held-out** part (other BFCL categories, another seed), per cause
-and per source, with reference-step accuracy too. Targets (>= 95% step, >= 90% cause) apply to
-each set.
+before the divergence) and its **held-out** parts (other BFCL categories and seed; NL2Bash gold
+commands as imported OpenAI chat conversations), per cause and per source, with reference-step
+accuracy too. Targets (>= 95% step, >= 90% cause) apply to each set.
 
-    .venv/bin/python benchmarks/perf/alignment_accuracy.py [--sets builtin,external,heldout] [--check]
+    .venv/bin/python benchmarks/perf/alignment_accuracy.py [--sets builtin,external,heldout,nl2bash] [--check]
         [--show-misses N]
 """
 
@@ -378,26 +378,28 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument("--show-misses", type=int, default=5, metavar="N", help="list up to N misses")
     parser.add_argument(
-        "--sets", default="builtin,external,heldout", help="comma-separated: builtin, external, heldout"
+        "--sets",
+        default="builtin,external,heldout,nl2bash",
+        help="comma-separated: builtin, external, heldout, nl2bash",
     )
     args = parser.parse_args()
 
     from rich.console import Console
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from external_set import HELD_OUT, TUNE
+    from external_set import HELD_OUT, NL2BASH, TUNE
+
+    files = {"external": TUNE, "heldout": HELD_OUT, "nl2bash": NL2BASH}
 
     console = Console(highlight=False)
     results: dict[str, tuple[float, float]] = {}
     for name in [s.strip() for s in args.sets.split(",") if s.strip()]:
         if name == "builtin":
             results[name] = _builtin(console, args.show_misses)
-        elif name in ("external", "heldout"):
-            results[name] = _external(
-                console, name, TUNE if name == "external" else HELD_OUT, args.show_misses
-            )
+        elif name in files:
+            results[name] = _external(console, name, files[name], args.show_misses)
         else:
-            parser.error(f"unknown set {name!r} (builtin, external, heldout)")
+            parser.error(f"unknown set {name!r} (builtin, external, heldout, nl2bash)")
     missed = False
     for name, (step_acc, cause_acc) in results.items():
         missed |= step_acc < TARGET_STEP or cause_acc < TARGET_CAUSE

@@ -35,6 +35,7 @@ from harnessevolve.core.signals import Cause  # noqa: E402
 FORMAT_VERSION = 1
 DIR = Path(__file__).resolve().parent / "external"
 TUNE, HELD_OUT = DIR / "bfcl-tune.json.gz", DIR / "bfcl-heldout.json.gz"
+NL2BASH = DIR / "nl2bash-heldout.json.gz"
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,9 @@ each turn, or none (with or without the runner's ``stop_reason: completed``).
 
 Labels follow from the change alone, never from what the aligner answers. Deterministic for a
 given ``--seed``. The held-out file uses other BFCL categories (``long_context``, ``miss_param``)
-and another seed, and is not used to tune the aligner.
+and another seed, and is not used to tune the aligner; a third file, also held out, comes from
+another benchmark in another shape (``nl2bash_runs.py``: NL2Bash gold commands as OpenAI chat
+conversations imported to ATIF).
 
     .venv/bin/pip download --no-deps bfcl-eval -d /tmp/bfcl && unzip -q /tmp/bfcl/*.whl -d /tmp/bfcl/whl
     .venv/bin/python benchmarks/perf/make_external_set.py --bfcl /tmp/bfcl/whl
@@ -44,6 +46,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import hashlib
+import importlib.util
 import json
 import random
 import sys
@@ -53,10 +56,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import nl2bash_runs  # noqa: E402
 from bfcl_source import load_tasks, package_root, tool_definitions  # noqa: E402
-from external_set import FORMAT_VERSION, HELD_OUT, TUNE  # noqa: E402
+from external_set import FORMAT_VERSION, HELD_OUT, NL2BASH, TUNE  # noqa: E402
 from perturb_runs import Perturber  # noqa: E402
 
+NL2BASH_LICENSE = "NL2Bash tasks from icalfa (InterCode-ALFA, MIT); queries and gold commands"
 LICENSE = "BFCL (bfcl-eval, Apache-2.0, https://github.com/ShishirPatil/gorilla); tasks, gold calls, docs"
 
 
@@ -116,8 +121,26 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1, help="seed of the tuning set (held-out: seed + 1000)")
     parser.add_argument("--out-tune", type=Path, default=TUNE)
     parser.add_argument("--out-heldout", type=Path, default=HELD_OUT)
+    parser.add_argument("--out-nl2bash", type=Path, default=NL2BASH)
     args = parser.parse_args()
     root = package_root(args.bfcl)
+    icalfa = importlib.util.find_spec("icalfa")
+    if icalfa is None or not icalfa.submodule_search_locations:
+        raise SystemExit("icalfa is not installed (make install installs it)")
+    doc = nl2bash_runs.build_set(
+        Path(next(iter(icalfa.submodule_search_locations))), args.tasks, args.seed + 2000, rng_for
+    )
+    doc = {
+        "version": FORMAT_VERSION,
+        "source": "nl2bash",
+        "seed": args.seed + 2000,
+        "license": NL2BASH_LICENSE,
+        **doc,
+    }
+    write(doc, args.out_nl2bash)
+    print(
+        f"{args.out_nl2bash}: {len(doc['items'])} labelled runs from {len(doc['references'])} tasks (nl2bash)"
+    )
     for categories, seed, out in (
         (("base",), args.seed, args.out_tune),
         (("long_context", "miss_param"), args.seed + 1000, args.out_heldout),

@@ -108,12 +108,17 @@ def from_messages(
     extra: dict[str, Any] | None = None,
     file: str | None = None,
 ) -> Trajectory:
-    """Build a trajectory from chat messages (a list, or a ``{"messages": [...]}`` document).
+    """Build a trajectory from chat messages (a list, or a ``{"messages": [...]}`` document; its
+    ``tools``, the request's tool list, become the trajectory's ``tool_definitions``).
 
     Raises ``TrajectoryError`` naming the message and field that cannot be read.
     """
+    tool_definitions: tuple[dict[str, Any], ...] = ()
     if isinstance(messages, dict) and "messages" in messages:
         model_name = model_name or str(messages.get("model", ""))
+        offered = messages.get("tools")  # the request's tool list: kept as ATIF v1.5 tool_definitions
+        if isinstance(offered, list):
+            tool_definitions = tuple(t for t in offered if isinstance(t, dict))
         messages = messages["messages"]
     if not isinstance(messages, list):
         raise TrajectoryError('expected a list of chat messages or {"messages": [...]}', file=file)
@@ -167,6 +172,7 @@ def from_messages(
         model_name=model_name,
         steps=tuple(steps),
         extra=dict(extra or {}),
+        tool_definitions=tool_definitions,
     )
 
 

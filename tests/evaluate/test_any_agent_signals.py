@@ -271,3 +271,27 @@ def test_a_harmless_read_alone_is_still_reported_as_extra() -> None:
 def test_without_a_reference_the_offered_tools_still_give_the_cause() -> None:
     run = traj(ASK, LS, ("read_everything", {}), ("msg", "Done."))
     assert signal_without_reference(run).cause is Cause.UNKNOWN_TOOL
+
+
+def test_openai_chat_logs_with_their_tools_list_get_the_offered_tool_check(cli, tmp_path) -> None:
+    import json
+
+    from harnessevolve.cli.app import app
+
+    def chat(name: str) -> dict[str, Any]:
+        call = {"id": "c1", "type": "function", "function": {"name": name, "arguments": '{"path": "."}'}}
+        return {
+            "tools": TOOLS,
+            "messages": [
+                {"role": "user", "content": ASK},
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "c1", "content": "a.txt"},
+                {"role": "assistant", "content": "Done."},
+            ],
+        }
+
+    (tmp_path / "run.json").write_text(json.dumps(chat("list_everything")))
+    (tmp_path / "ref.json").write_text(json.dumps(chat("ls")))
+    result = cli.invoke(app, ["diff", str(tmp_path / "run.json"), str(tmp_path / "ref.json"), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["signal"]["cause"] == "unknown_tool"

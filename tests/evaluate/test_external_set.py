@@ -24,15 +24,19 @@ sys.path.insert(0, str(PERF))
 external_set = importlib.import_module("external_set")
 
 
-@pytest.fixture(scope="module", params=["tune", "heldout"])
+FILES = {"tune": external_set.TUNE, "heldout": external_set.HELD_OUT, "nl2bash": external_set.NL2BASH}
+
+
+@pytest.fixture(scope="module", params=sorted(FILES))
 def items(request):
-    return external_set.read_set(external_set.TUNE if request.param == "tune" else external_set.HELD_OUT)
+    return external_set.read_set(FILES[request.param])
 
 
 def test_the_set_covers_every_cause_placement_turns_and_benign_variation(items) -> None:
     causes = Counter(i.cause for i in items)
     assert set(causes) == set(Cause) and min(causes.values()) >= 50
-    assert {bool(i.reference.tool_definitions) for i in items} == {True, False}  # v1.5 and agent.extra
+    if items[0].source.startswith("bfcl"):  # tool definitions in v1.5 agent.tool_definitions and agent.extra
+        assert {bool(i.reference.tool_definitions) for i in items} == {True, False}
     assert all(i.reference.tool_definitions or i.reference.agent_extra["tool_definitions"] for i in items)
     assert any(sum(s.source == "user" for s in i.reference.steps) >= 3 for i in items)
     benign = {b for i in items for b in i.benign}
