@@ -58,8 +58,9 @@ def describe_event(e: dict[str, Any]) -> str:
     name, g = e.get("event"), e.get("generation", "?")
     if name == ev.RunStarted.NAME:
         options = e.get("options") or {}
+        model = options.get("model") or "of the harness"  # no --model: harness.yaml's
         return (
-            f"run {e.get('run_id')} on {e.get('benchmark')}, model {options.get('model')}, "
+            f"run {e.get('run_id')} on {e.get('benchmark')}, model {model}, "
             f"{options.get('generations', '?')} generations, from {_sha(e.get('rev'))}"
         )
     if name == ev.Baseline.NAME:
@@ -90,7 +91,9 @@ def describe_event(e: dict[str, Any]) -> str:
     if name == ev.Committing.NAME:
         return f"gen {g}: committing {e.get('verdict')} candidate: {e.get('summary')}"
     if name == ev.CandidateAccepted.NAME:
-        return f"gen {g}: accepted {_sha(e.get('sha'))}"
+        return f"gen {g}: accepted {_sha(e.get('sha'))}" + (
+            " on a tie (no gain on its batch)" if e.get("tie") else ""
+        )
     if name == ev.CandidateReverted.NAME:
         return f"gen {g}: reverted {_sha(e.get('sha'))} by the {e.get('gate')} gate: {e.get('reason')}"
     if name == ev.GenerationFinished.NAME:
@@ -106,12 +109,22 @@ def describe_event(e: dict[str, Any]) -> str:
         errors = e.get("errors") or []
         return f"gen {g}: proposer {e.get('proposer')} failed: {errors[0] if errors else '?'}"
     if name == ev.RunFinished.NAME:
+        net = e.get("net_change") or {}
+        change = ""
+        if net:
+            change = (
+                f"; {len(net.get('files') or [])} file(s) changed since the seed, validation "
+                f"{_s(net.get('validation_seed'))} -> {_s(net.get('validation_final'))}"
+                if net.get("changed")
+                else "; no net change (the final harness equals the seed)"
+            )
         return (
             f"{len(e.get('accepted') or [])} accepted, {len(e.get('reverted') or [])} reverted; "
-            f"head {_sha(e.get('rev'))}"
+            f"head {_sha(e.get('rev'))}{change}"
         )
     if name in (ev.RunInterrupted.NAME, ev.RunFailed.NAME):
-        return f"stopped in gen {g} at stage {e.get('stage')}: {e.get('error')}"
+        by = f" by {e['signal']}" if e.get("signal") else ""
+        return f"stopped{by} in gen {g} at stage {e.get('stage')}: {e.get('error')}"
     if name == ev.TestEvaluated.NAME:
         scores = e.get("scores") or {}
         pair = f"seed {_s(scores.get('seed'))} -> evolved {_s(scores.get('evolved'))}"
