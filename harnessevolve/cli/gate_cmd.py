@@ -13,7 +13,6 @@ from harnessevolve.cli._errors import EXIT_FAILED, handle_errors
 from harnessevolve.cli.options import (
     AdapterOption,
     BatchSize,
-    Benchmark,
     Concurrency,
     GatesFile,
     HarnessDir,
@@ -28,15 +27,25 @@ from harnessevolve.cli.options import (
 )
 from harnessevolve.cli.ui import console, mark, progress_hooks
 from harnessevolve.core.containment import check_output_path
+from harnessevolve.core.errors import BenchmarkError
 from harnessevolve.core.files import atomic_write_text
+from harnessevolve.gate.performance import accepted_on_tie
 from harnessevolve.pipeline.ci_gate import GateOptions, run_gate
 from harnessevolve.report.gate_report import junit_xml, markdown_summary, verdict_headline
 
 
 @handle_errors
 def gate(
-    harness: HarnessDir,
-    benchmark: Benchmark,
+    harness: HarnessDir = Path("."),
+    benchmark: Annotated[
+        str | None,
+        typer.Option(
+            "--benchmark",
+            "-b",
+            help="A built-in benchmark's name, a folder, harbor:PATH or nl2bash[:N] "
+            "(default: the benchmark of the harness's latest run).",
+        ),
+    ] = None,
     baseline: Annotated[str, typer.Option(help="Baseline git revision (e.g. origin/main).")] = "HEAD~1",
     candidate: Annotated[str, typer.Option(help="Candidate git revision.")] = "HEAD",
     split: Annotated[
@@ -56,7 +65,13 @@ def gate(
     adapter: AdapterOption = None,
     as_json: JsonOut = False,
 ) -> None:
-    """Evaluate two revisions of a harness; exit 0 when the candidate passes every gate, 1 when not."""
+    """Evaluate two revisions of a harness; exit 0 when the candidate passes every gate, 1 when not.
+
+    A pass on a tie (the candidate gained nothing on the batch: HarnessEvolve's min_gain 0 accepts
+    it) is labelled as such; set performance.min_gain above 0, or mode: sequential, to refuse ties.
+    """
+    if benchmark is None:
+        benchmark = latest_benchmark(harness)
     if split not in ("validation", "test"):
         raise typer.BadParameter("must be validation or test", param_hint="--split")
     options = GateOptions(
@@ -85,8 +100,9 @@ def gate(
         atomic_write_text(junit, junit_xml(report))
     if markdown:
         atomic_write_text(markdown, markdown_summary(report))
+    tie = report.passed and accepted_on_tie(report.verdicts)
     if as_json:
-        console.print_json(json.dumps(report.to_dict()))
+        console.print_json(json.dumps({**report.to_dict(), "passed_on_tie": tie}))
     else:
         table = Table(
             "gate", "verdict", "reason", "numbers", title=f"{report.baseline[:8]} -> {report.candidate[:8]}"
@@ -94,6 +110,34 @@ def gate(
         for v in report.verdicts:
             table.add_row(v.gate, mark(v.passed), v.reason, verdict_headline(v))
         console.print(table)
-        console.print("[green]candidate passes[/]" if report.passed else "[red]candidate fails[/]")
+        if tie:
+            console.print(
+                "[yellow]candidate passes on a tie[/]: it gained nothing on the batch (every pair tied or "
+                "wins and losses cancel); min_gain 0 lets it through"
+            )
+        else:
+            console.print("[green]candidate passes[/]" if report.passed else "[red]candidate fails[/]")
     if not report.passed:
         raise typer.Exit(EXIT_FAILED)
+
+
+def latest_benchmark(harness: Path) -> str:
+    """The ``--benchmark`` of the harness's latest run (what ``gate`` checks when given none)."""
+    from harnessevolve.report.runs import runs_dir
+    from harnessevolve.runs.events import RunStarted
+    from harnessevolve.runs.ledger import read_ledger
+
+    folder = runs_dir(harness)
+    runs = sorted(p for p in folder.glob("*") if (p / "ledger.jsonl").is_file()) if folder.is_dir() else []
+    for run_dir in reversed(runs):
+        started = next(
+            (e for e in read_ledger(run_dir / "ledger.jsonl") if e.get("event") == RunStarted.NAME), None
+        )
+        spec = ((started or {}).get("options") or {}).get("benchmark")
+        if spec:
+            return str(spec)
+    raise BenchmarkError(
+        "no --benchmark given and this harness has no run to take it from",
+        field="--benchmark",
+        hint="pass --benchmark NAME or a folder (e.g. -b shell-basics)",
+    )
