@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 from openai import APIStatusError, OpenAI
 
 NO_TOOL_NUDGE = "You did not call a tool. Call one of the tools; call submit with your final answer."
@@ -23,7 +24,16 @@ tools = [
     {"type": "function", "function": {k: t[k] for k in ("name", "description", "parameters")}}
     for t in task["tools"]
 ]
-client = OpenAI(max_retries=0, timeout=600)
+socket_path = os.environ.get("HARNESSEVOLVE_MODEL_SOCKET")  # HTTP over the endpoint's unix socket:
+if socket_path:  # one hop less than $OPENAI_BASE_URL, which reaches the same socket through a relay
+    transport = httpx.HTTPTransport(uds=socket_path)
+    client = OpenAI(
+        base_url="http://endpoint/v1",
+        http_client=httpx.Client(transport=transport, timeout=600),
+        max_retries=0,
+    )
+else:
+    client = OpenAI(max_retries=0, timeout=600)
 
 
 def cut(text: str) -> str:

@@ -35,6 +35,7 @@ OBSERVATION_TEMPLATE = (
 
 
 def make_model_class() -> Any:
+    import httpx
     from minisweagent.models.utils.actions_toolcall import (
         BASH_TOOL,
         format_toolcall_observation_messages,
@@ -55,7 +56,12 @@ def make_model_class() -> Any:
         def __init__(self, **kwargs: Any) -> None:
             known = set(EndpointModelConfig.model_fields)
             self.config = EndpointModelConfig(**{k: v for k, v in kwargs.items() if k in known})
-            self.client = OpenAI(max_retries=0, timeout=900)
+            socket_path = os.environ.get("HARNESSEVOLVE_MODEL_SOCKET")  # one hop less than the relay
+            if socket_path:
+                http = httpx.Client(transport=httpx.HTTPTransport(uds=socket_path), timeout=900)
+                self.client = OpenAI(base_url="http://endpoint/v1", http_client=http, max_retries=0)
+            else:
+                self.client = OpenAI(max_retries=0, timeout=900)
 
         def query(self, messages: list[dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
             from minisweagent.exceptions import FormatError
