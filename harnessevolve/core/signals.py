@@ -145,4 +145,7 @@ class Cluster:
             "severity": round(self.severity, 3),
             "fix_direction": self.fix_direction,
             "tasks": list(self.task_ids),
+            "divergences": [
+                {"task": s.task_id, "step": s.step, "reference_step": s.reference_step} for s in self.signals
+            ],
         }

@@ -318,3 +318,9 @@ def test_cluster_signals_ties_break_by_severity_then_cause_name() -> None:
 
 def test_cluster_signals_of_nothing_is_empty() -> None:
     assert cluster_signals([]) == []
+
+
+def test_a_clusters_record_keeps_both_step_indices_of_each_member() -> None:
+    signal = first_divergence(trajectory(COUNT_A, submit("3")), REFERENCE)
+    (cluster,) = cluster_signals([signal])
+    assert cluster.to_dict()["divergences"] == [{"task": "t-1", "step": 3, "reference_step": 3}]
