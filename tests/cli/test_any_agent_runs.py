@@ -231,3 +231,23 @@ def test_mini_swe_agent_runner_run(tmp_path: Path, cli, scripts, small_benchmark
         trajectory["extra"]["runner"] == "mini-swe-agent" and trajectory["agent"]["name"] == "mini-swe-agent"
     )
     assert any(e["event"] == "candidate_accepted" for e in events)
+
+
+def test_budget_stops_an_external_agent_mid_rollout(
+    tmp_path: Path, cli, scripts, small_benchmark: Path
+) -> None:
+    harness = tmp_path / "pyagent"
+    assert cli.invoke(app, ["init", str(harness), "--template", "python-agent"]).exit_code == 0
+    model = scripts("any-budget", gold_policy(small_benchmark, lambda system: True))
+    args = run_args(harness, model, "--max-tokens", "300", benchmark=small_benchmark, batch_size=4)
+    result = cli.invoke(app, args)
+    assert result.exit_code in (0, 1), result.output
+    run_dir = next((harness / ".harnessevolve" / "runs").iterdir())
+    events = read_ledger(run_dir / "ledger.jsonl")
+    assert any(e["event"] == "budget_exhausted" and e["limit"] == "tokens" for e in events)
+    stops = [json.loads(p.read_text())["extra"] for p in run_dir.rglob("trajectories/**/*.json")]
+    stopped = [s for s in stops if s["stop_reason"] == "budget_exhausted"]
+    assert stopped, [s["stop_reason"] for s in stops]
+    assert all(s["model_calls"][-1]["status"] == 402 for s in stopped)
+    assert "tokens budget reached" in stopped[0]["error"]
+    assert not git.Repo(harness).is_dirty(untracked_files=True)
