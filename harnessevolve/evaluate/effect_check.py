@@ -185,8 +185,13 @@ def _remove_tree(path: Path) -> None:
     if not os.path.lexists(path):
         return
 
+    top = os.path.abspath(path)
+
     def make_writable(func, target, _exc):  # noqa: ANN001 - shutil's onerror signature
         for folder in (os.path.dirname(target), target):
+            inside = os.path.abspath(folder) == top or os.path.abspath(folder).startswith(top + os.sep)
+            if not inside:  # never the folder above the tree
+                continue
             try:
                 fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
             except OSError:

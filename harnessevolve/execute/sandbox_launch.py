@@ -276,9 +276,12 @@ def remove_tree(path: Path) -> None:
     bit taken away get them back (opened with O_NOFOLLOW, so a symlink is never followed to a host
     file), everything else is unlinked, never followed."""
 
+    top = os.path.abspath(path)
+
     def make_writable(func, target, _exc):  # noqa: ANN001 - shutil's onerror signature
         for folder in (os.path.dirname(target), target):
-            _chmod_folder(folder)
+            if _within(folder, top):  # never the folder above the tree (that is /tmp)
+                _chmod_folder(folder)
         with contextlib.suppress(OSError):
             func(target)
 
@@ -290,6 +293,11 @@ def remove_tree(path: Path) -> None:
         os.unlink(path)
         return
     shutil.rmtree(path, onerror=make_writable)
+
+
+def _within(folder: str, top: str) -> bool:
+    folder = os.path.abspath(folder)
+    return folder == top or folder.startswith(top + os.sep)
 
 
 def _chmod_folder(folder: str) -> None:

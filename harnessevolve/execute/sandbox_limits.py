@@ -31,7 +31,6 @@ import ctypes.util
 import functools
 import itertools
 import os
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -281,8 +280,9 @@ def _number(path: Path) -> int:
 
 MS_NOSUID, MS_NODEV = 2, 4
 MNT_DETACH = 2
-_mounted: set[str] = set()
-_mounted_lock = threading.Lock()
+MOUNT_SOURCE = "he-workspace"
+"""A workspace tmpfs is mounted with the source ``he-workspace-<pid of the harnessevolve process>``:
+any process can recognise (and unmount) it, and one whose process is gone is stale."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -293,32 +293,52 @@ def _libc() -> ctypes.CDLL | None:
 
 def mount_workspace(folder: Path, *, size_mb: int, files: int) -> bool:
     """Mount a tmpfs of ``size_mb`` MiB and ``files`` inodes on the empty ``folder`` (root only).
-    False when not root or the mount fails (the folder is then an ordinary one)."""
+    False when not root or the mount fails (the folder is then an ordinary one). The first call
+    in a process unmounts the workspaces of harnessevolve processes that died (``kill -9``)."""
     libc = _libc()
     if os.geteuid() != 0 or libc is None or os.environ.get("HARNESSEVOLVE_NO_WORKSPACE_TMPFS") == "1":
         return False
+    _sweep_stale_workspaces(str(folder.parent))
     options = f"size={size_mb}m,nr_inodes={files},mode=0700".encode()
-    done = libc.mount(b"he-workspace", str(folder).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options)
-    if done != 0:
-        return False
-    with _mounted_lock:
-        _mounted.add(str(folder))
-    return True
+    source = f"{MOUNT_SOURCE}-{os.getpid()}".encode()
+    return libc.mount(source, str(folder).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options) == 0
+
+
+def workspace_mounts() -> dict[str, str]:
+    """Mount point -> source of every workspace tmpfs on the machine (from /proc/self/mountinfo)."""
+    found: dict[str, str] = {}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            left, _, right = line.partition(" - ")
+            fields, rest = left.split(), right.split()
+            if len(fields) > 4 and len(rest) > 1 and rest[0] == "tmpfs" and rest[1].startswith(MOUNT_SOURCE):
+                found[fields[4].replace("\\040", " ")] = rest[1]
+    return found
 
 
 def is_workspace_mount(folder: Path) -> bool:
-    return str(folder) in _mounted
+    return os.path.ismount(folder) and str(folder) in workspace_mounts()
 
 
 def unmount_workspace(folder: Path) -> None:
     """Unmount the workspace's tmpfs (its files go with it); a no-op for an ordinary folder."""
-    with _mounted_lock:
-        if str(folder) not in _mounted:
-            return
-        _mounted.discard(str(folder))
     libc = _libc()
-    if libc is not None:
+    if libc is not None and is_workspace_mount(folder):
         libc.umount2(str(folder).encode(), MNT_DETACH)
+
+
+@functools.lru_cache(maxsize=8)
+def _sweep_stale_workspaces(parent: str) -> None:
+    """Unmount and remove workspace tmpfs mounts under ``parent`` whose harnessevolve process is gone."""
+    libc = _libc()
+    if libc is None:
+        return
+    for point, source in workspace_mounts().items():
+        pid = source.removeprefix(f"{MOUNT_SOURCE}-")
+        stale = os.path.dirname(point) == parent and pid.isdigit() and not _alive(int(pid))
+        if stale and libc.umount2(point.encode(), MNT_DETACH) == 0:
+            with contextlib.suppress(OSError):
+                os.rmdir(point)
 
 
 def workspace_full(folder: Path) -> set[str]:
