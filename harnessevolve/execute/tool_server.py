@@ -70,7 +70,7 @@ def with_read_only(sandbox: Sandbox, paths: tuple[str, ...]) -> Sandbox:
     missing = [p for p in paths if not Path(p).exists()]
     if missing:
         raise SandboxError(
-            f"read-only path {missing[0]} does not exist", hint="check --sandbox-ro and sandbox_ro"
+            f"read-only path {missing[0]} does not exist", field="--sandbox-ro", hint="check --sandbox-ro"
         )
     derived = copy.copy(sandbox)
     known = tuple(sandbox.read_only_paths)  # type: ignore[attr-defined]
