@@ -159,3 +159,22 @@ def test_factory_and_missing_ray_message(monkeypatch: pytest.MonkeyPatch) -> Non
     with pytest.raises(ExecutorUnavailableError) as info:
         _import_ray()
     assert "pip install 'harnessevolve[ray]'" in info.value.hint
+
+
+def test_command_runner_harness_through_ray(executor: RayExecutor) -> None:
+    """An external agent (the python-agent template, run by the command runner in each worker's
+    sandbox, its model behind the worker's endpoint) gives the same rollouts as locally."""
+    harness = load_harness(paths.builtin_dir("harnesses") / "python-agent")
+    tasks = TASKS[:3]
+    local = asyncio.run(LocalExecutor(concurrency=3).run(harness, tasks, model=MODEL, seed=7))
+    remote = asyncio.run(executor.run(harness, tasks, model=MODEL, seed=7))
+    try:
+        assert [summary(r) for r in remote] == [summary(r) for r in local]
+        assert [r.answer for r in remote] == ["maple", "oak", "birch"]
+        assert all(
+            r.trajectory.extra["runner"] == "command" and r.trajectory.extra["model_calls"] for r in remote
+        )
+    finally:
+        for rollout in local + remote:
+            if rollout.workspace:
+                remove_workspace(rollout.workspace)
