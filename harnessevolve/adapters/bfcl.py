@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessevolve.adapters.suite import AdaptedBenchmark, assign_splits
+from harnessevolve.core import paths
 from harnessevolve.core.errors import BenchmarkError
 from harnessevolve.core.python_refs import module_file
 from harnessevolve.core.tasks import Check, GoldCall, ObjectSetup, Task, TaskTool
@@ -274,5 +275,6 @@ class BFCLAdapter:
             root=data_root(),
             tasks=tuple(replace(t, split=splits[t.id]) for t in tasks),
             description=f"BFCL v4 multi-turn ({category}) from bfcl-eval",
-            source=f"bfcl:{spec}",
+            references=paths.builtin_dir("trajectories") / name,
+            source=f"bfcl:{spec}" if spec else "bfcl",
         )
