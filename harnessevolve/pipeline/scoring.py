@@ -8,6 +8,7 @@ trajectories and evaluations are saved under the run folder.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,17 +93,37 @@ class Scorer:
                 todo.append(task)
         if todo:
             advance = self.on_progress(label, len(todo)) if self.on_progress else None
-            rollouts = await self.executor.run(
-                harness,
-                todo,
-                model=model,
-                seed=self.seed,
-                on_done=(lambda _r: advance()) if advance else None,
-            )
             by_id = {t.id: t for t in todo}
-            for rollout in rollouts:  # checks run sandboxed programs: off the event loop
-                self.memo[(key, rollout.task_id)] = await asyncio.to_thread(
+            evaluating: dict[str, asyncio.Future[TaskResult]] = {}
+            context = contextvars.copy_context()  # the usage scope, whatever context on_done runs in
+
+            def finished(rollout: Rollout) -> None:
+                # Scored and cached the moment it ends (checks run sandboxed programs: off the event
+                # loop), so a kill mid-batch loses no finished rollout.
+                if advance:
+                    advance()
+                work = asyncio.to_thread(
                     self._evaluate, by_id[rollout.task_id], rollout, harness.content_hash(), model
+                )
+                evaluating[rollout.task_id] = asyncio.get_running_loop().create_task(
+                    work, context=context.copy()
+                )
+
+            try:
+                rollouts = await self.executor.run(
+                    harness, todo, model=model, seed=self.seed, on_done=finished
+                )
+            finally:
+                if evaluating:  # an interrupted batch still scores (and caches) what finished
+                    await asyncio.gather(*evaluating.values(), return_exceptions=True)
+            for rollout in rollouts:
+                pending = evaluating.get(rollout.task_id)
+                self.memo[(key, rollout.task_id)] = (
+                    await pending
+                    if pending is not None
+                    else await asyncio.to_thread(
+                        self._evaluate, by_id[rollout.task_id], rollout, harness.content_hash(), model
+                    )
                 )
         return [self.memo[(key, t.id)] for t in tasks]
 
