@@ -1,6 +1,7 @@
 """Kill a run with SIGKILL at random moments, resume it each time, and print what was lost.
 
     .venv/bin/python benchmarks/perf/kill_resume.py [--kills 20] [--generations 6] [--seed 0]
+        [--template shell-agent|python-agent]
 
 A reference run goes uninterrupted on one copy of the seed harness. A second copy runs the same
 command, is killed (``kill -9`` of its whole process group) at a random moment drawn uniformly
@@ -77,8 +78,14 @@ def run_args(harness: Path, generations: int) -> list[str]:
     )
 
 
+TEMPLATE = "shell-agent"
+"""The harness template (``--template``): ``python-agent`` runs the same loop through the command runner."""
+
+
 def init(harness: Path) -> None:
-    subprocess.run(cli("init", str(harness)), check=True, env=env(), capture_output=True)
+    subprocess.run(
+        cli("init", str(harness), "--template", TEMPLATE), check=True, env=env(), capture_output=True
+    )
 
 
 def run_dir(harness: Path) -> Path | None:
@@ -203,7 +210,9 @@ def main() -> int:
     parser.add_argument("--kills", type=int, default=20, help="SIGKILLs to land in all (default 20)")
     parser.add_argument("--generations", type=int, default=6)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--template", default=TEMPLATE, help="harness template (shell-agent, python-agent)")
     opts = parser.parse_args()
+    globals()["TEMPLATE"] = opts.template
     rng = random.Random(opts.seed)
     rows, landed, failures = [], Counter(), []
     with tempfile.TemporaryDirectory(prefix="he-kill-") as tmp:
