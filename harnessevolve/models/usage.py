@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextvars
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 from typing import Any
@@ -63,6 +63,8 @@ class UsageMeter:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._rows: dict[_Key, Usage] = {}
+        self.listeners: list[Callable[[], None]] = []
+        """Called after each recorded call (outside the lock), e.g. to persist the spend."""
 
     def record(
         self,
@@ -89,6 +91,8 @@ class UsageMeter:
         key = (stage, proposer, model)
         with self._lock:
             self._rows[key] = self._rows.get(key, Usage()) + usage
+        for listener in self.listeners:
+            listener()
 
     def totals(self) -> Usage:
         with self._lock:
