@@ -48,8 +48,8 @@ def read_tools(path: Path) -> list[dict[str, Any]]:
         return [t.openai_schema() for t in load_harness(path).tools]
     doc = read_json(path, error=TrajectoryError)
     if isinstance(doc, dict):
-        agent = doc.get("agent") if isinstance(doc.get("agent"), dict) else {}
-        doc = doc.get("tools", agent.get("tool_definitions"))
+        agent = doc.get("agent")
+        doc = doc.get("tools", agent.get("tool_definitions") if isinstance(agent, dict) else None)
     if not isinstance(doc, list) or not all(isinstance(d, dict) for d in doc):
         raise TrajectoryError(
             "not a list of tool definitions",

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harnessevolve.core.atif import Step, Trajectory
+from harnessevolve.core.signals import Cause
 from harnessevolve.evaluate.observations import tool_error
 from harnessevolve.evaluate.tool_schemas import ToolSet
 
@@ -219,8 +220,8 @@ def read_only(action: Action, tools: ToolSet) -> bool:
         return (
             bool(words) and words[0] in READ_ONLY_PROGRAMS and not re.search(r">|\s-i\b|;|&&|\|\|", command)
         )
-    words = set(re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", action.tool).lower().replace("-", "_").split("_"))
-    return bool(words & READ_WORDS) and not words & WRITE_WORDS
+    name_words = set(re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", action.tool).lower().replace("-", "_").split("_"))
+    return bool(name_words & READ_WORDS) and not name_words & WRITE_WORDS
 
 
 def _is_finish_call(name: str, arguments: dict[str, Any]) -> bool:
@@ -322,3 +323,20 @@ def _call_error(name: str, note: str, calls: int) -> str:
     parts = [p.strip() for p in note.split(";") if p.strip()]
     own = [p for p in parts if p.split(":", 1)[-1].strip().startswith(name) or name in p]
     return "; ".join(own)
+
+
+def error_cause(act: Action) -> Cause | None:
+    """The cause an action's own error says, before any comparison with a reference."""
+    if act.error.startswith(("parse_error", "no_tool_call", "bad_arguments")) or (
+        act.kind == "malformed" and not act.error
+    ):
+        return Cause.FORMAT_ERROR  # bad_arguments: the loop's note for arguments that are not JSON
+    if act.error.startswith("unknown_tool"):
+        return Cause.UNKNOWN_TOOL
+    if act.error.startswith("tool_error: missing argument"):
+        return Cause.MISSING_ARGUMENT
+    if act.error.startswith("model_error"):
+        return Cause.MODEL_ERROR
+    if act.kind == "malformed":
+        return Cause.FORMAT_ERROR
+    return None

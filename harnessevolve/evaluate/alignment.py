@@ -33,7 +33,7 @@ from typing import Any
 
 from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.signals import BASE_SEVERITY, Cause, ErrorSignal
-from harnessevolve.evaluate.actions import LIMIT_STOPS, Action, read_actions, read_only, stop_key
+from harnessevolve.evaluate.actions import LIMIT_STOPS, Action, error_cause, read_actions, read_only, stop_key
 from harnessevolve.evaluate.call_match import (
     ARGUMENT_SIMILARITY,
     Difference,
@@ -41,10 +41,15 @@ from harnessevolve.evaluate.call_match import (
     difference,
     operands,
 )
-from harnessevolve.evaluate.tool_schemas import ToolSet, canonical_call, tool_set, trajectory_definitions
+from harnessevolve.evaluate.no_reference import signal_without_reference
+from harnessevolve.evaluate.side_by_side import GAP_COST, OTHER_TOOL_COST, SAME_TOOL_COST, AlignedRow, align
+from harnessevolve.evaluate.tool_schemas import ToolSet, canonical_call, offered_tools
 
 __all__ = [
     "ARGUMENT_SIMILARITY",
+    "GAP_COST",
+    "OTHER_TOOL_COST",
+    "SAME_TOOL_COST",
     "Action",
     "AlignedRow",
     "actions",
@@ -52,17 +57,13 @@ __all__ = [
     "argument_similarity",
     "describe",
     "first_divergence",
+    "offered_tools",
     "operands",
     "signal_without_reference",
 ]
 
 LOOP_REPEATS = 3
 RECOVERY_WINDOW = 3
-
-
-def offered_tools(*trajectories: Trajectory, tools: Iterable[Any] | None = None) -> ToolSet:
-    """The tool definitions the caller passes, then those the trajectories carry."""
-    return tool_set(tools, *(trajectory_definitions(t) for t in trajectories))
 
 
 def actions(trajectory: Trajectory, tools: Iterable[Any] | None = None) -> list[Action]:
@@ -131,22 +132,6 @@ class _Context:
 
     def key(self, a: Action) -> str:
         return canonical_call(a.tool, a.arguments, self.tools.get(a.tool)) + (a.raw_arguments or "")
-
-
-def _error_cause(act: Action) -> Cause | None:
-    if act.error.startswith(("parse_error", "no_tool_call", "bad_arguments")) or (
-        act.kind == "malformed" and not act.error
-    ):
-        return Cause.FORMAT_ERROR  # bad_arguments: the loop's note for arguments that are not JSON
-    if act.error.startswith("unknown_tool"):
-        return Cause.UNKNOWN_TOOL
-    if act.error.startswith("tool_error: missing argument"):
-        return Cause.MISSING_ARGUMENT
-    if act.error.startswith("model_error"):
-        return Cause.MODEL_ERROR
-    if act.kind == "malformed":
-        return Cause.FORMAT_ERROR
-    return None
 
 
 def _error_signal(ctx: _Context, cause: Cause, act: Action, exp: Action | None) -> ErrorSignal:
@@ -229,7 +214,7 @@ def _walk(ctx: _Context, trajectory: Trajectory) -> ErrorSignal:
     pending: ErrorSignal | None = None  # a harmless unneeded call, reported if nothing else is found
     while i < len(run):
         act, exp = run[i], (ref[j] if j < len(ref) else None)
-        cause = _error_cause(act)
+        cause = error_cause(act)
         if cause is not None:
             return _error_signal(ctx, cause, act, exp)
         if exp is None:
@@ -387,91 +372,3 @@ def _without_divergent_action(
         ref[-1] if ref else None,
         "the run followed the reference's steps but the checker still failed",
     )
-
-
-def signal_without_reference(
-    trajectory: Trajectory, *, score: float = 0.0, tools: Iterable[Any] | None = None
-) -> ErrorSignal:
-    """The same fields, from the run alone: no step, the cause read off its errors and stop reason."""
-    task_id = trajectory.task_id or "?"
-    listing = read_actions(trajectory, offered_tools(trajectory, tools=tools))
-    for act in listing.actions:
-        cause = _error_cause(act)
-        if cause is not None:
-            return ErrorSignal(
-                task_id,
-                cause,
-                BASE_SEVERITY[cause] * (1 - 0.5 * score),
-                f"{cause.value} at step {act.step_id} ({act.error or act.kind})",
-                gaps=listing.gaps,
-            )
-    stop = trajectory.extra.get("stop_reason")
-    key = stop_key(stop)
-    cause = Cause.WRONG_ARGUMENT
-    if key in LIMIT_STOPS:
-        cause = Cause.STEP_LIMIT
-    elif key in ("modelerror", "setuperror"):
-        cause = Cause.MODEL_ERROR if key == "modelerror" else Cause.SETUP_ERROR
-    hint = f"no reference trajectory; the run ended with {stop} and the checker failed"
-    return ErrorSignal(task_id, cause, BASE_SEVERITY[cause] * (1 - 0.5 * score), hint, gaps=listing.gaps)
-
-
-@dataclass(frozen=True)
-class AlignedRow:
-    """One row of a full alignment: a run action, a reference action, or both side by side."""
-
-    run: Action | None
-    reference: Action | None
-    reference_index: int | None
-    """1-based index of ``reference`` among the reference's actions."""
-    match: bool
-
-
-GAP_COST, SAME_TOOL_COST, OTHER_TOOL_COST = 1.0, 1.0, 1.5
-
-
-def align(
-    trajectory: Trajectory, reference: Trajectory, *, tools: Iterable[Any] | None = None
-) -> list[AlignedRow]:
-    """Every action of the run against every action of the reference (a global alignment: the
-    fewest unmatched actions, a changed argument costing less than a changed tool), for display.
-
-    ``first_divergence`` is what decides the divergent step; this only lays the two runs out.
-    """
-    offered = offered_tools(trajectory, reference, tools=tools)
-    run = list(read_actions(trajectory, offered).actions)
-    ref = [a for a in read_actions(reference, offered).actions if a.kind != "malformed"]
-    n, m = len(run), len(ref)
-
-    def same(a: Action, b: Action) -> bool:
-        return difference(a, b, offered.get(b.tool)) is None
-
-    def pair_cost(a: Action, b: Action) -> float:
-        if same(a, b):
-            return 0.0
-        return SAME_TOOL_COST if a.tool == b.tool else OTHER_TOOL_COST
-
-    cost = [[0.0] * (m + 1) for _ in range(n + 1)]
-    for i in range(n + 1):
-        for j in range(m + 1):
-            if i == 0 or j == 0:
-                cost[i][j] = (i + j) * GAP_COST
-                continue
-            cost[i][j] = min(
-                cost[i - 1][j - 1] + pair_cost(run[i - 1], ref[j - 1]),
-                cost[i - 1][j] + GAP_COST,
-                cost[i][j - 1] + GAP_COST,
-            )
-    rows: list[AlignedRow] = []
-    i, j = n, m
-    while i or j:
-        if i and j and cost[i][j] == cost[i - 1][j - 1] + pair_cost(run[i - 1], ref[j - 1]):
-            rows.append(AlignedRow(run[i - 1], ref[j - 1], j, same(run[i - 1], ref[j - 1])))
-            i, j = i - 1, j - 1
-        elif i and cost[i][j] == cost[i - 1][j] + GAP_COST:
-            rows.append(AlignedRow(run[i - 1], None, None, False))
-            i -= 1
-        else:
-            rows.append(AlignedRow(None, ref[j - 1], j, False))
-            j -= 1
-    return rows[::-1]

@@ -77,13 +77,14 @@ def parse_definition(doc: Any) -> ToolSchema | None:
     """One tool definition in any of the accepted shapes; None when it names no tool."""
     if not isinstance(doc, dict):
         return None
-    body = doc.get("function") if isinstance(doc.get("function"), dict) else doc
+    function = doc.get("function")
+    body: dict[str, Any] = function if isinstance(function, dict) else doc
     name = body.get("name")
     if not isinstance(name, str) or not name:
         return None
     params = body.get("parameters", body.get("inputSchema", body.get("input_schema", {})))
-    annotations = body.get("annotations") if isinstance(body.get("annotations"), dict) else {}
-    hint = annotations.get("readOnlyHint")
+    annotations = body.get("annotations")
+    hint = annotations.get("readOnlyHint") if isinstance(annotations, dict) else None
     return ToolSchema(
         name, params if isinstance(params, dict) else {}, hint if isinstance(hint, bool) else None
     )
@@ -210,3 +211,8 @@ def default_of(schema: ToolSchema | None, key: str) -> tuple[bool, Any]:
 def positional_names(schema: ToolSchema | None, count: int) -> list[str]:
     """The parameter names positional arguments fill, in the schema's order."""
     return schema.order()[:count] if schema else []
+
+
+def offered_tools(*trajectories: Any, tools: Iterable[Any] | None = None) -> ToolSet:
+    """The tool definitions the caller passes, then those the trajectories carry."""
+    return tool_set(tools, *(trajectory_definitions(t) for t in trajectories))
