@@ -269,3 +269,20 @@ def test_ci_gate_smoke_runs_agent_code(tmp_path: Path, cli, learner) -> None:
     assert (
         "smoke" in result.output and "agent_crashed" in result.output and "ZeroDivisionError" in result.output
     )
+
+
+def test_refs_generate_with_a_command_agent(tmp_path: Path, cli, scripts) -> None:
+    """`refs generate --harness` runs the hinted attempts through the harness's own runner."""
+    from pipeline.test_refgen import TASK, honest
+
+    harness = tmp_path / "pyagent"
+    assert cli.invoke(app, ["init", str(harness), "--template", "python-agent"]).exit_code == 0
+    model = scripts("refs-honest", honest)
+    args = ["refs", "generate", "--benchmark", "shell-basics", "--task", TASK, "--model", model]
+    args += ["--harness", str(harness), "--attempts", "1", "--probes", "1", "--out", str(tmp_path / "refs")]
+    result = cli.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    reference = json.loads((tmp_path / "refs" / f"{TASK}.json").read_text())
+    assert reference["extra"]["runner"] == "command"
+    calls = [c["function_name"] for s in reference["steps"] for c in s.get("tool_calls", [])]
+    assert calls == ["read_file", "submit"] and "Hint" not in reference["steps"][1]["message"]
