@@ -29,3 +29,22 @@ class FamilyLearner:
             return {"tool_calls": [{"name": "submit", "arguments": {"answer": "I do not know"}}]}
         gold = task.gold[min(turn, len(task.gold) - 1)]
         return {"tool_calls": [{"name": gold.tool, "arguments": gold.arguments}]}
+
+
+class TogglePrompt:
+    """A proposer that adds a line to the system prompt, then takes it out again: an edit and its
+    exact undo (register it in ``registry.PROPOSERS`` under ``toggle``)."""
+
+    name = "toggle"
+    line = "\nKeep every answer short.\n"
+
+    async def propose(self, context: Any) -> Any:
+        from harnessevolve.optimize.proposal import Candidate
+
+        text = context.files["prompts/system.md"]
+        new = text.replace(self.line, "") if self.line in text else text + self.line
+        summary = "remove the brevity line" if self.line in text else "add a brevity line"
+        return Candidate({"prompts/system.md": new}, summary, "test", (), (), self.name)
+
+    async def revise(self, context: Any, candidate: Any, reason: str) -> Any:
+        raise AssertionError("not revised")

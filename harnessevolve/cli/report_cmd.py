@@ -83,6 +83,8 @@ def report(
             "run_id": view.run_id,
             "state": view.state,
             "accepted": [c.sha for c in view.accepted],
+            "accepted_on_ties": [c.sha for c in view.accepted if c.tie],
+            "net_change": view.net_change,
             "test": final_scores,
             "html": str(html_path) if html_path else None,
         }
@@ -96,7 +98,11 @@ def report(
         status = {"accepted": "[green]accepted[/]", "reverted": "[red]reverted[/]"}.get(
             c.outcome, f"[yellow]{c.outcome}[/]"
         )
-        console.print(f"  {c.short} {status} gen {c.generation}: {escape(c.summary)}")
+        tie = " [yellow](tie)[/]" if c.tie else ""
+        console.print(f"  {c.short} {status}{tie} gen {c.generation}: {escape(c.summary)}")
+    net = view.net_change
+    if net is not None and not net.get("changed"):
+        console.print("[yellow]no net change: the final harness equals the seed[/]")
     if final_scores:
         table = Table(
             "harness", "revision", "test score", title=f"test split ({final_scores['tasks']} tasks)"

@@ -18,6 +18,7 @@ from harnessevolve.core.files import atomic_write_text
 from harnessevolve.report.run_model import CandidateView, RunView
 from harnessevolve.report.runs import format_duration
 from harnessevolve.report.svg_chart import PALETTE, Series, line_chart
+from harnessevolve.report.task_matrix import task_matrix
 
 TEMPLATE = "report.html.j2"
 TOP_CLUSTERS = 10
@@ -106,7 +107,9 @@ def format_number(value: Any) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def render_html(view: RunView) -> str:
+def render_html(view: RunView, link_base: str | None = None) -> str:
+    """The report; ``link_base`` is how its links reach the run folder (relative to where the file
+    is written; default: the run folder's absolute ``file://`` address)."""
     import jinja2
 
     env = jinja2.Environment(
@@ -139,6 +142,8 @@ def render_html(view: RunView) -> str:
             if sum(c.generation == g for c in view.candidates) > 1
         },
         anchors={c.sha: c.anchor for c in view.candidates if c.sha},
+        tasks=task_matrix(view.root, list(view.events)),
+        run_link=(link_base if link_base is not None else Path(view.root).resolve().as_uri()).rstrip("/"),
     )
 
 
@@ -153,7 +158,8 @@ def _event_counts(view: RunView) -> list[tuple[str, int]]:
 def write_html_report(view: RunView, out: Path) -> Path:
     """Write the report to ``out`` (a file, or a folder that gets ``report.html``); returns the file."""
     target = out / "report.html" if out.is_dir() else out
-    atomic_write_text(target, render_html(view))
+    link_base = os.path.relpath(Path(view.root).resolve(), target.resolve().parent)
+    atomic_write_text(target, render_html(view, link_base=Path(link_base).as_posix()))
     mask = os.umask(0)
     os.umask(mask)
     target.chmod(0o666 & ~mask)  # a report is for sharing: the usual file mode, not the temp file's 0600

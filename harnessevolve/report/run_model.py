@@ -43,6 +43,8 @@ class CandidateView:
     changes are in the run folder); ``pending`` (no verdict yet)."""
     verdicts: tuple[Verdict, ...] = ()
     revisions: int = 0
+    tie: bool = False
+    """Accepted on a tie: the performance gate saw no gain on its batch."""
     rejected_by: str | None = None
     reason: str = ""
     sha: str | None = None
@@ -139,6 +141,11 @@ class RunView:
     """``--evolve-environments``: every ``task_generated`` decision, kept or not."""
     lock_owner: dict[str, Any] | None = None
     git_error: str | None = None
+    net_change: dict[str, Any] | None = None
+    """``run_finished.net_change``: seed vs final harness (``changed``, ``files``, validation)."""
+    model_source: str = "option"
+    """Where ``model`` came from: ``option`` (--model), ``trajectory`` (the agent model a rollout
+    recorded, when the run used the harness's own), or ``unknown``."""
 
     @property
     def accepted(self) -> tuple[CandidateView, ...]:

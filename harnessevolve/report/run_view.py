@@ -140,6 +140,7 @@ class _Fold:
             row["candidate"] = sha
         elif name == ev.CandidateAccepted.NAME and sha in self.by_sha:
             self.by_sha[sha]["outcome"] = "accepted"
+            self.by_sha[sha]["tie"] = bool(e.get("tie"))
             if e.get("verdicts"):
                 self.by_sha[sha]["verdicts"] = _verdicts(e["verdicts"])
             if _float(e.get("validation")) is not None and gen is not None:
@@ -224,6 +225,11 @@ def load_run_view(run_dir: Path, *, with_git: bool = True) -> RunView:
             summary = info.summary if info else f"restore snapshot {str(e.get('best', ''))[:8]}"
             lineage.append(LineageStep(e["restored"], kind, summary, None, _float(e.get("best_validation"))))
     options = started.get("options") or {}
+    model = None if options.get("model") in (None, "None", "") else str(options["model"])
+    model_source = "option"
+    if model is None:
+        model = recorded_model(run_dir)
+        model_source = "trajectory" if model else "unknown"
     return RunView(
         run_id=run_id,
         root=run_dir,
@@ -231,7 +237,11 @@ def load_run_view(run_dir: Path, *, with_git: bool = True) -> RunView:
         state=state,
         events=tuple(events),
         benchmark=started.get("benchmark"),
-        model=None if options.get("model") in (None, "None", "") else str(options["model"]),
+        model=model,
+        model_source=model_source,
+        net_change=(finished or {}).get("net_change")
+        if isinstance((finished or {}).get("net_change"), dict)
+        else None,
         options=dict(options),
         started_at=parse_ts(events[0].get("ts")) if events else None,
         ended_at=parse_ts(end.get("ts")) if end and state in END_STATES.values() else None,
@@ -279,3 +289,17 @@ def _candidate(
         message=message,
         trailers=trailers,
     )
+
+
+def recorded_model(run_dir: Path) -> str | None:
+    """The agent model a rollout of the run recorded (``agent.model_name`` of a trajectory)."""
+    import json
+
+    for path in sorted((run_dir / "trajectories").glob("*/*.json"))[:3]:
+        try:
+            agent = json.loads(path.read_text(encoding="utf-8")).get("agent") or {}
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(agent, dict) and agent.get("model_name"):
+            return str(agent["model_name"])
+    return None

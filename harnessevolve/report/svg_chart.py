@@ -13,6 +13,32 @@ from markupsafe import Markup, escape
 PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2")
 
 
+MARKERS = ("circle", "square", "triangle", "diamond", "cross")
+DASHES = ("", ' stroke-dasharray="2 3"', ' stroke-dasharray="8 3"', ' stroke-dasharray="1 4"')
+SERIES_SHIFT = 4.0
+"""Pixels between the x positions of consecutive series (so equal values do not hide each other)."""
+
+
+def _marker(shape: str, x: float, y: float, color: str, title: str) -> str:
+    r = 4.5
+    if shape == "square":
+        box = f'x="{x - r:.1f}" y="{y - r:.1f}" width="{2 * r}" height="{2 * r}"'
+        return f'<rect {box} fill="{color}">{title}</rect>'
+    if shape == "triangle":
+        points = f"{x:.1f},{y - r - 1:.1f} {x - r - 1:.1f},{y + r:.1f} {x + r + 1:.1f},{y + r:.1f}"
+        return f'<polygon points="{points}" fill="{color}">{title}</polygon>'
+    if shape == "diamond":
+        points = (
+            f"{x:.1f},{y - r - 1:.1f} {x + r + 1:.1f},{y:.1f} {x:.1f},{y + r + 1:.1f} {x - r - 1:.1f},{y:.1f}"
+        )
+        return f'<polygon points="{points}" fill="none" stroke="{color}" stroke-width="2">{title}</polygon>'
+    if shape == "cross":
+        x0, y0, x1, y1 = x - r, y - r, x + r, y + r
+        d = f"M{x0:.1f},{y0:.1f}L{x1:.1f},{y1:.1f}M{x0:.1f},{y1:.1f}L{x1:.1f},{y0:.1f}"
+        return f'<path d="{d}" stroke="{color}" stroke-width="2.5">{title}</path>'
+    return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r}" fill="{color}">{title}</circle>'
+
+
 @dataclass(frozen=True)
 class Series:
     name: str
@@ -81,24 +107,27 @@ def line_chart(
         f'transform="rotate(-90 14 {top + plot_h / 2:.1f})">{escape(y_label)}</text>'
     )
     for i, s in enumerate(series):
-        coords = [(px(x), py(y)) for x, y in s.points]
+        # Series that coincide (a train score equal to the validation one, a flat 0.0) stay visible:
+        # each is shifted a few pixels sideways and has its own marker shape and dash pattern.
+        shift = (i - (len(series) - 1) / 2) * SERIES_SHIFT
+        coords = [(px(x) + shift, py(y)) for x, y in s.points]
         name = escape(s.name)
-        parts.append(f'<g class="series" data-series="{name}">')
+        shape = MARKERS[i % len(MARKERS)]
+        parts.append(f'<g class="series" data-series="{name}" data-marker="{shape}">')
+        dash = ' stroke-dasharray="6 4"' if s.dashed else DASHES[i % len(DASHES)]
         if s.line and len(coords) > 1:
-            dash = ' stroke-dasharray="6 4"' if s.dashed else ""
             path = " ".join(f"{x:.1f},{y:.1f}" for x, y in coords)
             parts.append(f'<polyline points="{path}" fill="none" stroke="{s.color}" stroke-width="2"{dash}/>')
         for (x, y), (gx, gy) in zip(coords, s.points, strict=True):
-            parts.append(
-                f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{s.color}">'
-                f"<title>{name}, {escape(x_label)} {gx:g}: {gy:.3f}</title></circle>"
-            )
+            label = f"<title>{name}, {escape(x_label)} {gx:g}: {gy:.3f}</title>"
+            parts.append(_marker(shape, x, y, s.color, label))
         parts.append("</g>")
         ly = top + 10 + i * 20
         lx = left + plot_w + 14
         parts.append(
-            f'<line x1="{lx}" x2="{lx + 22}" y1="{ly}" y2="{ly}" stroke="{s.color}" stroke-width="3"/>'
-            f'<text x="{lx + 28}" y="{ly + 4}" class="legend">{name}</text>'
+            f'<line x1="{lx}" x2="{lx + 22}" y1="{ly}" y2="{ly}" stroke="{s.color}" stroke-width="3"{dash}/>'
+            + _marker(shape, lx + 11, ly, s.color, "")
+            + f'<text x="{lx + 28}" y="{ly + 4}" class="legend">{name}</text>'
         )
     parts.append("</svg>")
     return Markup("".join(parts))

@@ -8,27 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
+from policies import TogglePrompt
 
 from harnessevolve.cli.app import app
 from harnessevolve.optimize import registry
-from harnessevolve.optimize.proposal import Candidate, ProposalContext
-
-MARK = "\nKeep every answer short.\n"
-
-
-class Toggle:
-    """Adds a line to the system prompt, then takes it out again: an edit and its exact undo."""
-
-    name = "toggle"
-
-    async def propose(self, context: ProposalContext) -> Candidate | None:
-        text = context.files["prompts/system.md"]
-        new = text.replace(MARK, "") if MARK in text else text + MARK
-        summary = "remove the brevity line" if MARK in text else "add a brevity line"
-        return Candidate({"prompts/system.md": new}, summary, "test", (), (), self.name)
-
-    async def revise(self, context: ProposalContext, candidate: Candidate, reason: str) -> Candidate:
-        raise AssertionError("not revised")
 
 
 def events(harness: Path) -> list[dict]:
@@ -44,7 +27,7 @@ def run(cli, harness: Path, *extra: str):
 def test_an_edit_and_its_undo_accepted_on_ties_is_no_net_change(
     cli, harness_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(registry.PROPOSERS, "toggle", Toggle)
+    monkeypatch.setitem(registry.PROPOSERS, "toggle", TogglePrompt)
     result = run(cli, harness_dir, "-n", "2", "--proposer", "toggle")
     assert result.exit_code == 1, result.output
     out = result.output
