@@ -13,9 +13,13 @@ Two ways to get there, depending on who we are:
 - an ordinary user: bwrap makes an unprivileged user namespace (and forbids nested ones); the
   command runs as us, which is harmless since it sees only the workspace and public system files;
 - root: bwrap needs no user namespace, and ``setpriv`` drops the command to the workspace's own uid
-  (``sandbox_launch.sandbox_uid``) -- root would ignore the process limit and could read
+  (leased machine-wide, ``sandbox_uids``) -- root would ignore the process limit and could read
   root-only files like /etc/shadow. The workspace is handed to that uid first. A second,
   unprivileged bwrap inside then forbids user namespaces, as in the first case.
+
+Every process of one workspace's commands joins that workspace's cgroup (``sandbox_limits``)
+before bwrap starts, so the rollout's memory and process count are bounded as a whole; a check's
+own files (``read_only``) are bound read-only after the workspace.
 """
 
 from __future__ import annotations
