@@ -21,6 +21,7 @@ from harnessevolve.gate.config import load_gate_config
 from harnessevolve.gate.verdict import GateVerdict
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
+from harnessevolve.pipeline import preflight
 from harnessevolve.pipeline.judge import CandidateJudge
 from harnessevolve.pipeline.loop import sample_batch
 from harnessevolve.pipeline.references import load_references
@@ -60,6 +61,8 @@ def run_gate(options: GateOptions, hooks: RunHooks) -> GateReport:
     gates = load_gate_config(options.gates_file)
     with tempfile.TemporaryDirectory(prefix="he-gate-") as tmp:
         baseline = load_harness(repo.export(base_sha, Path(tmp) / "baseline"))
+        preflight.check_benchmark(benchmark, gates, options.split)
+        preflight.check_models(options.model or baseline.model, None, gates)
         cand_dir = repo.export(cand_sha, Path(tmp) / "candidate")
         scorer = ScorerSetup.from_options(asdict(options)).build(
             benchmark=benchmark,

@@ -34,11 +34,12 @@ def _task_file(benchmark: Benchmark, task_id: str) -> str:
     return str(path if path.is_file() else benchmark.root)
 
 
-def check_benchmark(benchmark: Benchmark, gates: GateConfig) -> None:
-    """Splits the run needs are not empty; every regex a checker uses compiles."""
+def check_benchmark(benchmark: Benchmark, gates: GateConfig, heldout_split: str | None = None) -> None:
+    """Splits the run (or ``gate``, with its own held-out split) needs are not empty; every regex a
+    checker uses compiles."""
     for split, why in (
         ("train", "minibatches are drawn from it"),
-        (gates.heldout.split, "the held-out gate"),
+        (heldout_split or gates.heldout.split, "the held-out gate"),
     ):
         if not benchmark.split(split):  # type: ignore[arg-type]
             raise BenchmarkError(

@@ -167,3 +167,41 @@ def test_bad_run_option(
     harness_dir: Path, tmp_path: Path, extra: list[str], file: str, field: str | None
 ) -> None:
     refused(tmp_path, run(harness_dir, *extra), file=file, field=field)
+
+
+def two_revisions(harness: Path) -> None:
+    import git
+
+    (harness / "prompts" / "system.md").write_text(
+        (harness / "prompts" / "system.md").read_text() + "Be brief.\n"
+    )
+    git.Repo(harness).git.commit("-qam", "a candidate")
+
+
+GATE_COMMAND_CASES = [
+    ("model-unknown", ["--model", "bogus-model"], "--model", None),
+    ("gates-nan", ["--gates", "NAN_GATES"], "gates.yaml", "performance.confidence"),
+    ("benchmark-without-validation", ["-b", "NO_VALIDATION"], "bench", "split"),
+    ("junit-onto-a-folder", ["--junit", "A_FOLDER"], "a-folder", "--junit"),
+]
+
+
+@pytest.mark.parametrize(
+    ("extra", "file", "field"), [c[1:] for c in GATE_COMMAND_CASES], ids=[c[0] for c in GATE_COMMAND_CASES]
+)
+def test_bad_gate_command(
+    harness_dir: Path, tmp_path: Path, extra: list[str], file: str, field: str | None
+) -> None:
+    two_revisions(harness_dir)
+    (tmp_path / "gates.yaml").write_text("version: 1\nperformance:\n  confidence: .nan\n")
+    (tmp_path / "a-folder").mkdir()
+    bench = copy_bench(tmp_path)
+    every_split("train")(bench)
+    values = {
+        "NAN_GATES": str(tmp_path / "gates.yaml"),
+        "NO_VALIDATION": str(bench),
+        "A_FOLDER": str(tmp_path / "a-folder"),
+    }
+    extra = [values.get(x, x) for x in extra]
+    args = ["gate", "-H", str(harness_dir), "-b", "shell-basics", "--model", MODEL, *extra]
+    refused(tmp_path, args, file=file, field=field)
