@@ -329,16 +329,30 @@ def _builtin(console: Any, show: int) -> tuple[float, float]:
     return sum(o.step_ok for o in outcomes) / n, sum(o.cause_ok for o in outcomes) / n
 
 
-def _external(console: Any, name: str, path: Path, show: int) -> tuple[float, float]:
+def _external(
+    console: Any, name: str, path: Path, show: int, judge: str | None = None, judge_limit: int = 0
+) -> tuple[float, float]:
     from external_set import read_set
 
     from harnessevolve.evaluate.alignment import first_divergence
+    from harnessevolve.evaluate.signal_judge import agreement, judge_signal
 
     items = read_set(path)
     rows = []
-    for item in items:
+    judged = []
+    for n, item in enumerate(items):
         signal = first_divergence(item.run, item.reference)
+        if judge and n < judge_limit:
+            signal = judge_signal(signal, item.run, item.reference, model=judge)
+            judged.append((item, signal))
         rows.append((item, signal))
+    if judged:
+        share = agreement(s for _, s in judged)
+        right = sum(s.judge is not None and s.judge.get("cause") == i.cause.value for i, s in judged)
+        console.print(
+            f"{name}: judge {judge} on {len(judged)} signals: agrees with the rules on "
+            f"{'-' if share is None else f'{share:.1%}'}, its own cause right on {right / len(judged):.1%}"
+        )
     groups: list[tuple[str, list[bool], list[bool], list[bool] | None]] = []
 
     def group(label: str, members: list[tuple[Any, Any]]) -> None:
@@ -378,6 +392,10 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument("--show-misses", type=int, default=5, metavar="N", help="list up to N misses")
     parser.add_argument(
+        "--judge-model", default=None, help="also ask this model (litellm name) to judge signals"
+    )
+    parser.add_argument("--judge-limit", type=int, default=50, help="signals judged per external set")
+    parser.add_argument(
         "--sets",
         default="builtin,external,heldout,nl2bash",
         help="comma-separated: builtin, external, heldout, nl2bash",
@@ -397,7 +415,9 @@ def main() -> int:
         if name == "builtin":
             results[name] = _builtin(console, args.show_misses)
         elif name in files:
-            results[name] = _external(console, name, files[name], args.show_misses)
+            results[name] = _external(
+                console, name, files[name], args.show_misses, args.judge_model, args.judge_limit
+            )
         else:
             parser.error(f"unknown set {name!r} (builtin, external, heldout, nl2bash)")
     missed = False

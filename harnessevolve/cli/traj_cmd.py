@@ -55,7 +55,7 @@ def read_trajectory(path: Path, *, task_id: str | None = None, strict: bool = Tr
 def validate(
     files: Annotated[list[Path], typer.Argument(help="ATIF trajectory files.", show_default=False)],
 ) -> None:
-    """Check each file against ATIF v1.4; one line per invalid file (naming the step and field), exit 2."""
+    """Check each file against ATIF v1.0-v1.5; one line per invalid file (naming step and field), exit 2."""
     bad = 0
     for path in files:
         try:
