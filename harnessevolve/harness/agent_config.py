@@ -64,6 +64,17 @@ def load_agent(root: Path, doc: dict[str, Any], files: dict[str, str]) -> AgentS
     return settings
 
 
+def agent_prompt(settings: AgentSettings, files: dict[str, str]) -> str:
+    """The prompt text of an agent whose harness names no ``system_prompt`` file: mini-swe-agent's
+    system and instance templates (so the quality gate's size caps apply to them); else empty."""
+    if settings.kind != "mini-swe-agent":
+        return ""
+    import yaml
+
+    doc = yaml.safe_load(files[settings.config])  # checked by load_agent already
+    return "\n\n".join(str(doc["agent"].get(k, "")).strip() for k in ("system_template", "instance_template"))
+
+
 def compile_python(files: dict[str, str]) -> None:
     """Every ``*.py`` of the harness (agent code, hooks) must compile; only parsed, never run."""
     for rel, text in files.items():

@@ -11,7 +11,7 @@ from harnessevolve.core.containment import contained, escape_of
 from harnessevolve.core.errors import HarnessError, HarnessEvolveError, SchemaError
 from harnessevolve.core.files import read_yaml
 from harnessevolve.core.schema import all_errors, check
-from harnessevolve.harness.agent_config import load_agent
+from harnessevolve.harness.agent_config import agent_prompt, load_agent
 from harnessevolve.harness.model import DEFAULT_MODEL, Harness, LoopSettings, Skill, ToolSpec
 
 IGNORED_PARTS = {".git", ".harnessevolve", "__pycache__"}
@@ -169,7 +169,9 @@ def load_harness(root: Path) -> Harness:
     files = read_files(root)
     agent = load_agent(root, doc, files)
     prompt_file = doc.get("system_prompt")
-    system_prompt = _text_file(root, prompt_file, "system_prompt") if prompt_file else ""
+    system_prompt = (
+        _text_file(root, prompt_file, "system_prompt") if prompt_file else agent_prompt(agent, files)
+    )
     examples = _text_file(root, doc["examples"], "examples") if doc.get("examples") else ""
     tools = tuple(_load_tool(root, name) for name in doc.get("tools", ()))
     if agent.kind == "builtin" and not any(t.builtin == "submit" for t in tools):
