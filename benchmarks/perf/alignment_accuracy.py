@@ -330,12 +330,18 @@ def _builtin(console: Any, show: int) -> tuple[float, float]:
 
 
 def _external(
-    console: Any, name: str, path: Path, show: int, judge: str | None = None, judge_limit: int = 0
+    console: Any,
+    name: str,
+    path: Path,
+    show: int,
+    judge: str | None = None,
+    judge_limit: int = 0,
+    judge_cache: Path | None = None,
 ) -> tuple[float, float]:
     from external_set import read_set
 
     from harnessevolve.evaluate.alignment import first_divergence
-    from harnessevolve.evaluate.signal_judge import agreement, judge_signal
+    from harnessevolve.evaluate.signal_judge import JudgeCache, agreement, judge_signal
 
     items = read_set(path)
     rows = []
@@ -343,15 +349,20 @@ def _external(
     for n, item in enumerate(items):
         signal = first_divergence(item.run, item.reference)
         if judge and n < judge_limit:
-            signal = judge_signal(signal, item.run, item.reference, model=judge)
+            signal = judge_signal(
+                signal, item.run, item.reference, model=judge, cache=JudgeCache(judge_cache)
+            )
             judged.append((item, signal))
         rows.append((item, signal))
     if judged:
         share = agreement(s for _, s in judged)
-        right = sum(s.judge is not None and s.judge.get("cause") == i.cause.value for i, s in judged)
+        answered = [(i, s) for i, s in judged if s.judge is not None and "cause" in s.judge]
+        right = sum(s.judge is not None and s.judge["cause"] == i.cause.value for i, s in answered)
+        applied = sum(bool(s.judge and s.judge.get("applied")) for _, s in answered)
         console.print(
-            f"{name}: judge {judge} on {len(judged)} signals: agrees with the rules on "
-            f"{'-' if share is None else f'{share:.1%}'}, its own cause right on {right / len(judged):.1%}"
+            f"{name}: judge {judge}: {len(answered)} of {len(judged)} signals answered; agrees with the "
+            f"rules on {'-' if share is None else f'{share:.1%}'}; its own cause right on "
+            f"{right}/{len(answered)}; applied (rules ambiguous) on {applied}"
         )
     groups: list[tuple[str, list[bool], list[bool], list[bool] | None]] = []
 
@@ -395,6 +406,7 @@ def main() -> int:
         "--judge-model", default=None, help="also ask this model (litellm name) to judge signals"
     )
     parser.add_argument("--judge-limit", type=int, default=50, help="signals judged per external set")
+    parser.add_argument("--judge-cache", type=Path, default=None, help="judge answer cache folder")
     parser.add_argument(
         "--sets",
         default="builtin,external,heldout,nl2bash",
@@ -416,7 +428,13 @@ def main() -> int:
             results[name] = _builtin(console, args.show_misses)
         elif name in files:
             results[name] = _external(
-                console, name, files[name], args.show_misses, args.judge_model, args.judge_limit
+                console,
+                name,
+                files[name],
+                args.show_misses,
+                args.judge_model,
+                args.judge_limit,
+                args.judge_cache,
             )
         else:
             parser.error(f"unknown set {name!r} (builtin, external, heldout, nl2bash)")
