@@ -95,8 +95,12 @@ class ModelEndpoint:
         max_calls: int = 50,
         temperature: float = 0.0,
         max_tokens: int | None = None,
+        extra_params: dict[str, Any] | None = None,
     ) -> None:
+        """``temperature`` / ``max_tokens``: used when a request gives none; ``extra_params``: passed
+        on with every call (the embedded model's ``grammar_tools``)."""
         self.socket_path = socket_path
+        self.extra_params = extra_params
         self.model = model
         self.seed = seed
         self.max_calls = max_calls
@@ -194,6 +198,7 @@ class ModelEndpoint:
                 seed=int(body["seed"])
                 if isinstance(body.get("seed"), int)
                 else self.seed + len(self.replies),
+                extra_params=self.extra_params,
             )
         except Exception as exc:  # noqa: BLE001 - a provider fault is the agent's to see, and recorded
             text = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]

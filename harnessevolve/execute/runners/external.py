@@ -219,6 +219,10 @@ async def run_external(
             max_calls=harness.agent.max_model_calls,
             temperature=harness.loop.temperature,
             max_tokens=harness.loop.max_tokens,
+            # grammar-constrained tool calls: the embedded provider only, as in the builtin loop
+            extra_params={"grammar_tools": True}
+            if harness.loop.json_grammar and model.startswith("local/")
+            else None,
         )
         async with endpoint:
             env = _agent_env(agent, box.paths, model, workspace)
