@@ -346,9 +346,10 @@ def _external(
     items = read_set(path)
     rows = []
     judged = []
+    every = max(1, len(items) // judge_limit) if judge_limit > 0 else 0
     for n, item in enumerate(items):
         signal = first_divergence(item.run, item.reference)
-        if judge and n < judge_limit:
+        if judge and every and n % every == 0 and len(judged) < judge_limit:
             signal = judge_signal(
                 signal, item.run, item.reference, model=judge, cache=JudgeCache(judge_cache)
             )
@@ -405,7 +406,9 @@ def main() -> int:
     parser.add_argument(
         "--judge-model", default=None, help="also ask this model (litellm name) to judge signals"
     )
-    parser.add_argument("--judge-limit", type=int, default=50, help="signals judged per external set")
+    parser.add_argument(
+        "--judge-limit", type=int, default=50, help="signals judged per external set, spread evenly"
+    )
     parser.add_argument("--judge-cache", type=Path, default=None, help="judge answer cache folder")
     parser.add_argument(
         "--sets",
