@@ -21,15 +21,9 @@ from harnessevolve.train.errors import require_train_stack
 def _run_dir(run: str, harness: Path | None) -> Path:
     if run != "latest" and (Path(run) / "ledger.jsonl").is_file():
         return Path(run)
-    if harness is None:
-        raise HarnessEvolveError(
-            f"no run folder {run!r}",
-            field="--run",
-            hint="pass the run folder (DIR/.harnessevolve/runs/<id>) or --harness DIR with a run id",
-        )
     from harnessevolve.pipeline.final import find_run
 
-    return find_run(harness, None if run == "latest" else run).root
+    return find_run(harness or Path("."), None if run == "latest" else run).root
 
 
 @handle_errors
@@ -45,7 +39,10 @@ def train(
     harness: Annotated[
         Path | None,
         typer.Option(
-            "--harness", "-H", help="The harness: resolves run ids; its tools render --trajectories."
+            "--harness",
+            "-H",
+            help="The harness (default: '.'): resolves run ids or unique prefixes; its tools render "
+            "--trajectories.",
         ),
     ] = None,
     mode: Annotated[str, typer.Option(help=f"Training mode: {' or '.join(MODES)}.")] = "rft",

@@ -43,8 +43,17 @@ class RunRecord:
 def find_run(harness_dir: Path, run_id: str | None) -> RunRecord:
     runs = harness_dir / STATE_DIR / "runs"
     candidates = sorted(p for p in runs.glob("*") if (p / "ledger.jsonl").is_file()) if runs.is_dir() else []
-    if run_id:
-        candidates = [p for p in candidates if p.name == run_id]
+    if run_id:  # an id, or a unique prefix of one
+        candidates = [p for p in candidates if p.name == run_id] or [
+            p for p in candidates if p.name.startswith(run_id)
+        ]
+        if len(candidates) > 1:
+            raise HarnessEvolveError(
+                f"run id prefix {run_id!r} matches {len(candidates)} runs",
+                file=str(runs),
+                field="--run",
+                hint="give more of the id: " + ", ".join(p.name for p in candidates[:4]),
+            )
     if not candidates:
         raise HarnessEvolveError(
             f"no run {run_id!r}" if run_id else "this harness has no runs yet",
