@@ -173,6 +173,7 @@ def _claim(workspace: Path, limits: SandboxLimits | None) -> WorkspaceClaim:
     with _claims_lock:
         claim = _claims.get(key)
         if claim is None:
+            _forget_vanished()
             lease = sandbox_uids.lease_uid() if os.geteuid() == 0 else None
             claim = WorkspaceClaim(uid=lease.uid if lease else None, lease=lease, cgroup=None)
             _claims[key] = claim
@@ -181,6 +182,17 @@ def _claim(workspace: Path, limits: SandboxLimits | None) -> WorkspaceClaim:
                 key, memory_mb=limits.rollout_memory_mb, processes=limits.rollout_processes
             )
         return claim
+
+
+def _forget_vanished() -> None:
+    """Give back the claims of workspaces removed without ``release_workspace`` (by a caller that
+    deleted the folder itself), so their uids and cgroups do not pile up. Holds ``_claims_lock``."""
+    for key in [k for k in _claims if not os.path.lexists(k)]:
+        claim = _claims.pop(key)
+        if claim.cgroup is not None:
+            claim.cgroup.remove()
+        if claim.lease is not None:
+            claim.lease.release()
 
 
 def claim_workspace(workspace: Path, limits: SandboxLimits | None = None) -> tuple[Path, int | None]:

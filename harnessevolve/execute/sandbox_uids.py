@@ -4,10 +4,12 @@ When harnessevolve runs as root, each workspace's commands run as a uid of their
 ``UID_BASE`` up (no account needed): root would ignore the process limit and could read root-only
 files, and a uid per workspace keeps one rollout's processes and files apart from another's.
 
-Two concurrent harnessevolve processes must never hand out the same uid. Each uid has a lock
-file in ``LOCK_DIR``; a uid is ours while we hold an exclusive ``flock`` on its file, taken without
-waiting (``LOCK_NB``). The kernel drops the lock when the holder exits, however it exits, so a
-killed run leaks nothing. The folder is root's own (mode 0700, checked on every lease).
+Two concurrent harnessevolve processes must never hand out the same uid. A uid is ours while we
+hold an exclusive POSIX record lock (``fcntl.lockf``, taken without waiting) on its byte of one lock
+file, ``LOCK_DIR/uids.lock`` (byte ``uid - UID_BASE``): one descriptor for all leases of a process.
+The kernel drops the locks when the holder exits, however it exits, so a killed run leaks nothing.
+Record locks do not tell a process's own leases apart, so those are also kept in ``_held``. The
+folder is root's own (mode 0700, checked before the lock file is opened).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ LOCK_DIR = Path(os.environ.get("HARNESSEVOLVE_UID_LOCK_DIR", "/run/harnessevolve
 
 _local = threading.Lock()
 _held: set[int] = set()
+_files: dict[str, int] = {}
 
 
 @dataclass
@@ -46,40 +49,43 @@ class UidLease:
             if self._released:
                 return
             self._released = True
+            with contextlib.suppress(OSError):
+                fcntl.lockf(self.fd, fcntl.LOCK_UN, 1, self.uid - UID_BASE, os.SEEK_SET)
             _held.discard(self.uid)
-        with contextlib.suppress(OSError):
-            os.close(self.fd)  # closing drops the flock
 
 
 def lease_uid(lock_dir: Path | None = None) -> UidLease:
     """Lock and return a free uid; ``SandboxError`` when all ``UID_COUNT`` are taken or the lock
     folder is not safe to use."""
     folder = lock_dir or LOCK_DIR
-    _prepare(folder)
     start = random.randrange(UID_COUNT)
-    for step in range(UID_COUNT):
-        uid = UID_BASE + (start + step) % UID_COUNT
-        with _local:
+    with _local:
+        fd = _lock_file(folder)
+        for step in range(UID_COUNT):
+            uid = UID_BASE + (start + step) % UID_COUNT
             if uid in _held:
                 continue
-            fd = _try_lock(folder / f"{uid}.lock")
-            if fd is not None:
-                _held.add(uid)
-                return UidLease(uid, fd)
-    raise SandboxError(f"all {UID_COUNT} sandbox uids are in use", hint=f"see the lock files in {folder}")
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, uid - UID_BASE, os.SEEK_SET)
+            except (BlockingIOError, PermissionError):  # EAGAIN / EACCES: another process holds it
+                continue
+            _held.add(uid)
+            return UidLease(uid, fd)
+    raise SandboxError(f"all {UID_COUNT} sandbox uids are in use", hint=f"see {folder / 'uids.lock'}")
 
 
-def _try_lock(path: Path) -> int | None:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
-    except OSError:
-        os.close(fd)
-        raise
-    return fd
+def _lock_file(folder: Path) -> int:
+    """The lock file's descriptor, opened once per process (closing it would drop every lease)."""
+    key = str(folder)
+    if key not in _files:
+        _prepare(folder)
+        try:
+            _files[key] = os.open(
+                folder / "uids.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+            )
+        except OSError as exc:
+            raise SandboxError(f"cannot open the uid lock file in {folder}: {exc}") from None
+    return _files[key]
 
 
 def _prepare(folder: Path) -> None:

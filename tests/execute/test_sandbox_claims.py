@@ -44,8 +44,8 @@ ALLOCATE = textwrap.dedent(
     from harnessevolve.execute import sandbox_uids
     from harnessevolve.execute.tools import run_shell
     from harnessevolve.execute.workspace import create_workspace, remove_workspace
-    if sys.argv[1] == "unlocked":  # the positive control: the same allocation with flock a no-op
-        sandbox_uids.fcntl.flock = lambda *args: None
+    if sys.argv[1] == "unlocked":  # the positive control: the same allocation with lockf a no-op
+        sandbox_uids.fcntl.lockf = lambda *args: None
 
     task = Task(id="uid", instruction="", split="train", checks=(Check(type="answer", expected="x"),))
 
