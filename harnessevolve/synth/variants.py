@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harnessevolve.execute.sandbox import Sandbox
-from harnessevolve.synth.mutate import find_mutations
+from harnessevolve.synth.mutate import Mutation, find_mutations
 from harnessevolve.synth.task_writer import KeptMutant, call_depth, gold_hunks, task_document
 from harnessevolve.synth.testrun import RUNNER_NAME, run_suite
 
@@ -178,11 +178,31 @@ def synthesized_parts(doc: Doc) -> tuple[dict[str, str], dict[str, str], list[st
     return files, packed, stable
 
 
+def _combine(
+    original: dict[str, str], mutant: dict[str, str], hunks: list[tuple[str, str, str]], mutation: Mutation
+) -> dict[str, str] | None:
+    """The parent's mutant with ``mutation`` (a site of the original) added; None when it overlaps
+    the parent's change or the splice would not be unique."""
+    text = original[mutation.file]
+    mine = [(f, bad, good) for f, bad, good in hunks if f == mutation.file]
+    for _, _, good in mine:
+        start = text.find(good)
+        if start < 0 or (start < mutation.end and mutation.start < start + len(good)):
+            return None
+    mutated = text[: mutation.start] + mutation.replacement + text[mutation.end :]
+    for _, bad, good in mine:
+        if mutated.count(good) != 1:
+            return None
+        mutated = mutated.replace(good, bad, 1)
+    return {**mutant, mutation.file: mutated}
+
+
 async def more_mutations(
     parent: Doc, *, seed: int, timeout_s: float = 60.0, sandbox: Sandbox | None = None, tries: int = 8
 ) -> Variant | None:
-    """The parent's bug plus one more, in another function, that breaks more tests (checked by
-    running the suite in the sandbox). None when no such mutation is found in ``tries``."""
+    """The parent's bug plus one more elsewhere in the source (not overlapping the parent's change)
+    that breaks more tests (checked by running the suite in the sandbox). None when no such
+    mutation is found in ``tries`` suite runs."""
     parts = synthesized_parts(parent)
     if parts is None:
         return None
@@ -200,50 +220,37 @@ async def more_mutations(
     for mutation in pool:
         if tried >= tries:
             break
-        text = original[mutation.file]
-        changed = [
-            (text.index(good), text.index(good) + len(good)) for f, _, good in hunks if f == mutation.file
-        ]
-        if any(start < mutation.end and mutation.start < end for start, end in changed):
+        combined = _combine(original, mutant_now, hunks, mutation)
+        if combined is None:
             continue
-        mutated = text[: mutation.start] + mutation.replacement + text[mutation.end :]
-        combined = dict(mutant_now)
-        for f, bad, good in hunks:
-            if f == mutation.file:
-                if mutated.count(good) != 1:
-                    break
-                combined[f] = mutated.replace(good, bad, 1)
-        else:
-            if mutation.file not in {f for f, _, _ in hunks}:
-                combined[mutation.file] = mutated
-            tried += 1
-            run = await run_suite(combined, timeout_s=timeout_s, sandbox=sandbox)
-            if run.error:
-                continue
-            failing = tuple(sorted(t for t in stable if t not in run.passing()))
-            if not failing or set(failing) <= parent_failing or len(failing) > 0.5 * len(stable):
-                continue
-            details = {t: run.outcomes[t].detail for t in failing if t in run.outcomes}
-            level = level_of(parent) + 1
-            kept = KeptMutant(
-                task_id=_variant_id(str(parent["id"]), "more", [mutation.describe()]),
-                mutations=(mutation,),
-                failing=failing,
-                details=details,
-                call_depth=call_depth(details.get(failing[0], ""), sources),
-            )
-            doc = task_document(
-                kept,
-                files=original,
-                test_files=test_files,
-                stable_passing=stable,
-                split="train",
-                repo_name=repo_name,
-                mutant=combined,
-                touched={f for f, _, _ in hunks} | {mutation.file},
-            )
-            doc["tags"] = [family_of(parent), "swe-synth", repo_name, GENERATED_TAG, f"difficulty-{level}"]
-            return Variant(
-                doc, str(parent["id"]), "more-mutations", {"mutations": level, "failing_tests": len(failing)}
-            )
+        tried += 1
+        run = await run_suite(combined, timeout_s=timeout_s, sandbox=sandbox)
+        if run.error:
+            continue
+        failing = tuple(sorted(t for t in stable if t not in run.passing()))
+        if not failing or set(failing) <= parent_failing or len(failing) > 0.5 * len(stable):
+            continue
+        details = {t: run.outcomes[t].detail for t in failing if t in run.outcomes}
+        level = level_of(parent) + 1
+        kept = KeptMutant(
+            task_id=_variant_id(str(parent["id"]), "more", [mutation.describe()]),
+            mutations=(mutation,),
+            failing=failing,
+            details=details,
+            call_depth=call_depth(details.get(failing[0], ""), sources),
+        )
+        doc = task_document(
+            kept,
+            files=original,
+            test_files=test_files,
+            stable_passing=stable,
+            split="train",
+            repo_name=repo_name,
+            mutant=combined,
+            touched={f for f, _, _ in hunks} | {mutation.file},
+        )
+        doc["tags"] = [family_of(parent), "swe-synth", repo_name, GENERATED_TAG, f"difficulty-{level}"]
+        return Variant(
+            doc, str(parent["id"]), "more-mutations", {"mutations": level, "failing_tests": len(failing)}
+        )
     return None
