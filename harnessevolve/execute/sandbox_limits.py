@@ -294,11 +294,12 @@ def _libc() -> ctypes.CDLL | None:
 def mount_workspace(folder: Path, *, size_mb: int, files: int) -> bool:
     """Mount a tmpfs of ``size_mb`` MiB and ``files`` inodes on the empty ``folder`` (root only).
     False when not root or the mount fails (the folder is then an ordinary one). The first call
-    in a process unmounts the workspaces of harnessevolve processes that died (``kill -9``)."""
+    in a process unmounts the workspaces of harnessevolve processes that died (``kill -9``), wherever
+they are."""
     libc = _libc()
     if os.geteuid() != 0 or libc is None or os.environ.get("HARNESSEVOLVE_NO_WORKSPACE_TMPFS") == "1":
         return False
-    _sweep_stale_workspaces(str(folder.parent))
+    _sweep_stale_workspaces()
     options = f"size={size_mb}m,nr_inodes={files},mode=0700".encode()
     source = f"{MOUNT_SOURCE}-{os.getpid()}".encode()
     return libc.mount(source, str(folder).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options) == 0
@@ -327,15 +328,16 @@ def unmount_workspace(folder: Path) -> None:
         libc.umount2(str(folder).encode(), MNT_DETACH)
 
 
-@functools.lru_cache(maxsize=8)
-def _sweep_stale_workspaces(parent: str) -> None:
-    """Unmount and remove workspace tmpfs mounts under ``parent`` whose harnessevolve process is gone."""
+@functools.lru_cache(maxsize=1)
+def _sweep_stale_workspaces() -> None:
+    """Unmount (and remove the empty folder of) every workspace tmpfs whose harnessevolve process is
+    gone: its source names the pid, so nothing but our own mounts is touched."""
     libc = _libc()
     if libc is None:
         return
     for point, source in workspace_mounts().items():
         pid = source.removeprefix(f"{MOUNT_SOURCE}-")
-        stale = os.path.dirname(point) == parent and pid.isdigit() and not _alive(int(pid))
+        stale = pid.isdigit() and not _alive(int(pid))
         if stale and libc.umount2(point.encode(), MNT_DETACH) == 0:
             with contextlib.suppress(OSError):
                 os.rmdir(point)

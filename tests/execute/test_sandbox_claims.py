@@ -279,3 +279,38 @@ def test_the_sandbox_as_a_non_root_user() -> None:
     assert out["big"].split()[-1] == str(64 * 1024 * 1024)  # the per-file limit is what bounds a file
     assert "Read-only file system" in out["write_out"] or "No such file" in out["write_out"]
     assert out["removed"] is True
+
+
+# --- a run killed with kill -9 leaves its workspace mounted; the next process unmounts it --------------
+
+LEAVE_A_MOUNT = textwrap.dedent(
+    """
+    import asyncio, os, signal
+    from harnessevolve.core.tasks import Check, Task
+    from harnessevolve.execute.workspace import create_workspace
+    task = Task(id="killed", instruction="", split="train", checks=(Check(type="answer", expected="x"),))
+    workspace = asyncio.run(create_workspace(task))
+    (workspace / "left.txt").write_text("x")
+    print(workspace, flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+    """
+)
+
+
+@pytest.mark.skipif(not AS_ROOT, reason="workspace tmpfs mounts need root")
+def test_the_workspace_of_a_killed_process_is_unmounted_by_the_next_one() -> None:
+    from harnessevolve.execute import sandbox_limits
+
+    done = subprocess.run([sys.executable, "-c", LEAVE_A_MOUNT], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == -9
+    left = Path(done.stdout.strip())
+    try:
+        assert sandbox_limits.is_workspace_mount(left)  # the control: kill -9 did leave it mounted
+        sandbox_limits._sweep_stale_workspaces.cache_clear()
+        task = Task(id="next", instruction="", split="train", checks=(Check(type="answer", expected="x"),))
+        fresh = asyncio.run(create_workspace(task))
+        remove_workspace(fresh)
+        assert not sandbox_limits.is_workspace_mount(left) and not left.exists()
+    finally:
+        sandbox_limits.unmount_workspace(left)
+        shutil.rmtree(left, ignore_errors=True)
