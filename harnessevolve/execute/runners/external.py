@@ -210,7 +210,7 @@ async def run_external(
                 started,
                 [],
                 StopReason.SETUP_ERROR,
-                error=f"setup_error: {exc.message}",
+                error=f"setup_error: {exc.message} ({exc.hint})",
             )
         endpoint = ModelEndpoint(
             control / SOCKET_NAME,

@@ -294,3 +294,28 @@ def test_trajectory_round_trips_as_atif(tmp_path: Path, task, script) -> None:
     trajectory, _ = rollout(make_harness(tmp_path), task)
     again = atif.from_dict(json.loads(json.dumps(trajectory.to_dict())))
     assert again.steps == trajectory.steps
+
+
+def test_unsandboxed_and_docker_sandboxes(tmp_path: Path, task, script) -> None:
+    """``none`` (--unsafe-no-sandbox) runs the same agent with host paths; docker cannot host one yet."""
+    from harnessevolve.execute.sandbox import UnsafeNoSandbox
+
+    script([COUNT, SUBMIT])
+    harness = load_harness(make_harness(tmp_path))
+
+    class Docker:
+        name = "docker"
+
+    async def go(sandbox):
+        workspace = await create_workspace(task, sandbox=UnsafeNoSandbox())
+        try:
+            runner = runner_for(harness)
+            return await runner.run(harness, task, workspace, model="scripted/cmd", seed=0, sandbox=sandbox)
+        finally:
+            remove_workspace(workspace)
+
+    plain = asyncio.run(go(UnsafeNoSandbox()))
+    assert plain.extra["stop_reason"] == "submitted" and plain.extra["answer"] == "11"
+    docker = asyncio.run(go(Docker()))
+    assert docker.extra["stop_reason"] == "setup_error" and "--sandbox bwrap" in docker.extra["error"]
+    assert "docker" in docker.extra["error"] and "cannot run an external agent" in docker.extra["error"]
