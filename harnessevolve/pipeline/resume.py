@@ -64,6 +64,11 @@ def of_generation(events: Sequence[dict[str, Any]], generation: int, name: str) 
 def reconcile(repo: HarnessRepo, ledger: Ledger, run_id: str, events: list[dict[str, Any]]) -> list[str]:
     """Bring git and the ledger into agreement for the generation a crash cut short."""
     done = repo.recover_interrupted()
+    leftovers = [p for p in ledger.path.parent.rglob(".*.tmp") if p.is_file() and not p.is_symlink()]
+    for path in leftovers:  # atomic writes into the run folder that a kill cut off before the rename
+        path.unlink(missing_ok=True)
+    if leftovers:
+        done.append(f"removed {len(leftovers)} temp file(s) from the run folder")
     started = [e["generation"] for e in events if e.get("event") == ev.GenerationStarted.NAME]
     finished = {e["generation"] for e in events if e.get("event") == "generation_finished"}
     open_gens = [g for g in started if g not in finished]
