@@ -30,6 +30,9 @@ Examples:
     .venv/bin/python benchmarks/perf/efficacy.py --seeds 1 --generations 1 --validation 12 --test 16
     .venv/bin/python benchmarks/perf/efficacy.py --from-json out.json   # re-print a saved table
 
+--budget B fixes the budget of GEPA and best-of-k instead of taking the harnessevolve arm's spend;
+with --jobs > 1 every (seed, arm) pair then runs in its own process at once (the harnessevolve arms
+spend what their --generations take; the table shows each arm's real rollouts).
 --validation/--test N keep N tasks of that split (a fixed, seeded choice; 0 = all). The benchmark
 may be any --benchmark spec (a folder, harbor:PATH, nl2bash:5, an installed adapter's). The table
 is followed by the total wall time. docs/compare.md holds the measured tables.
@@ -238,87 +241,110 @@ def run_optimizer(
     return row
 
 
-def run_seed(
-    args: argparse.Namespace, seed: int, ctx: dict[str, Any], tmp: Path
-) -> dict[str, dict[str, Any]]:
+def gepa_rows(args: argparse.Namespace, seed: int, ctx: dict[str, Any], tmp: Path, budget: int) -> dict:
+    started = time.monotonic()
     bench: Benchmark = ctx["bench"]
-    rows: dict[str, dict[str, Any]] = {"seed harness": dict(ctx["seed_row"])}
-    arms = set(args.arms)
-    rows["harnessevolve"] = run_optimizer(args, seed, tmp, "harnessevolve", ctx)
-    budget = rows["harnessevolve"]["rollouts"]
-    save_partial(args, seed, rows)
-    if "rule" in arms:
-        rows["harnessevolve + llm-rule"] = run_optimizer(args, seed, tmp, "harnessevolve + llm-rule", ctx)
-        save_partial(args, seed, rows)
-    if "gepa" in arms:
-        started = time.monotonic()
-        scorer = make_scorer(bench, ctx["model"], seed=seed, on_progress=ProgressLine(f"seed {seed} GEPA"))
-        reflector = LiteLLMReflector(
-            args.reflector, max_tokens=args.reflection_max_tokens, seed=seed * 10_000
-        )
-        best, adapter = run_gepa(
-            ctx["seed_dir"],
-            bench,
-            scorer,
-            budget=budget,
-            reflector=reflector,
-            seed=seed,
-            work_dir=tmp / f"gepa-{seed}",
-        )
-        test = mean_score(
-            score_split(ctx["evalscorer"], adapter.harness_for(best), ctx["test"], "test: GEPA")
-        )
-        val, to_best = curve_best(adapter.validation_log)
-        rows["GEPA"] = {
+    scorer = make_scorer(bench, ctx["model"], seed=seed, on_progress=ProgressLine(f"seed {seed} GEPA"))
+    reflector = LiteLLMReflector(args.reflector, max_tokens=args.reflection_max_tokens, seed=seed * 10_000)
+    best, adapter = run_gepa(
+        ctx["seed_dir"],
+        bench,
+        scorer,
+        budget=budget,
+        reflector=reflector,
+        seed=seed,
+        work_dir=tmp / f"gepa-{seed}",
+    )
+    test = mean_score(score_split(ctx["evalscorer"], adapter.harness_for(best), ctx["test"], "test: GEPA"))
+    val, to_best = curve_best(adapter.validation_log)
+    print(f"  [seed {seed}] GEPA: {scorer.rollouts} rollouts, {reflector.calls} reflections, test {test:.3f}")
+    return {
+        "GEPA": {
             "rollouts": scorer.rollouts,
             "tokens": scorer.tokens + reflector.tokens,
             "wall_min": (time.monotonic() - started) / 60,
             "validation": val,
             "test": test,
             "to_best": to_best,
+            "budget": budget,
             "reflection_calls": reflector.calls,
             "candidates": len(adapter.harnesses),
             "accepted_by_gepa": sum("New program candidate index" in line for line in adapter.log.lines),
             "curve": adapter.validation_log,
             "changed": {k: v for k, v in best.items() if v != ctx["seed_components"].get(k)},
         }
-        print(
-            f"  [seed {seed}] GEPA: {scorer.rollouts} rollouts, {reflector.calls} reflections, "
-            f"test {test:.3f}"
+    }
+
+
+def best_of_k_rows(args: argparse.Namespace, seed: int, ctx: dict[str, Any], tmp: Path, budget: int) -> dict:
+    started = time.monotonic()
+    k = max(1, round(budget / len(ctx["test"])))
+    sampler = sampling_copy(ctx["seed_dir"], tmp / f"bok-{seed}", args.temperature)
+    repeated = RepeatedScorer(
+        make_scorer(
+            ctx["bench"], ctx["model"], seed=1_000 * (seed + 1), on_progress=ProgressLine(f"seed {seed} bok")
         )
-        save_partial(args, seed, rows)
-    if "bestofk" in arms:
-        started = time.monotonic()
-        k = max(1, round(budget / len(ctx["test"])))
-        sampler = sampling_copy(ctx["seed_dir"], tmp / f"bok-{seed}", args.temperature)
-        repeated = RepeatedScorer(
-            make_scorer(
-                bench, ctx["model"], seed=1_000 * (seed + 1), on_progress=ProgressLine(f"seed {seed} bok")
-            )
-        )
-        on_test = best_of_k(sampler, ctx["test"], repeated, k, "best-of-k: test")
-        for arm, key in (("best-of-k (sc)", "sc"), ("best-of-k (pass@k oracle)", "pass@k")):
-            rows[arm] = {
-                "rollouts": repeated.rollouts,
-                "tokens": repeated.tokens,
-                "wall_min": (time.monotonic() - started) / 60,
-                "validation": float("nan"),
-                "test": on_test[key],
-                "to_best": repeated.rollouts,
-                "k": k,
-                "pass@1": on_test["pass@1"],
-            }
-        print(f"  [seed {seed}] best-of-{k}: sc {on_test['sc']:.3f}, pass@k {on_test['pass@k']:.3f}")
+    )
+    on_test = best_of_k(sampler, ctx["test"], repeated, k, "best-of-k: test")
+    print(f"  [seed {seed}] best-of-{k}: sc {on_test['sc']:.3f}, pass@k {on_test['pass@k']:.3f}")
+    return {
+        arm: {
+            "rollouts": repeated.rollouts,
+            "tokens": repeated.tokens,
+            "wall_min": (time.monotonic() - started) / 60,
+            "validation": float("nan"),
+            "test": on_test[key],
+            "to_best": repeated.rollouts,
+            "k": k,
+            "pass@1": on_test["pass@1"],
+        }
+        for arm, key in (("best-of-k (sc)", "sc"), ("best-of-k (pass@k oracle)", "pass@k"))
+    }
+
+
+def run_arm(
+    args: argparse.Namespace, seed: int, arm: str, ctx: dict[str, Any], tmp: Path, budget: int | None
+) -> dict[str, dict[str, Any]]:
+    """One arm of one seed: its rows (best-of-k gives two). GEPA and best-of-k need ``budget``."""
+    if arm == "he":
+        return {"harnessevolve": run_optimizer(args, seed, tmp, "harnessevolve", ctx)}
+    if arm == "rule":
+        return {"harnessevolve + llm-rule": run_optimizer(args, seed, tmp, "harnessevolve + llm-rule", ctx)}
+    assert budget is not None
+    return (gepa_rows if arm == "gepa" else best_of_k_rows)(args, seed, ctx, tmp, budget)
+
+
+def finish_seed(rows: dict[str, dict[str, Any]], seed_row: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    rows = {"seed harness": dict(seed_row), **rows}
     for row in rows.values():
-        row["gain_pts"] = (row["test"] - ctx["seed_row"]["test"]) * 100
-    save_partial(args, seed, rows)
+        row["gain_pts"] = (row["test"] - seed_row["test"]) * 100
     return rows
 
 
-def save_partial(args: argparse.Namespace, seed: int, rows: dict[str, Any]) -> None:
-    """Each seed's numbers so far, beside ``--json``: they survive a later failure or a kill."""
+def run_seed(
+    args: argparse.Namespace, seed: int, ctx: dict[str, Any], tmp: Path
+) -> dict[str, dict[str, Any]]:
+    """Every arm of one seed, one after the other; B = --budget, else the harnessevolve arm's rollouts."""
+    rows = run_arm(args, seed, "he", ctx, tmp, None)
+    budget = args.budget or rows["harnessevolve"]["rollouts"]
+    save_partial(args, seed, rows)
+    for arm in args.arms:
+        rows.update(run_arm(args, seed, arm, ctx, tmp, budget))
+        save_partial(args, seed, rows)
+    return finish_seed(rows, ctx["seed_row"])
+
+
+def arm_in_process(args: argparse.Namespace, seed: int, arm: str, tmp: Path) -> dict[str, dict[str, Any]]:
+    """One (seed, arm) in a --jobs worker (with a fixed --budget every arm runs at once)."""
+    rows = run_arm(args, seed, arm, prepare(args, tmp), tmp, args.budget)
+    save_partial(args, seed, rows, suffix=f".{arm}")
+    return rows
+
+
+def save_partial(args: argparse.Namespace, seed: int, rows: dict[str, Any], suffix: str = "") -> None:
+    """Each seed's (or arm's) numbers so far, beside ``--json``: they survive a later failure or a kill."""
     if args.json:
-        args.json.with_suffix(f".seed{seed}.json").write_text(json.dumps(rows, indent=2, default=str))
+        args.json.with_suffix(f".seed{seed}{suffix}.json").write_text(json.dumps(rows, indent=2, default=str))
 
 
 # ---------------------------------------------------------------- table
@@ -411,7 +437,7 @@ def prepare(args: argparse.Namespace, tmp: Path, seed_row: dict[str, Any] | None
         set_local_threads(args.threads)
     spec = benchmark_spec(args)
     bench = load_benchmark_spec(spec)
-    seed_dir = init_harness(tmp / f"seed-{os.getpid()}")
+    seed_dir = init_harness(tmp / f"seed-{os.getpid()}-{time.monotonic_ns()}")
     return {
         "spec": spec,
         "bench": bench,
@@ -451,6 +477,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--arms",
         default="rule,gepa,bestofk",
         help="arms besides the seed and harnessevolve (always run): rule, gepa, bestofk (comma list)",
+    )
+    parser.add_argument(
+        "--budget",
+        type=int,
+        default=None,
+        help="fixed rollout budget B of GEPA and best-of-k (default: what the harnessevolve arm spent); "
+        "with --jobs > 1 it lets every (seed, arm) run at once",
     )
     parser.add_argument("--reflection-max-tokens", type=int, default=320)
     parser.add_argument("--temperature", type=float, default=0.7, help="best-of-k sampling temperature")
@@ -506,10 +539,23 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             context = multiprocessing.get_context("spawn")  # llama.cpp and asyncio do not survive fork
             with ProcessPoolExecutor(max_workers=args.jobs, mp_context=context) as pool:
-                futures = [
-                    pool.submit(seed_in_process, args, s, ctx["seed_row"], tmp) for s in range(args.seeds)
-                ]
-                per_seed = [f.result() for f in futures]
+                if args.budget:  # every (seed, arm) at once
+                    jobs = {
+                        (s, arm): pool.submit(arm_in_process, args, s, arm, tmp)
+                        for s in range(args.seeds)
+                        for arm in ("he", *args.arms)
+                    }
+                    per_seed = []
+                    for s in range(args.seeds):
+                        rows: dict[str, dict[str, Any]] = {}
+                        for arm in ("he", *args.arms):
+                            rows.update(jobs[(s, arm)].result())
+                        per_seed.append(finish_seed(rows, ctx["seed_row"]))
+                else:
+                    futures = [
+                        pool.submit(seed_in_process, args, s, ctx["seed_row"], tmp) for s in range(args.seeds)
+                    ]
+                    per_seed = [f.result() for f in futures]
         else:
             per_seed = [run_seed(args, s, ctx, tmp) for s in range(args.seeds)]
     summary = summarize(per_seed)

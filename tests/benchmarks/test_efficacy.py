@@ -85,10 +85,22 @@ def test_one_invocation_runs_every_arm(scripted, tmp_path: Path, capsys: pytest.
     assert "harnessevolve + llm-rule" in capsys.readouterr().out
 
 
+def test_a_fixed_budget_sets_gepa_and_best_of_k(scripted, tmp_path: Path) -> None:
+    agent, reflector = scripted
+    out = tmp_path / "fixed.json"
+    argv = ["--benchmark", "shell-onecall", "--model", agent, "--reflector", reflector, "--seeds", "1"]
+    argv += ["--generations", "1", "--batch-size", "2", "--validation", "2", "--test", "3", "--budget", "6"]
+    assert efficacy.main([*argv, "--arms", "gepa,bestofk", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["seeds"][0]
+    assert "harnessevolve + llm-rule" not in rows
+    assert rows["GEPA"]["budget"] == 6 and rows["best-of-k (sc)"]["k"] == 2
+    assert rows["best-of-k (sc)"]["rollouts"] == 6
+
+
 def test_help_documents_the_arms(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as done:
         efficacy.main(["--help"])
     assert done.value.code == 0
     text = capsys.readouterr().out
-    for arm in ("seed harness", "harnessevolve+rule", "GEPA", "best-of-k", "--jobs", "--threads"):
+    for arm in ("seed harness", "harnessevolve+rule", "GEPA", "best-of-k", "--jobs", "--threads", "--budget"):
         assert arm in text
