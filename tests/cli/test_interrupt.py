@@ -93,4 +93,8 @@ def test_a_signal_ends_the_run_with_130_and_resume_finishes_it(
     resumed = cli.invoke(app, ["run", "-H", str(harness_dir), "--resume", run_dir.name[:-3]])
     assert resumed.exit_code in (0, 1), resumed.output
     assert events(run_dir)[-1]["event"] == "run_finished"
+    # The summary shows the whole run: the generation finished before the signal, and its usage.
+    rows = [line for line in resumed.output.splitlines() if line.startswith("│ 1 ")]
+    assert rows and "-" not in rows[0].split("│")[2].strip()[:1], resumed.output
+    assert "│ baseline " in resumed.output, resumed.output
     assert any(e["event"] == "run_resumed" for e in events(run_dir))
