@@ -71,7 +71,7 @@ class ModelCall:
     timestamp: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        skip = (None, [], {})
+        skip: tuple[object, ...] = (None, [], {})
         return {k: v for k, v in self.__dict__.items() if k != "token_ids" and v not in skip}
 
 
@@ -182,11 +182,13 @@ class ModelEndpoint:
             )
         spent = self._budget() if self._budget is not None else None
         if spent:
-            self._halt(StopReason.BUDGET_EXHAUSTED, f"the run's {spent}; no more model calls")
-            return self._refuse(call, 402, "budget_exhausted", self.stop.message)  # type: ignore[union-attr]
+            halted = self._halt(StopReason.BUDGET_EXHAUSTED, f"the run's {spent}; no more model calls")
+            return self._refuse(call, 402, "budget_exhausted", halted.message)
         if len(self.replies) >= self.max_calls:
-            self._halt(StopReason.STEP_LIMIT, f"this rollout may make at most {self.max_calls} model calls")
-            return self._refuse(call, 403, "call_limit_reached", self.stop.message)  # type: ignore[union-attr]
+            halted = self._halt(
+                StopReason.STEP_LIMIT, f"this rollout may make at most {self.max_calls} model calls"
+            )
+            return self._refuse(call, 403, "call_limit_reached", halted.message)
         max_tokens = body.get("max_completion_tokens") or body.get("max_tokens") or self.max_tokens
         try:
             reply = await acomplete(
@@ -230,9 +232,10 @@ class ModelEndpoint:
 
         return web.json_response(document)
 
-    def _halt(self, reason: str, message: str) -> None:
+    def _halt(self, reason: str, message: str) -> EndpointStop:
         self.stop = EndpointStop(reason, message)
         self.stopped.set()
+        return self.stop
 
     def _refuse(self, call: ModelCall, status: int, code: str, message: str) -> Any:
         call.status = status

@@ -305,6 +305,7 @@ def _finish(
     except TrajectoryError as exc:
         bad_atif = f"bad_trajectory: the agent's ATIF file: {exc.one_line()}"
     hint = own.extra.get("stop_hint") if own is not None else None
+    ended_with = own.extra.get("mini_exit_status") if own is not None else None
     answer = _read_answer(out)
     if answer is None and own is not None and isinstance(own.extra.get("answer"), str):
         answer = own.extra["answer"]
@@ -339,7 +340,7 @@ def _finish(
     elif hint and hint != StopReason.SUBMITTED:
         stop, error = (
             hint,
-            f"{hint}: the agent ended with {own.extra.get('mini_exit_status') or hint} ({tail})",
+            f"{hint}: the agent ended with {ended_with or hint} ({tail})",
         )
     elif answer is None and refused:
         stop, error = StopReason.MODEL_REFUSED, f"model_refused: {refused[-1].error}"
