@@ -32,8 +32,9 @@ and was retried right. Styles vary by task like agents do: tool definitions in A
 each turn, or none (with or without the runner's ``stop_reason: completed``).
 
 Labels follow from the change alone, never from what the aligner answers. Deterministic for a
-given ``--seed``. The held-out file uses other BFCL categories (``long_context``, ``miss_param``)
-and another seed, and is not used to tune the aligner; a third file, also held out, comes from
+given ``--seed`` (the script runs itself with ``PYTHONHASHSEED=0``: some BFCL messages print
+sets). The held-out file uses other BFCL categories (``long_context``, ``miss_param``) and
+another seed, and is not used to tune the aligner; a third file, also held out, comes from
 another benchmark in another shape (``nl2bash_runs.py``: NL2Bash gold commands as OpenAI chat
 conversations imported to ATIF).
 
@@ -48,6 +49,7 @@ import gzip
 import hashlib
 import importlib.util
 import json
+import os
 import random
 import sys
 from pathlib import Path
@@ -111,6 +113,8 @@ def write(doc: dict[str, Any], path: Path) -> None:
 
 
 def main() -> int:
+    if os.environ.get("PYTHONHASHSEED") != "0":  # BFCL's messages print sets: fix their order
+        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "PYTHONHASHSEED": "0"})
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
