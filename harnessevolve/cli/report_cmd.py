@@ -13,7 +13,7 @@ from rich.table import Table
 
 from harnessevolve.cli._errors import handle_errors
 from harnessevolve.cli.options import HarnessDir, JsonOut, Model, Seed
-from harnessevolve.cli.ui import console, progress_hooks
+from harnessevolve.cli.ui import console, progress_hooks, score
 from harnessevolve.core.containment import check_output_path
 from harnessevolve.pipeline.final import RunRecord, score_test_split
 from harnessevolve.report.html import write_html_report
@@ -94,6 +94,18 @@ def report(
         f"run {view.run_id}: {len(view.accepted)} of {len(view.candidates)} candidate edits accepted"
         + ("" if view.state == "finished" else f" ({view.state})")
     )
+    if view.generations:
+        scores = Table(
+            "gen", "train (current -> candidate)", "validation", "outcome", title="scores per generation"
+        )
+        if view.baseline_validation is not None:
+            scores.add_row("0", "-", score(view.baseline_validation), "seed")
+        for g in view.generations:
+            train = score(g.train_current) + (
+                f" -> {score(g.train_candidate)}" if g.train_candidate is not None else ""
+            )
+            scores.add_row(str(g.generation), train, score(g.validation), escape(g.outcome or "in progress"))
+        console.print(scores)
     for c in view.candidates:
         status = {"accepted": "[green]accepted[/]", "reverted": "[red]reverted[/]"}.get(
             c.outcome, f"[yellow]{c.outcome}[/]"

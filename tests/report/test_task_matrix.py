@@ -74,6 +74,7 @@ def test_ties_and_no_net_change_are_flagged(
     result = cli.invoke(app, ["report", "-H", str(harness_dir), "--html", str(tmp_path / "r.html")])
     assert result.exit_code == 0, result.output
     assert "(tie)" in result.output and "no net change" in result.output
+    assert "scores per generation" in result.output and "accepted (tie)" in result.output  # as --help says
     html = (tmp_path / "r.html").read_text()
     assert 'id="no-net-change"' in html and "2 accepted edits cancel out" in html
     assert 'id="tie-flag" class="flag">2 of 2 accepted on a tie' in html
