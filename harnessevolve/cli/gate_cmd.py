@@ -29,6 +29,7 @@ from harnessevolve.cli.ui import console, mark, progress_hooks
 from harnessevolve.core.containment import check_output_path
 from harnessevolve.core.errors import BenchmarkError
 from harnessevolve.core.files import atomic_write_text
+from harnessevolve.core.interrupts import stop_signals
 from harnessevolve.gate.performance import accepted_on_tie
 from harnessevolve.pipeline.ci_gate import GateOptions, run_gate
 from harnessevolve.report.gate_report import junit_xml, markdown_summary, verdict_headline
@@ -94,7 +95,7 @@ def gate(
     for path, option in ((junit, "--junit"), (markdown, "--markdown")):
         if path is not None:
             check_output_path(path, option=option)
-    with progress_hooks(enabled=not as_json) as hooks:
+    with stop_signals(), progress_hooks(enabled=not as_json) as hooks:  # SIGTERM stops it like Ctrl-C
         report = run_gate(options, hooks)
     if junit:
         atomic_write_text(junit, junit_xml(report))
