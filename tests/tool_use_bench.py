@@ -107,5 +107,8 @@ def write_bench(root: Path, tasks: dict[str, dict], *, meta: dict | None = None)
 
 
 def copy_example(target: Path) -> Path:
+    """The shipped example under another name (so the checkout's references of it do not apply)."""
     shutil.copytree(EXAMPLE, target)
+    meta = target / "benchmark.yaml"
+    meta.write_text(meta.read_text().replace("name: tool-use-example", "name: tool-use-copy"))
     return target

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from harnessevolve.adapters import load_benchmark_spec
+from harnessevolve.adapters import AdaptedBenchmark, load_benchmark_spec
 from harnessevolve.cli._errors import handle_errors
 from harnessevolve.cli.options import (
     AdapterOption,
@@ -57,6 +57,12 @@ def reference_output_dir(bench: BenchmarkSuite, out: Path | None) -> Path:
             )
         return out
     default = bench.references_dir
+    if (
+        isinstance(bench, AdaptedBenchmark)
+        and bench.references is not None
+        and not paths.inside_package(default)
+    ):
+        return default  # the adapter chose it (nl2bash, bfcl: the checkout's trajectories/<name>)
     if not paths.is_builtin(default):
         return default
     if not paths.is_builtin(bench.root):

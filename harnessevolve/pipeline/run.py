@@ -24,6 +24,7 @@ from harnessevolve.pipeline.budget import Budget, BudgetExhausted, BudgetGuard, 
 from harnessevolve.pipeline.evolve_env import EnvironmentEvolver, native_documents
 from harnessevolve.pipeline.loop import GenerationLoop
 from harnessevolve.pipeline.net_change import NetChange, net_change
+from harnessevolve.pipeline.reference_coverage import missing_references_warning
 from harnessevolve.pipeline.references import load_references
 from harnessevolve.pipeline.refgen import load_regret
 from harnessevolve.pipeline.resume import ResumePoint, load_run_for_resume, reconcile, resume_point
@@ -265,6 +266,9 @@ def start_run(options: RunOptions, hooks: RunHooks, *, resume: str | None = None
                     sandbox=executor.sandbox.name if executor.sandbox else setup.sandbox,
                 )
             )
+            warning = missing_references_warning(benchmark, references)
+            if warning:
+                hooks.log(f"warning: {warning}")
         scorer = Scorer(
             executor,
             model=options.model,
