@@ -51,9 +51,6 @@ class ToolSchema:
         req = self.parameters.get("required")
         return tuple(r for r in req if isinstance(r, str)) if isinstance(req, list) else ()
 
-    def order(self) -> list[str]:
-        return list(self.properties)
-
 
 @dataclass(frozen=True)
 class ToolSet:
@@ -182,18 +179,6 @@ def normalise_value(value: Any, schema: Any = None) -> Any:
     return str(value)
 
 
-def mismatches(arguments: dict[str, Any], schema: ToolSchema | None) -> dict[str, str]:
-    """Arguments whose JSON type the schema does not allow: ``{name: 'string where ... number'}``."""
-    if schema is None:
-        return {}
-    out = {}
-    for key, value in arguments.items():
-        problem = type_mismatch(value, schema.properties.get(key))
-        if problem is not None:
-            out[key] = problem
-    return out
-
-
 def canonical_call(tool: str | None, arguments: dict[str, Any], schema: ToolSchema | None) -> str:
     """One string per call up to benign differences (repetition detection uses it)."""
     props = schema.properties if schema else {}
@@ -206,11 +191,6 @@ def default_of(schema: ToolSchema | None, key: str) -> tuple[bool, Any]:
     if isinstance(prop, dict) and "default" in prop:
         return True, prop["default"]
     return False, None
-
-
-def positional_names(schema: ToolSchema | None, count: int) -> list[str]:
-    """The parameter names positional arguments fill, in the schema's order."""
-    return schema.order()[:count] if schema else []
 
 
 def offered_tools(*trajectories: Any, tools: Iterable[Any] | None = None) -> ToolSet:
