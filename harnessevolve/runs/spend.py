@@ -1,14 +1,13 @@
 """The run's spend, persisted as it happens: ``spend.json`` in the run folder holds the usage
-meter's snapshot, rewritten atomically after model calls (at most every ``interval_s``, and once
-more when the run stops). A ``kill -9`` loses at most that interval's calls, where the ledger alone
-(usage at generation ends) lost everything since the last finished generation; resume and the
-budgets count from whichever record is later."""
+meter's snapshot, replaced after every model call and synced when the run stops. A ``kill -9``
+loses no call that was metered, where the ledger alone (usage at generation ends) lost everything
+since the last finished generation; resume and the budgets count from whichever record is later."""
 
 from __future__ import annotations
 
 import json
+import os
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -20,32 +19,43 @@ SPEND_VERSION = 1
 
 
 class SpendJournal:
-    def __init__(self, run_dir: Path, meter: UsageMeter, *, interval_s: float = 0.2) -> None:
+    """Keeps ``spend.json`` equal to the meter after every recorded call.
+
+    Each call rewrites the file by rename (no fsync: a killed process's writes survive in the page
+    cache; only a power cut could lose the last ones), ``close`` syncs it. Calls from several
+    threads never skip a write: a call arriving while another thread writes marks the file stale
+    and that thread writes again."""
+
+    def __init__(self, run_dir: Path, meter: UsageMeter) -> None:
         self.path = Path(run_dir) / SPEND_FILE
         self.meter = meter
-        self.interval_s = interval_s
-        self._last = 0.0
         self._lock = threading.Lock()
+        self._stale = False
         meter.listeners.append(self.on_record)
 
     def on_record(self) -> None:
-        if time.monotonic() - self._last >= self.interval_s:
-            self.flush()
+        self._stale = True
+        while self._stale and self._lock.acquire(blocking=False):
+            try:
+                self._stale = False
+                self._write(sync=False)
+            finally:
+                self._lock.release()
 
-    def flush(self) -> None:
-        if not self._lock.acquire(blocking=False):
-            return  # another thread is writing it right now
-        try:
-            self._last = time.monotonic()
-            atomic_write_json(self.path, {"version": SPEND_VERSION, "usage": self.meter.snapshot()})
-        finally:
-            self._lock.release()
+    def _write(self, *, sync: bool) -> None:
+        document = {"version": SPEND_VERSION, "usage": self.meter.snapshot()}
+        if sync:
+            atomic_write_json(self.path, document)
+            return
+        temp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        temp.write_text(json.dumps(document), encoding="utf-8")
+        os.replace(temp, self.path)
 
     def close(self) -> None:
         if self.on_record in self.meter.listeners:
             self.meter.listeners.remove(self.on_record)
         with self._lock:
-            atomic_write_json(self.path, {"version": SPEND_VERSION, "usage": self.meter.snapshot()})
+            self._write(sync=True)
 
 
 def read_spend(run_dir: Path) -> dict[str, Any] | None:

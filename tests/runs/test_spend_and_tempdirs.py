@@ -15,9 +15,9 @@ from harnessevolve.runs.tempdirs import PREFIX, run_tempdir, sweep_dead
 DEAD_PID = 2**22 + 12345
 
 
-def test_every_call_reaches_the_journal_within_its_interval(tmp_path: Path) -> None:
+def test_every_call_reaches_the_journal_at_once(tmp_path: Path) -> None:
     meter = UsageMeter()
-    journal = SpendJournal(tmp_path, meter, interval_s=0.0)
+    journal = SpendJournal(tmp_path, meter)
     for _ in range(3):
         meter.record(stage="execute", proposer=None, model="m", prompt_tokens=10, completion_tokens=5)
     assert read_spend(tmp_path)["totals"]["calls"] == 3  # as it happened, before any close
@@ -66,3 +66,21 @@ def test_the_run_tempdir_holds_every_temp_folder_and_goes_away(tmp_path: Path, m
         assert child.stdout.strip() == str(folder)  # subprocesses (checks, agents) inherit it
     assert not folder.exists()
     assert os.environ["TMPDIR"] == str(tmp_path) and tempfile.tempdir == str(tmp_path)
+
+
+def test_calls_from_many_threads_are_never_skipped(tmp_path: Path) -> None:
+    import threading
+
+    meter = UsageMeter()
+    SpendJournal(tmp_path, meter)
+
+    def calls() -> None:
+        for _ in range(200):
+            meter.record(stage="execute", proposer=None, model="m", prompt_tokens=1)
+
+    workers = [threading.Thread(target=calls) for _ in range(8)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert read_spend(tmp_path)["totals"]["calls"] == 1600
