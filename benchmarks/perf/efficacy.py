@@ -503,6 +503,25 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def score_seed_harness(ctx: dict[str, Any]) -> dict[str, Any]:
+    """The seed harness on validation and test (temperature 0: one pass serves every seed)."""
+    started = time.monotonic()
+    harness = load_harness(ctx["seed_dir"])
+    seed_val = mean_score(
+        score_split(ctx["evalscorer"], harness, ctx["bench"].split("validation"), "seed: val")
+    )
+    seed_test = mean_score(score_split(ctx["evalscorer"], harness, ctx["test"], "seed: test"))
+    print(f"seed harness: validation {seed_val:.3f}, test {seed_test:.3f}", flush=True)
+    return {
+        "rollouts": 0,
+        "tokens": 0,
+        "wall_min": (time.monotonic() - started) / 60,
+        "validation": seed_val,
+        "test": seed_test,
+        "to_best": 0,
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.from_json:
@@ -513,38 +532,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="he-efficacy-") as tmp_name:
         tmp = Path(tmp_name)
         ctx = prepare(args, tmp)
-        bench, seed_harness = ctx["bench"], load_harness(ctx["seed_dir"])
+        bench = ctx["bench"]
         print(
             f"{bench.name}: {len(bench.split('train'))} train / {len(bench.split('validation'))} "
             f"validation / {len(ctx['test'])} test tasks; agent {args.model}; reflector {args.reflector}",
             flush=True,
         )
-        started = time.monotonic()
-        seed_val = mean_score(
-            score_split(ctx["evalscorer"], seed_harness, bench.split("validation"), "seed: val")
-        )
-        seed_test = mean_score(score_split(ctx["evalscorer"], seed_harness, ctx["test"], "seed: test"))
-        ctx["seed_row"] = {
-            "rollouts": 0,
-            "tokens": 0,
-            "wall_min": (time.monotonic() - started) / 60,
-            "validation": seed_val,
-            "test": seed_test,
-            "to_best": 0,
-        }
-        print(f"seed harness: validation {seed_val:.3f}, test {seed_test:.3f}", flush=True)
         if args.jobs > 1:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
             context = multiprocessing.get_context("spawn")  # llama.cpp and asyncio do not survive fork
             with ProcessPoolExecutor(max_workers=args.jobs, mp_context=context) as pool:
-                if args.budget:  # every (seed, arm) at once
+                if args.budget:  # every (seed, arm) at once; the seed harness here meanwhile
                     jobs = {
                         (s, arm): pool.submit(arm_in_process, args, s, arm, tmp)
                         for s in range(args.seeds)
                         for arm in ("he", *args.arms)
                     }
+                    ctx["seed_row"] = score_seed_harness(ctx)
                     per_seed = []
                     for s in range(args.seeds):
                         rows: dict[str, dict[str, Any]] = {}
@@ -552,11 +558,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                             rows.update(jobs[(s, arm)].result())
                         per_seed.append(finish_seed(rows, ctx["seed_row"]))
                 else:
+                    ctx["seed_row"] = score_seed_harness(ctx)
                     futures = [
                         pool.submit(seed_in_process, args, s, ctx["seed_row"], tmp) for s in range(args.seeds)
                     ]
                     per_seed = [f.result() for f in futures]
         else:
+            ctx["seed_row"] = score_seed_harness(ctx)
             per_seed = [run_seed(args, s, ctx, tmp) for s in range(args.seeds)]
     summary = summarize(per_seed)
     print_table(per_seed, summary)
