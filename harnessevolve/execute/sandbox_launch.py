@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harnessevolve.execute import sandbox_uids
 from harnessevolve.execute.sandbox_limits import (
@@ -136,7 +137,7 @@ class Launch:
                 proc.kill()
                 await proc.wait()
 
-    def subprocess_options(self) -> dict[str, object]:
+    def subprocess_options(self) -> dict[str, Any]:
         """Keyword arguments for ``create_subprocess_exec`` besides stdio."""
         return {"cwd": self.cwd, "env": dict(self.env)}
 
