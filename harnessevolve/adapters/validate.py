@@ -202,13 +202,22 @@ def _references(benchmark: Benchmark, task_ids: set[str]) -> tuple[set[str], lis
     return found, problems
 
 
+def names_adapter(folder: Path) -> bool:
+    """True when the folder's benchmark.yaml loads it with its own ``adapter:`` (validated by loading)."""
+    try:
+        meta = read_yaml(folder / "benchmark.yaml", error=HarnessEvolveError)
+    except HarnessEvolveError:
+        return False
+    return isinstance(meta, dict) and "adapter" in meta
+
+
 def validate_spec(spec: str) -> BenchmarkReport | None:
     """A benchmark named any way ``--benchmark`` accepts (built-in name, Harbor folder, adapter
     spec): native folders get the full check, others are loaded through their adapter and their
     references checked. ``None`` when ``spec`` names no benchmark at all."""
     from harnessevolve.adapters.base import load_benchmark_spec
 
-    if is_benchmark_folder(Path(spec)):
+    if is_benchmark_folder(Path(spec)) and not names_adapter(Path(spec)):
         return validate_benchmark(Path(spec))
     try:
         benchmark = load_benchmark_spec(spec)
@@ -216,7 +225,7 @@ def validate_spec(spec: str) -> BenchmarkReport | None:
         if exc.field == "--benchmark" and exc.message.startswith("unknown benchmark"):
             return None
         return BenchmarkReport(Path(spec), spec, 0, {}, 0, (_problem(exc, spec),), ())
-    if is_benchmark_folder(benchmark.root):
+    if is_benchmark_folder(benchmark.root) and not names_adapter(benchmark.root):
         return validate_benchmark(benchmark.root)
     references, problems = _references(benchmark, {t.id for t in benchmark.tasks})
     by_split = {s: len(benchmark.split(s)) for s in SPLITS}

@@ -171,6 +171,13 @@ def test_a_benchmark_folder_names_its_own_adapter(cli, qa_folder: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     assert (qa_folder / "o" / "q0.json").is_file()
+    valid = cli.invoke(app, ["validate", str(folder)])
+    assert valid.exit_code == 0 and "valid: benchmark qa (1 tasks" in valid.output, valid.output
+    (folder / "benchmark.yaml").write_text(
+        yaml.safe_dump({"version": 1, "name": "qa", "adapter": "loader:Gone"})
+    )
+    invalid = cli.invoke(app, ["validate", str(folder)])
+    assert invalid.exit_code == 2 and "adapter: module 'loader' has no 'Gone'" in invalid.output
 
 
 def reads_host_file(tmp_path: Path, meta: dict | None = None) -> tuple[Path, Path]:

@@ -33,11 +33,13 @@ def tool_results(messages: list[dict]) -> list[str]:
     return [m["content"] for m in messages if m["role"] == "tool"]
 
 
-def rollout(bench: Path, task_id: str, model: str, *, loop: dict | None = None):
+def rollout(
+    bench: Path, task_id: str, model: str, *, loop: dict | None = None, harness_dir: Path = SHELL_AGENT
+):
     """One rollout and its check result, through the same sandbox set-up as `run`."""
     benchmark = load_benchmark(str(bench))
     task = benchmark.task(task_id)
-    harness = load_harness(SHELL_AGENT)
+    harness = load_harness(harness_dir)
     if loop:
         harness = replace(harness, loop=replace(harness.loop, **loop))
     sandbox = benchmark_sandbox(None, benchmark)
@@ -162,6 +164,39 @@ def test_run_on_multi_turn_tasks_through_the_cli(cli, harness_dir: Path, scripte
     assert scored and all(t.extra["turns"] == 2 for t in scored)
     # Per-task tools layered on the harness's: the task's own two next to the template's.
     assert {"addItem", "listCart", "submit"} <= set(seen[0]) and "save_note" not in seen[0]
+
+
+EDITED_ADD_ITEM = """version: 1
+name: addItem
+description: Harness-edited description of addItem.
+parameters:
+  type: object
+  properties:
+    name: {type: string}
+    quantity: {type: integer, description: always give it}
+  required: [name, quantity]
+"""
+
+
+def test_harness_tool_edits_apply_to_task_tools_by_name(scripted, harness_dir: Path, tmp_path) -> None:
+    (harness_dir / "tools" / "addItem.yaml").write_text(EDITED_ADD_ITEM)
+    manifest = harness_dir / "harness.yaml"
+    manifest.write_text(manifest.read_text().replace("submit]", "submit, addItem]"))
+    bench = copy_example(tmp_path / "bench")
+    offered: list[dict] = []
+    model = scripted(
+        "edits-seen",
+        lambda m, t: (
+            offered.append({x["function"]["name"]: x["function"] for x in t}) or call("submit", answer="?")
+        ),
+    )
+    rollout(bench, "cart-total", model, harness_dir=harness_dir)
+    rollout(bench, "sum-json-args", model, harness_dir=harness_dir)
+    cart, other = offered
+    assert cart["addItem"]["description"] == "Harness-edited description of addItem."
+    assert cart["addItem"]["parameters"]["required"] == ["name", "quantity"]
+    assert cart["listCart"]["description"] == "The cart's items and total price."  # unedited: the task's
+    assert "addItem" not in other and "sumNumbers" in other  # an edit alone offers no tool
 
 
 # --- the tool server ---------------------------------------------------------------------------------
