@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from harnessevolve.cli.app import app
-from harnessevolve.core.tasks import load_benchmark
+from harnessevolve.core.tasks import load_benchmark, load_task
 from harnessevolve.execute.executor import LocalExecutor
 from harnessevolve.models.scripted import register_script, unregister_script
 from harnessevolve.pipeline.evolve_env import EnvironmentEvolver
@@ -117,3 +117,33 @@ def test_an_adapter_suite_is_refused_before_anything_is_written(cli, harness_dir
     assert result.exit_code == 2, result.output
     assert "--evolve-environments" in result.output
     assert not (harness_dir / ".harnessevolve" / "runs").exists()
+
+
+class SweSolver(SoloSolver):
+    def __init__(self) -> None:
+        self.by_instruction = {t.instruction: t for t in load_benchmark("swe-synth").tasks}
+
+
+def test_synthesized_tasks_get_one_more_bug(cli, harness_dir):
+    register_script("swe-solo", SweSolver())
+    try:
+        args = [
+            "run",
+            "--harness",
+            str(harness_dir),
+            "--benchmark",
+            "swe-synth",
+            "-n",
+            "1",
+            "--batch-size",
+            "4",
+        ]
+        result = cli.invoke(app, [*args, "--model", "scripted/swe-solo", "--evolve-environments"])
+    finally:
+        unregister_script("swe-solo")
+    assert result.exit_code in (0, 1), result.output
+    run_dir = sorted((harness_dir / ".harnessevolve" / "runs").iterdir())[-1]
+    kept = [e for e in events(run_dir) if e["event"] == "task_generated" and e["kept"]]
+    assert kept and all(e["maker"] == "more-mutations" and e["difficulty"]["mutations"] == 2 for e in kept)
+    task = load_task(run_dir / "generated" / f"{kept[0]['task']}.yaml")
+    assert "generated" in task.tags and task.split == "train" and len(task.checks) == 2
