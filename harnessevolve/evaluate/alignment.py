@@ -28,7 +28,7 @@ step, ``step == reference_step``.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from harnessevolve.core.atif import Trajectory
@@ -64,6 +64,7 @@ __all__ = [
 
 LOOP_REPEATS = 3
 RECOVERY_WINDOW = 3
+HARMLESS_ONLY = "a read-only call; nothing else differed"
 
 
 def actions(trajectory: Trajectory, tools: Iterable[Any] | None = None) -> list[Action]:
@@ -358,7 +359,7 @@ def _without_divergent_action(
             Cause.STEP_LIMIT, where, nxt, f"the run hit the step limit{repeating} before {_describe(nxt)}"
         )
     if pending is not None:
-        return pending
+        return replace(pending, hint=f"{pending.hint} ({HARMLESS_ONLY})")
     if nxt is not None and not nxt.is_finish:
         end = run[-1] if run else None
         step = trajectory.steps[-1].step_id if trajectory.steps else None

@@ -33,7 +33,7 @@ from typing import Any
 from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.files import atomic_write_json
 from harnessevolve.core.signals import BASE_SEVERITY, Cause, ErrorSignal
-from harnessevolve.evaluate.alignment import actions, describe
+from harnessevolve.evaluate.alignment import HARMLESS_ONLY, actions, describe
 
 CACHE_VERSION = 1
 CONTEXT_ACTIONS = 6
@@ -78,7 +78,7 @@ def ambiguous(signal: ErrorSignal) -> bool:
         return True
     if signal.cause is Cause.WRONG_ARGUMENT and "checker still failed" in signal.hint:
         return True
-    return signal.cause is Cause.EXTRA_STEP and signal.expected is not None and "unneeded" in signal.hint
+    return signal.cause is Cause.EXTRA_STEP and HARMLESS_ONLY in signal.hint
 
 
 def _window(trajectory: Trajectory, step: int | None) -> list[str]:

@@ -133,3 +133,12 @@ def test_diff_with_a_judge_model_prints_its_view(cli, judge: str, tmp_path: Path
     assert doc["signal"]["judge"]["agrees"] is True and doc["signal"]["judge"]["cached"] is True
     plain = json.loads(cli.invoke(app, ["diff", str(run_path), str(ref_path), "--json"]).output)
     assert "judge" not in plain["signal"]  # off by default
+
+
+def test_only_a_lone_harmless_extra_call_counts_as_ambiguous() -> None:
+    from harnessevolve.core.signals import ErrorSignal
+
+    lone = first_divergence(trajectory(("read", {"path": "x"}), ("read", {"path": "a.txt"})), REF)
+    assert lone.cause is Cause.EXTRA_STEP and ambiguous(lone)
+    plain = ErrorSignal("t", Cause.EXTRA_STEP, 0.4, "step 2: an unneeded bash(command='rm x') before read()")
+    assert not ambiguous(plain)
