@@ -212,3 +212,39 @@ def test_positive_control_the_symlinked_secret_leaks_when_the_check_runs_on_the_
     task = load_benchmark_spec(str(native_suite(tmp_path, LEAKY_CHECKS))).task("t-train")
     messages = rollout_then_check(task, policy_name, HostRunner())
     assert any(secret in m for m in messages)
+
+
+# --- refs generate scores the agent's submitted command (an effect check) in the sandbox too ---------
+
+
+def submits(answer: str) -> Callable[[list[dict[str, Any]], list[dict[str, Any]]], dict[str, Any]]:
+    def policy(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"tool_calls": [{"name": "submit", "arguments": {"answer": answer}}]}
+
+    return policy
+
+
+def test_refs_generate_runs_the_submitted_command_of_an_effect_check_in_the_sandbox(
+    cli, tmp_path: Path, policy_name: str
+) -> None:
+    mark = tmp_path / "host-pwned"
+    register_script(policy_name, submits(f"echo pwned > {mark}; echo hi"))
+    bench = native_suite(tmp_path, "- type: effect\n  run: echo hi\n")
+    result = cli.invoke(
+        app,
+        ["refs", "generate", "-b", str(bench), "--model", f"scripted/{policy_name}", "--attempts", "1"]
+        + ["--probes", "0", "--task", "t-train", "--out", str(tmp_path / "refs")],
+    )
+    assert result.exit_code in (0, 1), result.output
+    assert not mark.exists(), "the submitted command ran on the host"
+
+
+def test_positive_control_the_submitted_command_escapes_when_the_effect_check_runs_on_the_host(
+    tmp_path: Path,
+) -> None:
+    mark = tmp_path / "host-pwned"
+    task = load_benchmark_spec(str(native_suite(tmp_path, "- type: effect\n  run: echo hi\n"))).task(
+        "t-train"
+    )
+    run_checks(task, tmp_path / "unused", f"echo pwned > {mark}; echo hi", runner=HostRunner())
+    assert mark.read_text() == "pwned\n"
