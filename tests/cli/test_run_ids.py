@@ -15,8 +15,11 @@ from harnessevolve.pipeline.final import find_run
 
 def test_a_unique_prefix_names_the_run_everywhere(cli, harness_dir: Path) -> None:
     args = ["run", "-H", str(harness_dir), "-b", "shell-basics", "-n", "1", "--batch-size", "4"]
-    assert cli.invoke(app, [*args, "-m", "scripted/policy:gives_up"]).exit_code == 1
+    ran = cli.invoke(app, [*args, "-m", "scripted/policy:gives_up"])
+    assert ran.exit_code == 1
     (run_dir,) = (harness_dir / ".harnessevolve" / "runs").iterdir()
+    # Piped (not a TTY) output is wide: the ledger path is never split across lines.
+    assert any(f"ledger: {run_dir}/ledger.jsonl" in line for line in ran.output.splitlines()), ran.output
     prefix = run_dir.name[:-2]
     for command in (["status"], ["log", "--last", "1"], ["report"]):
         result = cli.invoke(app, [*command, prefix, "-H", str(harness_dir)])
