@@ -23,7 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from harnessevolve.core.tasks import ObjectSetup, Task, TaskTool
+from harnessevolve.core.task_tools import ObjectSetup, TaskTool
+from harnessevolve.core.tasks import Task
 from harnessevolve.execute.sandbox import make_sandbox
 from harnessevolve.execute.tool_server import ToolServer, python_runtime_paths, with_read_only
 from harnessevolve.execute.tools import run_tool

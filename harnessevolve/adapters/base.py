@@ -29,7 +29,7 @@ benchmark.yaml) first. Anything else is an unknown benchmark.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from harnessevolve.adapters.bfcl import BFCLAdapter
 from harnessevolve.adapters.harbor import HarborAdapter, builtin_suites
@@ -145,8 +145,8 @@ def load_benchmark_spec(spec: str, adapters: tuple[str, ...] = ()) -> Benchmark:
 
         named: dict[str, BenchmarkAdapter] = {}
         for ref in adapters:
-            adapter = import_adapter(ref)
-            named[str(adapter.name)] = adapter  # type: ignore[attr-defined]
+            adapter: Any = import_adapter(ref)
+            named[str(adapter.name)] = adapter
         ordered = {**named, **{k: v for k, v in ADAPTERS.items() if k not in named}}
         benchmark = _resolve(spec, ordered)
         if benchmark is not None:

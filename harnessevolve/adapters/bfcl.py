@@ -39,7 +39,8 @@ from harnessevolve.adapters.suite import AdaptedBenchmark, assign_splits
 from harnessevolve.core import paths
 from harnessevolve.core.errors import BenchmarkError
 from harnessevolve.core.python_refs import module_file
-from harnessevolve.core.tasks import Check, GoldCall, ObjectSetup, Task, TaskTool
+from harnessevolve.core.task_tools import ObjectSetup, TaskTool
+from harnessevolve.core.tasks import Check, GoldCall, Task
 
 CATEGORIES = ("base", "miss_param", "long_context")
 DEFAULT_COUNT = 30

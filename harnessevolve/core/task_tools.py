@@ -102,7 +102,7 @@ def python_check(text: str, search: tuple[str, ...], *, file: str, field: str) -
     check_ref(ref, search, file=file, field=field)
 
 
-def load_tool_use(doc: dict, search: tuple[str, ...], *, root: Path, file: str) -> dict[str, Any]:
+def load_tool_use(doc: dict[str, Any], search: tuple[str, ...], *, root: Path, file: str) -> dict[str, Any]:
     """``tools``, ``tool_setup``, ``mcp_servers`` and ``user`` of a schema-checked task document."""
     tools: list[TaskTool] = []
     owners: set[str] = set()
@@ -138,7 +138,7 @@ def load_tool_use(doc: dict, search: tuple[str, ...], *, root: Path, file: str) 
                 field=where,
             )
         setups.append(ObjectSetup(owner, setup.get("method", ""), setup.get("arguments", {})))
-    servers = []
+    servers: list[McpServer] = []
     for i, spec in enumerate(doc.get("mcp_servers", [])):
         command = [
             str((root / part).resolve()) if j and (root / part).is_file() else part
