@@ -3,9 +3,10 @@ outside it, it carries every template, gate config, built-in benchmark and refer
 (``init``, ``validate``, a scripted ``run``, ``gate`` and ``report --html`` all work there, with no
 ``HARNESSEVOLVE_HOME``), and ``refs import`` refuses to write into the installed package.
 
-It takes about 15 s (building the wheel is most of it). The fresh venv gets no network: the wheel is installed with ``--no-deps``, and the dependencies
-come from this test's own environment through a ``.pth`` line (which, unlike the editable
-install's finder, does not make the checkout importable)."""
+It takes about 15 s (building the wheel is most of it). The fresh venv gets no network: the wheel
+is installed with ``--no-deps``, and the dependencies come from this test's own environment
+through a ``.pth`` line (which, unlike the editable install's finder, does not make the checkout
+importable)."""
 
 from __future__ import annotations
 
