@@ -51,3 +51,16 @@ def test_a_typo_is_named_by_file_and_key(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["validate", str(suite)])
     assert result.exit_code == 2
     assert "tasks/greet.yaml: checker[0].expcted: unknown key 'expcted'" in result.output
+
+
+def test_every_key_of_the_schemas_is_documented() -> None:
+    from harnessevolve.core.schema import load_schema
+
+    doc = DOC.read_text(encoding="utf-8")
+    task = load_schema("task")
+    keys = set(task["properties"]) | set(load_schema("benchmark")["properties"])
+    keys |= {f"setup.{k}" for k in task["properties"]["setup"]["properties"]} - {"setup"}
+    kinds = [b["properties"]["type"]["const"] for b in task["properties"]["checker"]["items"]["oneOf"]]
+    missing = sorted(k for k in keys - {"setup"} if f"`{k}`" not in doc)
+    missing += [f"check {k}" for k in kinds if f"### {k}:" not in doc]
+    assert not missing, f"docs/tasks.md does not document: {missing}"
