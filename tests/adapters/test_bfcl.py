@@ -43,10 +43,11 @@ def test_the_default_set_has_splits_turns_and_per_task_tools() -> None:
     )  # positional named
 
 
-def test_gold_references_pass_their_checks(cli, tmp_path: Path) -> None:
+@pytest.mark.parametrize("template", ["shell-agent", "tool-agent"])
+def test_gold_references_pass_their_checks(cli, tmp_path: Path, template: str) -> None:
     out = tmp_path / "refs"
     args = ["refs", "import", "-b", "bfcl:base:0-5", "--split", "all", "--out", str(out)]
-    result = cli.invoke(app, args)
+    result = cli.invoke(app, [*args, "--harness", str(paths.builtin_dir("harnesses") / template)])
     assert result.exit_code == 0, result.output
     assert "wrote 6 reference trajectories" in result.output
     reference = atif.load(out / "multi-turn-base-0.json")
