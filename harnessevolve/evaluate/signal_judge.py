@@ -1,8 +1,9 @@
 """An optional LLM judge for error signals (off unless a model is named: ``diff --judge-model``).
 
 The deterministic rules (``alignment.first_divergence``) decide every signal. The judge, any
-litellm model, is shown the two action lists around the divergence, the rules' verdict and the
-taxonomy, and answers one JSON object ``{"cause", "hint", "reference_genuine", "why"}``:
+litellm model, is shown the two action lists around the divergence, where it is and the taxonomy,
+but not the rules' cause (so its agreement with them means something), and answers one JSON
+object ``{"cause", "hint", "reference_genuine", "why"}``:
 
 - where the rules are **ambiguous** (the signal names a gap, or its cause is one the rules fall
   back to: ``wrong_argument`` because nothing differed, an ``extra_step`` that is only a harmless
@@ -101,9 +102,9 @@ def prompt(signal: ErrorSignal, run: Trajectory, reference: Trajectory) -> list[
             *_window(run, signal.step),
             "Reference, around the divergence:",
             *_window(reference, signal.reference_step),
-            f"The rules say: cause {signal.cause.value} at run step {signal.step} "
-            f"(reference step {signal.reference_step}): {signal.hint}",
-            *(f"Gap: {gap}" for gap in signal.gaps),
+            f"The runs first differ at run step {signal.step} (reference step {signal.reference_step}).",
+            *(f"Missing from the trajectories: {gap}" for gap in signal.gaps),
+            "Which cause explains this divergence?",
         ]
     )
     causes = ", ".join(c.value for c in Cause)
