@@ -3,6 +3,9 @@ a probe would detect the hole the sandboxed runner closes. Never used by the pac
 
 from __future__ import annotations
 
+import contextlib
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from harnessevolve.evaluate.checkers import BashRun, run_process
@@ -32,5 +35,7 @@ class HostRunner:
             ["bash", "-c", command], workspace, env, timeout_s=timeout_s, with_stderr=with_stderr
         )
 
-    def release(self, workspace: Path) -> None:
-        return None
+    @contextlib.contextmanager
+    def scratch(self, prefix: str) -> Iterator[Path]:
+        with tempfile.TemporaryDirectory(prefix=prefix) as folder:
+            yield Path(folder)

@@ -50,6 +50,7 @@ import selectors
 import signal
 import subprocess
 import time
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -278,8 +279,10 @@ class CommandRunner(Protocol):
         fresh: bool = False,
     ) -> BashRun: ...
 
-    def release(self, workspace: Path) -> None:
-        """We are done with ``workspace`` (removed): give back what running in it held (uid, cgroup)."""
+    def scratch(self, prefix: str) -> AbstractContextManager[Path]:
+        """A fresh empty folder for check workspaces (an effect check's two copies), bounded like a
+        rollout's workspace; removed on exit, with what running commands in it held (uids, cgroups)."""
+        ...
 
 
 def check_env(answer: str | None) -> dict[str, str]:

@@ -1,8 +1,9 @@
 """The ``effect`` check (NL2Bash): the agent's submitted command must do what the gold command
 does -- same exit status, same stdout, same files -- in two identical copies of the task's setup.
 
-Both commands (and the setup) run through the ``CommandRunner`` the caller passes; the pipeline
-passes one that uses the agent's sandbox, since the submitted command is LLM-written.
+Both commands (and the setup) run through the ``CommandRunner`` the caller passes, in a scratch
+folder it provides (``runner.scratch``); the pipeline's runs them in the agent's sandbox, in a folder
+bounded like a workspace, since the submitted command is LLM-written.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import os
 import re
 import shutil
 import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,8 +50,7 @@ def check_effect(
     if not answer or not submitted_command(answer):
         return False, "expected a bash command as the answer, found none submitted"
     command = submitted_command(answer)
-    base = Path(tempfile.mkdtemp(prefix=f"he-effect-{task.id}-"))
-    try:
+    with runner.scratch(f"he-effect-{task.id}-") as base:
         error = _set_up(task, base / "start", timeout_s=timeout_s, runner=runner)
         if error:
             return False, f"the task's setup failed, so nothing to compare: {error}"
@@ -66,10 +65,6 @@ def check_effect(
         found, error = command_effect(
             base / "start", base / "run", command, timeout_s=timeout_s, runner=runner
         )
-    finally:
-        _remove_tree(base)
-        for used in (base / "start", base / "run"):
-            runner.release(used)
     if found is None:
         return False, f"{quote(command)}: {error}"
     problems = []

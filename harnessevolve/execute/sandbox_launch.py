@@ -261,6 +261,15 @@ def release_workspace(workspace: Path) -> None:
         claim.lease.release()
 
 
+def release_workspaces_under(folder: Path) -> None:
+    """``release_workspace`` for every claimed workspace at or below ``folder``."""
+    top = str(folder.resolve())
+    with _claims_lock:
+        keys = [k for k in _claims if k == top or k.startswith(top + os.sep)]
+    for key in keys:
+        release_workspace(Path(key))
+
+
 def hand_over(workspace: Path, uid: int | None) -> None:
     """Give the workspace tree to ``uid`` (and group ``uid``) so the command can write it (None: no-op).
 

@@ -20,7 +20,9 @@ from pathlib import Path
 
 from harnessevolve.evaluate.checkers import BashRun, CommandRunner, run_process
 from harnessevolve.execute.sandbox import Sandbox, resolve_sandbox
-from harnessevolve.execute.sandbox_launch import ReadOnly, mark_changed, release_workspace
+from harnessevolve.execute.sandbox_launch import ReadOnly, mark_changed, release_workspaces_under
+from harnessevolve.execute.sandbox_limits import mount_workspace
+from harnessevolve.execute.workspace import remove_workspace
 
 
 class SandboxedCheckRunner:
@@ -60,8 +62,18 @@ class SandboxedCheckRunner:
                 if launch.cleanup_argv:
                     subprocess.run(list(launch.cleanup_argv), capture_output=True, timeout=30, check=False)
 
-    def release(self, workspace: Path) -> None:
-        release_workspace(workspace)
+    @contextlib.contextmanager
+    def scratch(self, prefix: str) -> Iterator[Path]:
+        """A fresh folder that is a tmpfs of the sandbox's ``workspace_mb`` / ``workspace_files`` (as
+        root), so a submitted command cannot fill the host's disk from an effect check either."""
+        limits = resolve_sandbox(self.sandbox).limits
+        folder = Path(tempfile.mkdtemp(prefix=prefix)).resolve()
+        try:
+            mount_workspace(folder, size_mb=limits.workspace_mb, files=limits.workspace_files)
+            yield folder
+        finally:
+            release_workspaces_under(folder)
+            remove_workspace(folder)
 
 
 def sandboxed_runner(sandbox: Sandbox | None = None) -> CommandRunner:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from check_runners import HostRunner
 
 from harnessevolve.core.tasks import Check, Task
 from harnessevolve.evaluate.checkers import run_checks
+from harnessevolve.execute.sandbox import BwrapSandbox, SandboxLimits
 from harnessevolve.pipeline.sandboxed_checks import sandboxed_runner
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
@@ -44,3 +46,19 @@ def test_the_same_command_unsandboxed_would_have_escaped(tmp_path: Path) -> None
 def test_a_correct_command_passes_in_the_sandbox(tmp_path: Path) -> None:
     result = run_checks(effect_task(), tmp_path, "echo hi", runner=sandboxed_runner())
     assert result.passed, result.details
+
+
+FLOOD = "for i in 1 2 3; do head -c 20M /dev/zero > f$i || echo $((40 + 2))-full; done; echo hi"
+"""Prints ``42-full`` (text the command itself does not contain) when a write fails."""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the effect check's scratch folder is a tmpfs only as root")
+def test_a_submitted_disk_flood_is_bounded_like_a_workspace(tmp_path: Path) -> None:
+    runner = sandboxed_runner(BwrapSandbox(SandboxLimits(workspace_mb=32)))
+    result = run_checks(effect_task(), tmp_path, FLOOD, runner=runner)
+    assert not result.passed and "42-full" in result.details[0].message, result.details
+
+
+def test_positive_control_on_the_host_the_same_flood_is_not_bounded(tmp_path: Path) -> None:
+    result = run_checks(effect_task(), tmp_path, FLOOD, runner=HostRunner())
+    assert "42-full" not in result.details[0].message, result.details
