@@ -1,0 +1,1 @@
+"""Code the BFCL tasks import inside the sandbox (their python_path): the per-turn checker."""
