@@ -136,6 +136,14 @@ def test_python_startup_files_planted_for_a_harbor_checker_never_run_on_the_host
     # scored the solved task as passed: the plant neither ran outside nor broke the scoring.
     train = [e for e in evaluations if e["task_id"] == "sum-csv-train"]
     assert train and all(e["passed"] for e in train), train
+    # report --final scores the test split (the same plant, the same checker): still nothing on the host.
+    final = cli.invoke(
+        app, ["report", "--harness", str(harness_dir), "--final", "--model", f"scripted/{policy_name}"]
+    )
+    assert final.exit_code == 0, final.output
+    assert not mark.exists(), f"planted startup code ran on the host in report --final: {mark.read_text()}"
+    tested = [e for e in run_cli_evaluations(harness_dir) if e["task_id"] == "sum-csv-test"]
+    assert tested and all(e["passed"] for e in tested), tested
 
 
 def test_positive_control_the_same_plant_fires_when_the_harbor_checker_runs_on_the_host(
