@@ -12,7 +12,8 @@ hooked). The agent is scripted (deterministic, no network), as in kill_resume.py
 Each row must show: the kill landed, the resume finished the run with no hand repair, the final
 harness tree and the number of commits equal the reference's, no duplicate commit, ``git fsck``
 clean, the tree clean (no temp files left), no ``he-*`` folders left in ``$TMPDIR``, the spend in
-``run_finished`` at least the reference's (spent before the kill is not forgotten), and every
+``run_finished`` counting at least the reference's model calls (what was spent before the kill
+is not forgotten; a resumed run may spend more, redoing what no cache held), and every
 generation's row complete (commit, verdicts, outcome) in the ledger.
 """
 
@@ -47,8 +48,10 @@ def finished_usage(harness: Path) -> dict[str, Any]:
     return (done[-1].get("usage") or {}) if done else {}
 
 
-def total_tokens(usage: dict[str, Any]) -> int:
-    return int(sum(row.get("tokens", 0) for row in (usage.get("by_stage") or {}).values()))
+def total_calls(usage: dict[str, Any]) -> int:
+    """Model calls the run's spend records (tokens per call vary with the workspace path's length
+    in a prompt, so calls are what a killed run must not forget)."""
+    return int((usage.get("totals") or {}).get("calls", 0))
 
 
 ROW_FIELDS = ("candidate", "verdicts", "outcome", "summary", "validation", "train_current", "train_candidate")
@@ -88,14 +91,14 @@ def one_kill(root: Path, event: str, generations: int) -> dict[str, Any]:
         "killed": killed,
         "resumes": attempts,
         "error": "" if summary["finished"] else (last.stderr.strip().splitlines() or ["?"])[-1][:160],
-        "tokens": total_tokens(finished_usage(victim)),
+        "calls": total_calls(finished_usage(victim)),
         "leftovers": leftovers,
         "rows": row_shape(victim),
         **summary,
     }
 
 
-def compare(ref: dict[str, Any], row: dict[str, Any], ref_tokens: int) -> list[str]:
+def compare(ref: dict[str, Any], row: dict[str, Any], ref_calls: int) -> list[str]:
     problems = []
     lacking = {
         g: sorted(set(fields) - set(row["rows"].get(g, ())))
@@ -111,7 +114,7 @@ def compare(ref: dict[str, Any], row: dict[str, Any], ref_tokens: int) -> list[s
         (row["fsck_ok"], "git fsck not clean"),
         (not row["dirty"], "tree left dirty (temp files?)"),
         (not row["leftovers"], f"left in $TMPDIR: {row['leftovers'][:3]}"),
-        (row["tokens"] >= ref_tokens, f"spend {row['tokens']} tokens < reference {ref_tokens}"),
+        (row["calls"] >= ref_calls, f"spend records {row['calls']} model calls < reference {ref_calls}"),
         (not lacking, f"generation rows lack {lacking}"),
     ]
     for ok, why in checks:
@@ -140,20 +143,22 @@ def main(argv: list[str] | None = None) -> int:
             print(done.stderr[-2000:])
             return 2
         ref = {**summary_of(reference), "rows": row_shape(reference)}
-        ref_tokens = total_tokens(finished_usage(reference))
+        ref_calls = total_calls(finished_usage(reference))
         events, _ = ledger_events(reference)
         kinds = list(dict.fromkeys(e["event"] for e in events if e["event"] not in SKIPPED))
         if opts.events:
             kinds = [k for k in opts.events.split(",") if k]
-        print(f"reference: {ref['commits']} commits, {len(ref['accepted'])} accepted, {ref_tokens} tokens")
-        print(f"{'killed right after':<22s}{'resumes':>8s}{'tokens':>8s}  result")
+        print(
+            f"reference: {ref['commits']} commits, {len(ref['accepted'])} accepted, {ref_calls} model calls"
+        )
+        print(f"{'killed right after':<22s}{'resumes':>8s}{'calls':>7s}  result")
         failed = 0
         for kind in kinds:
             row = one_kill(root, kind, opts.generations)
-            problems = compare(ref, row, ref_tokens)
+            problems = compare(ref, row, ref_calls)
             failed += bool(problems)
             verdict = "same tree, same commits, clean" if not problems else "; ".join(problems)
-            print(f"{kind:<22s}{row['resumes']:>8d}{row['tokens']:>8d}  {verdict}", flush=True)
+            print(f"{kind:<22s}{row['resumes']:>8d}{row['calls']:>7d}  {verdict}", flush=True)
         print(f"{len(kinds) - failed} of {len(kinds)} event types: resumed to the reference's result")
         return 1 if failed else 0
 
