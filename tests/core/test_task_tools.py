@@ -224,3 +224,14 @@ def test_benchmark_yaml_sandbox_ro(cli, tmp_path: Path) -> None:
         and "sandbox_ro[0]" in result.output
         and "'missing-dir' does not exist" in result.output
     )
+
+
+def test_run_and_report_final_load_the_suite_with_the_recorded_adapter(
+    cli, qa_folder: Path, harness_dir: Path
+) -> None:
+    run = ["run", "-H", str(harness_dir), "--adapter", "qa_adapter:QAAdapter", "-b", "questions.qa"]
+    result = cli.invoke(app, [*run, "-n", "1", "--batch-size", "1", "--model", "scripted/policy:learner"])
+    assert result.exit_code in (0, 1), result.output
+    final = cli.invoke(app, ["report", "-H", str(harness_dir), "--final"])  # no --adapter: the run's own
+    assert final.exit_code == 0, final.output
+    assert "test split (1 tasks)" in final.output
