@@ -7,7 +7,8 @@ model the rollout was given; API keys stay in harnessevolve's process. Each requ
 recorded (:class:`ModelCall`) and becomes part of the rollout's trajectory.
 
 Routes: ``POST /v1/chat/completions`` (``messages``, ``tools``, ``temperature``, ``max_tokens`` /
-``max_completion_tokens``, ``seed``, ``stream``; a streamed reply is one chunk then ``[DONE]``) and
+``max_completion_tokens``, ``seed``, ``stream`` -- a streamed reply is one chunk then ``[DONE]`` --
+and ``PASSED_ON``) and
 ``GET /v1/models``. Refusals are OpenAI-style errors the agent sees, each recorded:
 
 - a model name other than the rollout's: 404 ``model_not_found``;
@@ -37,6 +38,8 @@ BudgetCheck = Callable[[], str | None]
 """Returns None while the run may spend, else why it may not (``tokens budget reached: ...``)."""
 _BUDGET: ContextVar[BudgetCheck | None] = ContextVar("harnessevolve_endpoint_budget", default=None)
 MAX_BODY_BYTES = 32 << 20
+PASSED_ON = ("tool_choice", "response_format", "stop", "top_p", "presence_penalty", "frequency_penalty")
+"""Request parameters forwarded to litellm as they are, when the agent gives them."""
 
 
 @contextlib.contextmanager
@@ -200,7 +203,8 @@ class ModelEndpoint:
                 seed=int(body["seed"])
                 if isinstance(body.get("seed"), int)
                 else self.seed + len(self.replies),
-                extra_params=self.extra_params,
+                extra_params={**{k: body[k] for k in PASSED_ON if k in body}, **(self.extra_params or {})}
+                or None,
             )
         except Exception as exc:  # noqa: BLE001 - a provider fault is the agent's to see, and recorded
             text = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]

@@ -70,6 +70,24 @@ def test_completion_with_tools_is_openai_shaped_and_recorded(tmp_path: Path) -> 
     assert doc["usage"]["total_tokens"] == record.usage["prompt_tokens"] + record.usage["completion_tokens"]
 
 
+def test_sampling_parameters_are_passed_on(tmp_path: Path, monkeypatch) -> None:
+    from harnessevolve.execute.runners import endpoint as endpoint_module
+
+    seen: list[dict] = []
+    real = endpoint_module.acomplete
+
+    async def spy(model, messages, **kwargs):
+        seen.append(kwargs)
+        return await real(model, messages, **kwargs)
+
+    monkeypatch.setattr(endpoint_module, "acomplete", spy)
+    body = chat(top_p=0.5, stop=["\n\n"], tool_choice="auto", temperature=0.3, max_tokens=7, seed=11)
+    (reply,), _ = talk(tmp_path, [body])
+    assert reply.status_code == 200
+    assert seen[0]["extra_params"] == {"tool_choice": "auto", "stop": ["\n\n"], "top_p": 0.5}
+    assert (seen[0]["temperature"], seen[0]["max_tokens"], seen[0]["seed"]) == (0.3, 7, 11)
+
+
 def test_streaming_reply_is_one_chunk_then_done(tmp_path: Path) -> None:
     (reply,), _ = talk(tmp_path, [chat(stream=True)])
     events = [line[6:] for line in reply.text.splitlines() if line.startswith("data: ")]
