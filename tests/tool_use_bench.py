@@ -69,6 +69,12 @@ def too_high(check):
 
 def not_a_score(check):
     return "yes"
+
+
+def hangs(check):
+    import time
+
+    time.sleep(60)
 """
 
 NUMBER = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -34,7 +35,13 @@ def tool_results(messages: list[dict]) -> list[str]:
 
 
 def rollout(
-    bench: Path, task_id: str, model: str, *, loop: dict | None = None, harness_dir: Path = SHELL_AGENT
+    bench: Path,
+    task_id: str,
+    model: str,
+    *,
+    loop: dict | None = None,
+    harness_dir: Path = SHELL_AGENT,
+    check_timeout_s: float = 30.0,
 ):
     """One rollout and its check result, through the same sandbox set-up as `run`."""
     benchmark = load_benchmark(str(bench))
@@ -54,6 +61,7 @@ def rollout(
                 trajectory.extra.get("answer"),
                 runner=sandboxed_runner(sandbox),
                 trajectory=trajectory,
+                timeout_s=check_timeout_s,
             )
         finally:
             remove_workspace(workspace)
@@ -337,3 +345,29 @@ def test_a_python_check_sees_the_final_tool_state(scripted, tmp_path) -> None:
     model = scripted("add-four", lambda m, t: replies[sum(x["role"] == "assistant" for x in m)])
     _, result = rollout(bench, "count", model)
     assert result.passed and "value 4, expected 4" in result.details[0].message
+
+
+def test_a_python_check_that_hangs_is_stopped(scripted, tmp_path) -> None:
+    bench = counter_bench(tmp_path, checker=[{"type": "python", "python": "counter_checks:hangs"}])
+    started = time.monotonic()
+    _, result = rollout(
+        bench, "count", scripted("sub-hang", lambda m, t: call("submit", answer="x")), check_timeout_s=2
+    )
+    assert not result.passed and "counter_checks:hangs: timed out after 2s" in result.details[0].message
+    assert time.monotonic() - started < 30
+
+
+def test_an_mcp_server_that_dies_fails_the_rollout_with_its_cause(scripted, tmp_path) -> None:
+    servers = [{"name": "dead", "command": ["python", "-c", "import sys; sys.exit(3)"]}]
+    bench = counter_bench(tmp_path, mcp_servers=servers)
+    started = time.monotonic()
+    trajectory, _ = rollout(
+        bench,
+        "count",
+        scripted("mcp-dead", lambda m, t: call("submit", answer="x")),
+        loop={"command_timeout_s": 3},
+    )
+    assert (
+        trajectory.extra["stop_reason"] == "tool_error" and "tool set-up failed" in trajectory.extra["error"]
+    )
+    assert time.monotonic() - started < 30
