@@ -293,9 +293,8 @@ def _libc() -> ctypes.CDLL | None:
 
 def mount_workspace(folder: Path, *, size_mb: int, files: int) -> bool:
     """Mount a tmpfs of ``size_mb`` MiB and ``files`` inodes on the empty ``folder`` (root only).
-    False when not root or the mount fails (the folder is then an ordinary one). The first call
-    in a process unmounts the workspaces of harnessevolve processes that died (``kill -9``), wherever
-they are."""
+    False when not root or the mount fails (the folder is then an ordinary one). The first call in
+    a process unmounts the workspaces of harnessevolve processes that died (``kill -9``)."""
     libc = _libc()
     if os.geteuid() != 0 or libc is None or os.environ.get("HARNESSEVOLVE_NO_WORKSPACE_TMPFS") == "1":
         return False
