@@ -23,7 +23,6 @@ started at all).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import shutil
@@ -41,6 +40,7 @@ from harnessevolve.core.atif import Step, Trajectory
 from harnessevolve.core.enums import StopReason
 from harnessevolve.core.errors import SandboxError, TrajectoryError
 from harnessevolve.core.tasks import Task
+from harnessevolve.execute.runners.agent_process import FLOOD_FACTOR, ProcessResult, run_process
 from harnessevolve.execute.runners.agent_sandbox import (
     RELAY,
     SOCKET_NAME,
@@ -51,26 +51,12 @@ from harnessevolve.execute.runners.agent_sandbox import (
 from harnessevolve.execute.runners.endpoint import ModelEndpoint
 from harnessevolve.execute.runners.recorded import merge_metrics, read_agent_atif, steps_from_calls
 from harnessevolve.execute.sandbox import Sandbox, launched, resolve_sandbox
-from harnessevolve.execute.sandbox_launch import READ_CHUNK, finish_process
 from harnessevolve.execute.workspace import tool_env
 from harnessevolve.harness.agent_config import agent_path
 from harnessevolve.harness.model import Harness
 
-FLOOD_FACTOR = 100
-STOP_GRACE_S = 5.0
 ANSWER_LIMIT = 100_000
 DUMMY_KEY = "harnessevolve-endpoint-no-key"
-
-
-@dataclass(frozen=True)
-class ProcessResult:
-    exit_code: int | None
-    output: str
-    """Head and tail of what it printed (stdout and stderr together), within the output limit."""
-    printed: int
-    """Bytes it printed in all."""
-    ended: str
-    """``exited``, ``timeout``, ``flood`` or ``stopped`` (the endpoint refused further calls)."""
 
 
 @dataclass(frozen=True)
@@ -115,65 +101,6 @@ def task_document(harness: Harness, task: Task, model: str) -> dict[str, Any]:
         "loop": asdict(harness.loop),
         "model": model,
     }
-
-
-async def run_process(
-    argv: tuple[str, ...], options: dict[str, Any], *, timeout_s: float, limit: int, stopped: asyncio.Event
-) -> ProcessResult:
-    """Run the launched agent: capped output (head and tail kept), killed past the wall-clock
-    limit, on an output flood, or ``STOP_GRACE_S`` after ``stopped`` is set; its group reaped."""
-    proc = await asyncio.create_subprocess_exec(
-        *argv,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,
-        **options,
-    )
-    head = bytearray()
-    tail = bytearray()
-    printed = 0
-    half = max(1, limit // 2)
-    flood_at = limit * FLOOD_FACTOR
-    ended = "exited"
-
-    async def read_all() -> str:
-        nonlocal printed, tail
-        assert proc.stdout is not None
-        while chunk := await proc.stdout.read(READ_CHUNK):
-            printed += len(chunk)
-            if len(head) < half:
-                head.extend(chunk[: half - len(head)])
-            tail = (tail + chunk)[-half:]
-            if printed > flood_at:
-                return "flood"
-        await proc.wait()
-        return "exited"
-
-    async def stop_requested() -> str:
-        await stopped.wait()
-        await asyncio.sleep(STOP_GRACE_S)
-        return "stopped"
-
-    reader = asyncio.ensure_future(read_all())
-    watcher = asyncio.ensure_future(stop_requested())
-    try:
-        done, _ = await asyncio.wait(
-            {reader, watcher}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
-        )
-        ended = done.pop().result() if done else "timeout"
-    finally:
-        for task in (reader, watcher):
-            task.cancel()
-        await asyncio.gather(reader, watcher, return_exceptions=True)
-        await finish_process(proc)
-    text = head.decode(errors="replace")
-    if printed > len(head):
-        skipped = printed - len(head) - len(tail)
-        if skipped > 0:
-            text += f"\n[... {skipped} bytes cut ...]\n"
-        text += bytes(tail[-(printed - len(head)) :]).decode(errors="replace")
-    return ProcessResult(proc.returncode if ended == "exited" else None, text, printed, ended)
 
 
 async def run_external(
