@@ -35,7 +35,7 @@ def test_validate_names_the_file_the_step_and_the_field(cli, tmp_path: Path) -> 
     lines = [line for line in result.output.splitlines() if line.startswith("invalid:")]
     assert lines == [
         f"invalid: {bad_source}: steps[2].source: 'robot' is not one of ['system', 'user', 'agent']",
-        f"invalid: {bad_call}: steps[3].tool_calls[0]: 'function_name' is a required property",
+        f"invalid: {bad_call}: steps[3].tool_calls[0].function_name: required key 'function_name' is missing",
     ]
     assert "ok: " in result.output  # the valid file is still reported
 
