@@ -135,6 +135,16 @@ def run(
             "fails, and draw a quarter of later minibatches from them. Validation and test never change.",
         ),
     ] = False,
+    evolve_threshold: Annotated[
+        float,
+        typer.Option(
+            "--evolve-threshold",
+            min=0.0,
+            max=1.0,
+            help="With --evolve-environments: the pass rate of a task family (current harness, at least "
+            "2 of its train tasks run) at which its tasks get harder variants.",
+        ),
+    ] = 0.75,
     resume: Annotated[
         str | None,
         typer.Option(
@@ -156,36 +166,16 @@ def run(
     """
     if benchmark is None and resume is None:
         raise typer.BadParameter("--benchmark is required (unless --resume)", param_hint="--benchmark")
-    options = RunOptions(
-        harness_dir=harness,
+    # Every parameter above is a RunOptions field of the same name (CLI_NAMES renames a few);
+    # only the values the CLI converts are named here.
+    params = {k: v for k, v in locals().items() if k not in ("resume", "as_json")}
+    options = RunOptions.from_cli(
+        params,
         benchmark=benchmark or "",
-        generations=generations,
-        model=model,
-        batch_size=batch_size,
-        concurrency=concurrency,
-        seed=seed,
-        proposers=tuple(p.strip() for p in proposer.split(",") if p.strip()),
-        gates_file=gates,
-        allow_dirty=allow_dirty,
-        optimizer_model=optimizer_model,
-        sampling=sampling,
-        candidates=candidates,
-        max_revisions=max_revisions,
-        max_cost_usd=max_cost_usd,
-        max_tokens=max_tokens,
-        max_hours=max_hours,
-        price_per_mtok=price_per_mtok,
-        cache=cache,
-        executor=executor,
+        proposer=tuple(p.strip() for p in proposer.split(",") if p.strip()),
         sandbox="none" if unsafe_no_sandbox else sandbox,
-        unsafe_no_sandbox=unsafe_no_sandbox,
-        sandbox_limits=sandbox_limits,
         sandbox_ro=read_only_paths(sandbox_ro),
-        adapters=tuple(adapter or ()),
-        track=track,
-        train_every=train_every,
-        train_base_model=train_base_model,
-        evolve_environments=evolve_environments,
+        adapter=tuple(adapter or ()),
     )
     with stop_signals(), progress_hooks(enabled=not as_json) as hooks:
         result = start_run(options, hooks, resume=resume)

@@ -8,42 +8,34 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from harnessevolve.core import interrupts
 from harnessevolve.core.errors import HarnessEvolveError, HarnessGitError
 from harnessevolve.core.tasks import Benchmark
 from harnessevolve.execute.executor import EXECUTORS
-from harnessevolve.execute.runners.endpoint import budget_check
 from harnessevolve.gate.config import load_gate_config
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
 from harnessevolve.models.pricing import check_cost_budget, parse_price
-from harnessevolve.models.usage import UsageMeter
 from harnessevolve.optimize.registry import make_proposer
 from harnessevolve.pipeline import preflight
-from harnessevolve.pipeline.budget import Budget, BudgetExhausted, BudgetGuard, metering
-from harnessevolve.pipeline.evolve_env import EnvironmentEvolver, native_documents
-from harnessevolve.pipeline.loop import GenerationLoop
-from harnessevolve.pipeline.net_change import NetChange, net_change
+from harnessevolve.pipeline.evolve_env import native_documents
+from harnessevolve.pipeline.net_change import NetChange
 from harnessevolve.pipeline.reference_coverage import missing_references_warning
 from harnessevolve.pipeline.references import load_references
-from harnessevolve.pipeline.refgen import load_regret
-from harnessevolve.pipeline.resume import ResumePoint, load_run_for_resume, reconcile, resume_point
-from harnessevolve.pipeline.rollout_cache import RolloutCache
+from harnessevolve.pipeline.resume import load_run_for_resume, reconcile, resume_point
 from harnessevolve.pipeline.scorer_setup import ScorerSetup
-from harnessevolve.pipeline.scoring import Scorer
+from harnessevolve.pipeline.session import CheckedRun, run_generations, spent_before
 from harnessevolve.pipeline.state import RunState
 from harnessevolve.report.tracking import make_tracker
-from harnessevolve.runs.events import BudgetExhausted as BudgetExhaustedEvent
 from harnessevolve.runs.events import (
-    RunFailed,
-    RunFinished,
-    RunInterrupted,
     RunResumed,
     RunStarted,
     StaleLockRemoved,
 )
-from harnessevolve.runs.ledger import Ledger, read_ledger
+from harnessevolve.runs.ledger import Ledger
 from harnessevolve.runs.rundir import STATE_DIR, HarnessLock, RunDir, new_run_id
+
+CLI_NAMES = {"harness": "harness_dir", "proposer": "proposers", "gates": "gates_file", "adapter": "adapters"}
+"""``run`` parameters whose RunOptions field has another name."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +91,16 @@ class RunOptions:
     """Mirror the ledger into a tracker: ``mlflow`` (needs harnessevolve[tracking])."""
     evolve_environments: bool = False
     """Make harder train tasks once the current ones are mastered (``pipeline/evolve_env.py``)."""
+    evolve_threshold: float = 0.75
+    """The family pass rate (current harness) at which ``evolve_environments`` makes harder variants."""
+
+    @classmethod
+    def from_cli(cls, params: dict[str, Any], **converted: Any) -> RunOptions:
+        """The options from the ``run`` command's parameters, which carry the fields' names (or the
+        names in ``CLI_NAMES``); ``converted`` replaces the values the CLI turns into another type. A
+        parameter that is no field raises TypeError, so the options are listed once, in the CLI."""
+        values = {CLI_NAMES.get(k, k): v for k, v in {**params, **converted}.items()}
+        return cls(**values)
 
     def to_json(self) -> dict[str, Any]:
         return {k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()}
@@ -178,15 +180,9 @@ def _load_benchmark(spec: str, adapters: tuple[str, ...] = ()) -> Benchmark:
     return load_benchmark_spec(spec, adapters)
 
 
-def start_run(options: RunOptions, hooks: RunHooks, *, resume: str | None = None) -> RunResult:
-    """Validate everything, then run (or resume ``resume``). Bad input raises before anything is written."""
+def check_run(options: RunOptions) -> CheckedRun:
+    """Load and check everything ``options`` name; bad input raises a HarnessEvolveError."""
     harness_dir = Path(options.harness_dir).resolve()
-    run_dir = None
-    if resume is not None:
-        run_dir = _find_run(harness_dir, resume)
-        events, started = load_run_for_resume(run_dir.root)
-        preflight.check_resume_belongs(run_dir.root, started, harness_dir)
-        options = RunOptions.from_json({**started["options"], "harness_dir": str(harness_dir)})
     options = RunOptions(**{**asdict(options), "harness_dir": harness_dir})
     seed_harness = load_harness(harness_dir)
     _check_options(options)
@@ -214,189 +210,107 @@ def start_run(options: RunOptions, hooks: RunHooks, *, resume: str | None = None
             base_model_for(options.model or seed_harness.model)
     setup = ScorerSetup.from_options(asdict(options))
     executor = setup.make_executor(benchmark, options.model or seed_harness.model)
-    run_id = run_dir.root.name if run_dir else new_run_id()
+    return CheckedRun(
+        options, harness_dir, seed_harness, benchmark, references, gates, proposer, setup, executor, priced
+    )
+
+
+def start_run(options: RunOptions, hooks: RunHooks, *, resume: str | None = None) -> RunResult:
+    """Validate everything, then run (or resume ``resume``: its own recorded options are used).
+    Bad input raises before anything is written."""
+    if resume is not None:
+        return resume_run(Path(options.harness_dir), resume, hooks)
+    return new_run(options, hooks)
+
+
+def new_run(options: RunOptions, hooks: RunHooks) -> RunResult:
+    """A new run: its lock, its folder, the harness snapshot, ``run_started``, then the generations."""
+    checked = check_run(options)
+    options, harness_dir = checked.options, checked.harness_dir
+    run_id = new_run_id()
     lock = HarnessLock(harness_dir)
     lock.acquire(run_id)
-    state = RunState(run_id=run_id)
-    meter, elapsed_s = UsageMeter(), 0.0
     tracker = None
     try:
-        if run_dir is None:
-            repo = prepare_repo(options, run_id)
-            run_dir = RunDir.create(harness_dir, run_id)
-            tracker = make_tracker(options.track, harness_dir, run_dir=run_dir.root)
-            ledger = Ledger(run_dir.ledger, [tracker.on_event])
-            point = None
-        else:
-            repo = HarnessRepo(harness_dir)
-            tracker = make_tracker(options.track, harness_dir, run_dir=run_dir.root)
-            ledger = Ledger(run_dir.ledger, [tracker.on_event])
-            recovered = reconcile(repo, ledger, run_id, events)
-            events = load_run_for_resume(run_dir.root)[0]
-            point = resume_point(events, benchmark, run_id, options.epoch_patience, options.generations)
-            meter, elapsed_s = spent_before(events)
-            ledger.append(
-                RunResumed(
-                    run_id=run_id,
-                    rev=repo.head(),
-                    next_generation=point.next_generation,
-                    recovered=recovered,
-                    stale_lock=lock.stale_owner,
-                )
-            )
-            for line in recovered:
-                hooks.log(f"resume: {line}")
-        if lock.stale_owner and point is None:
+        repo = prepare_repo(options, run_id)
+        run_dir = RunDir.create(harness_dir, run_id)
+        tracker = make_tracker(options.track, harness_dir, run_dir=run_dir.root)
+        ledger = Ledger(run_dir.ledger, [tracker.on_event])
+        if lock.stale_owner:
             ledger.append(StaleLockRemoved(owner=lock.stale_owner))
             hooks.log(f"removed a stale lock left by run {lock.stale_owner.get('run_id')}")
-        for name in priced:
-            hooks.log(
-                f"no price data for {name}: charging --price-per-mtok {options.price_per_mtok} USD/Mtok"
-            )
-        if point is None:
-            ledger.append(
-                RunStarted(
-                    run_id=run_id,
-                    harness=str(harness_dir),
-                    rev=repo.head(),
-                    benchmark=benchmark.name,
-                    options=options.to_json(),
-                    gates=gates.source,
-                    references=len(references),
-                    sandbox=executor.sandbox.name if executor.sandbox else setup.sandbox,
-                )
-            )
-            warning = missing_references_warning(benchmark, references)
-            if warning:
-                hooks.log(f"warning: {warning}")
-        scorer = Scorer(
-            executor,
-            model=options.model,
-            seed=options.seed,
-            references=references,
-            out_dir=run_dir.root,
-            on_progress=hooks.on_progress,
-            cache=RolloutCache(harness_dir / STATE_DIR / "cache" / "rollouts") if options.cache else None,
-        )
-        budget = Budget(options.max_cost_usd, options.max_tokens, options.max_hours)
-        loop = GenerationLoop(
-            harness_dir=harness_dir,
-            repo=repo,
-            benchmark=benchmark,
-            scorer=scorer,
-            proposer=proposer,
-            gates=gates,
-            ledger=ledger,
-            run_dir=run_dir.root,
-            state=state,
-            batch_size=options.batch_size,
-            epoch_patience=options.epoch_patience,
-            weights=load_regret(benchmark.references_dir) if options.sampling == "regret" else None,
-            candidates=options.candidates,
-            max_revisions=options.max_revisions,
-            guard=BudgetGuard(budget, meter, elapsed_s=elapsed_s) if budget.limited else None,
-            meter=meter,
-            train_every=options.train_every,
-            train_base_model=options.train_base_model,
-            seed=options.seed,
-            log=hooks.log,
-        )
-        if options.evolve_environments:
-            loop.evolver = EnvironmentEvolver(
-                benchmark=benchmark,
-                scorer=scorer,
-                ledger=ledger,
-                run_dir=run_dir.root,
-                seed=options.seed,
-                sandbox=executor.sandbox,
-            )
-            if point is not None:
-                loop.evolver.restore(point.next_generation)
-        stopped = _drive(loop, options, point, meter, ledger, repo, state)
-        usage = meter.snapshot()
-        net = net_change(read_ledger(ledger.path), repo)
+        _log_prices(checked, hooks)
+        executor = checked.executor
         ledger.append(
-            RunFinished(
-                accepted=state.accepted,
-                reverted=state.reverted,
+            RunStarted(
+                run_id=run_id,
+                harness=str(harness_dir),
                 rev=repo.head(),
-                rollouts=loop.judging.repeated.rollouts,
-                cached_rollouts=sum(s.cached for s in loop.judging.repeated.scorers.values()),
-                tokens=loop.judging.repeated.tokens,
-                usage=usage,
-                stopped=stopped,
-                net_change=net.to_dict() if net else None,
+                benchmark=checked.benchmark.name,
+                options=options.to_json(),
+                gates=checked.gates.source,
+                references=len(checked.references),
+                sandbox=executor.sandbox.name if executor.sandbox else checked.setup.sandbox,
             )
         )
-        ledger.close()
+        warning = missing_references_warning(checked.benchmark, checked.references)
+        if warning:
+            hooks.log(f"warning: {warning}")
+        outcome = run_generations(checked, run_id, run_dir.root, repo, ledger, hooks)
     finally:
         if tracker is not None:
             tracker.close()
         lock.release()
-    return RunResult(state, run_dir.root, stopped, usage, net)
+    return RunResult(outcome.state, run_dir.root, outcome.stopped, outcome.usage, outcome.net)
 
 
-def _drive(
-    loop: GenerationLoop,
-    options: RunOptions,
-    point: ResumePoint | None,
-    meter: UsageMeter,
-    ledger: Ledger,
-    repo: HarnessRepo,
-    state: RunState,
-) -> dict[str, Any] | None:
-    """Run the loop; a budget stop is a clean finish, anything else is logged and re-raised."""
+def resume_run(harness_dir: Path, run: str, hooks: RunHooks) -> RunResult:
+    """Pick the killed run ``run`` up: its recorded options, what git holds of its last generation
+    reconciled with its ledger (``resume.reconcile``), ``run_resumed``, then the rest of its generations."""
+    harness_dir = harness_dir.resolve()
+    run_dir = _find_run(harness_dir, run)
+    events, started = load_run_for_resume(run_dir.root)
+    preflight.check_resume_belongs(run_dir.root, started, harness_dir)
+    checked = check_run(RunOptions.from_json({**started["options"], "harness_dir": str(harness_dir)}))
+    options, run_id = checked.options, run_dir.root.name
+    lock = HarnessLock(harness_dir)
+    lock.acquire(run_id)
+    tracker = None
     try:
-        with metering(meter), budget_check(loop.guard.exhausted if loop.guard else None):
-            interrupts.run_async(loop.run(options.generations, point))
-    except BudgetExhausted as exc:
-        loop.abandon_pending(f"budget reached ({exc})")
-        ledger.append(BudgetExhaustedEvent(generation=state.generation, stage=state.stage, **exc.to_dict()))
-        return exc.to_dict()
-    except BaseException as exc:
-        interrupted = isinstance(exc, KeyboardInterrupt)
-        generation, stage = state.generation, state.stage
-        with interrupts.saving():  # a second Ctrl-C must not cut this short
-            loop.abandon_pending(f"run stopped ({type(exc).__name__}) before the gates decided")
-            if interrupted:
-                ledger.append(
-                    RunInterrupted(
-                        generation=generation,
-                        stage=stage,
-                        error=repr(exc)[:500],
-                        rev=repo.head(),
-                        usage=meter.snapshot(),
-                        signal=interrupts.signal_name(),
-                    )
-                )
-            else:
-                ledger.append(
-                    RunFailed(
-                        generation=generation,
-                        stage=stage,
-                        error=repr(exc)[:500],
-                        rev=repo.head(),
-                        usage=meter.snapshot(),
-                    )
-                )
-        if interrupted:
-            point = interrupts.StopPoint(
-                state.run_id, ledger.path.parent, loop.harness_dir, generation, stage
+        repo = HarnessRepo(harness_dir)
+        tracker = make_tracker(options.track, harness_dir, run_dir=run_dir.root)
+        ledger = Ledger(run_dir.ledger, [tracker.on_event])
+        recovered = reconcile(repo, ledger, run_id, events)
+        events = load_run_for_resume(run_dir.root)[0]
+        point = resume_point(events, checked.benchmark, run_id, options.epoch_patience, options.generations)
+        meter, elapsed_s = spent_before(events, run_dir.root)
+        ledger.append(
+            RunResumed(
+                run_id=run_id,
+                rev=repo.head(),
+                next_generation=point.next_generation,
+                recovered=recovered,
+                stale_lock=lock.stale_owner,
             )
-            raise interrupts.Interrupted(point, interrupts.signal_name()) from exc
-        raise
-    return None
+        )
+        for line in recovered:
+            hooks.log(f"resume: {line}")
+        _log_prices(checked, hooks)
+        outcome = run_generations(
+            checked, run_id, run_dir.root, repo, ledger, hooks, point=point, meter=meter, elapsed_s=elapsed_s
+        )
+    finally:
+        if tracker is not None:
+            tracker.close()
+        lock.release()
+    return RunResult(outcome.state, run_dir.root, outcome.stopped, outcome.usage, outcome.net)
 
 
-def spent_before(events: list[dict[str, Any]]) -> tuple[UsageMeter, float]:
-    """What a killed run had spent: the last usage snapshot in its ledger, and the wall time since
-    it started (budgets count across resumes)."""
-    from datetime import UTC, datetime
-
-    usage = next((e["usage"] for e in reversed(events) if isinstance(e.get("usage"), dict)), None)
-    started = next(e["ts"] for e in events if e.get("event") == RunStarted.NAME)
-    elapsed = (datetime.now(UTC) - datetime.fromisoformat(started)).total_seconds()
-    return (UsageMeter.from_snapshot(usage) if usage else UsageMeter()), max(0.0, elapsed)
+def _log_prices(checked: CheckedRun, hooks: RunHooks) -> None:
+    for name in checked.priced:
+        hooks.log(
+            f"no price data for {name}: charging --price-per-mtok {checked.options.price_per_mtok} USD/Mtok"
+        )
 
 
 def _find_run(harness_dir: Path, run: str) -> RunDir:

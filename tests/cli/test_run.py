@@ -259,7 +259,7 @@ def test_a_leaking_edit_is_reverted_by_the_leakage_gate(
     harness_dir: Path, cli, learner, shell_basics
 ) -> None:
     from harnessevolve.optimize import registry
-    from harnessevolve.optimize.proposal import Candidate
+    from harnessevolve.optimize.proposal import Candidate, ProposalFailed
 
     secret = shell_basics.split("test")[0]
 
@@ -271,6 +271,9 @@ def test_a_leaking_edit_is_reverted_by_the_leakage_gate(
                 context.files[context.system_prompt_path] + f"\nIf asked '{secret.instruction}', answer it.\n"
             )
             return Candidate({context.system_prompt_path: text}, "leak a test task", "", ("x",), (), "leaky")
+
+        async def revise(self, context, candidate, reason):  # the Proposer protocol: revise or refuse
+            raise ProposalFailed("leaky", [f"cannot answer {reason!r}"])
 
     registry.PROPOSERS["leaky"] = Leaky
     try:

@@ -1,0 +1,215 @@
+"""Driving a run's generations once it is set up (a new run or a resumed one, see ``run.py``):
+the scorer, the budget guard, the generation loop, and the events that end the run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harnessevolve.core import interrupts
+from harnessevolve.core.atif import Trajectory
+from harnessevolve.core.tasks import Benchmark
+from harnessevolve.execute.executor import Executor
+from harnessevolve.execute.runners.endpoint import budget_check
+from harnessevolve.gate.config import GateConfig
+from harnessevolve.harness.git import HarnessRepo
+from harnessevolve.harness.model import Harness
+from harnessevolve.models.usage import UsageMeter
+from harnessevolve.optimize.proposal import ProposerChain
+from harnessevolve.pipeline.budget import Budget, BudgetExhausted, BudgetGuard, metering
+from harnessevolve.pipeline.evolve_env import EnvironmentEvolver, EvolveSettings
+from harnessevolve.pipeline.loop import GenerationLoop
+from harnessevolve.pipeline.net_change import NetChange, net_change
+from harnessevolve.pipeline.refgen import load_regret
+from harnessevolve.pipeline.resume import ResumePoint
+from harnessevolve.pipeline.rollout_cache import RolloutCache
+from harnessevolve.pipeline.scorer_setup import ScorerSetup
+from harnessevolve.pipeline.scoring import Scorer
+from harnessevolve.pipeline.state import RunState
+from harnessevolve.runs.events import BudgetExhausted as BudgetExhaustedEvent
+from harnessevolve.runs.events import RunFailed, RunFinished, RunInterrupted, RunStarted
+from harnessevolve.runs.ledger import Ledger, read_ledger
+from harnessevolve.runs.rundir import STATE_DIR
+from harnessevolve.runs.spend import SpendJournal, later_usage, read_spend
+from harnessevolve.runs.tempdirs import run_tempdir
+
+if TYPE_CHECKING:
+    from harnessevolve.pipeline.run import RunHooks, RunOptions
+
+
+@dataclass(frozen=True)
+class CheckedRun:
+    """A run's inputs, every one checked before anything is written (no lock, no folder, no commit)."""
+
+    options: RunOptions
+    harness_dir: Path
+    seed_harness: Harness
+    benchmark: Benchmark
+    references: dict[str, Trajectory]
+    gates: GateConfig
+    proposer: ProposerChain
+    setup: ScorerSetup
+    executor: Executor
+    priced: list[str]
+    """Models without litellm price data charged at ``--price-per-mtok``."""
+
+
+@dataclass(frozen=True)
+class SessionOutcome:
+    state: RunState
+    stopped: dict[str, Any] | None
+    usage: dict[str, Any]
+    net: NetChange | None
+
+
+def run_generations(
+    checked: CheckedRun,
+    run_id: str,
+    run_dir: Path,
+    repo: HarnessRepo,
+    ledger: Ledger,
+    hooks: RunHooks,
+    *,
+    point: ResumePoint | None = None,
+    meter: UsageMeter | None = None,
+    elapsed_s: float = 0.0,
+) -> SessionOutcome:
+    """The generations from ``point`` (None: the start), then ``run_finished``; the ledger is closed
+    at the end. ``meter`` and ``elapsed_s``: what a resumed run had spent (budgets count across)."""
+    options, state = checked.options, RunState(run_id=run_id)
+    meter = meter or UsageMeter()
+    scorer = Scorer(
+        checked.executor,
+        model=options.model,
+        seed=options.seed,
+        references=checked.references,
+        out_dir=run_dir,
+        on_progress=hooks.on_progress,
+        cache=RolloutCache(checked.harness_dir / STATE_DIR / "cache" / "rollouts") if options.cache else None,
+    )
+    budget = Budget(options.max_cost_usd, options.max_tokens, options.max_hours)
+    loop = GenerationLoop(
+        harness_dir=checked.harness_dir,
+        repo=repo,
+        benchmark=checked.benchmark,
+        scorer=scorer,
+        proposer=checked.proposer,
+        gates=checked.gates,
+        ledger=ledger,
+        run_dir=run_dir,
+        state=state,
+        batch_size=options.batch_size,
+        epoch_patience=options.epoch_patience,
+        weights=load_regret(checked.benchmark.references_dir) if options.sampling == "regret" else None,
+        candidates=options.candidates,
+        max_revisions=options.max_revisions,
+        guard=BudgetGuard(budget, meter, elapsed_s=elapsed_s) if budget.limited else None,
+        meter=meter,
+        train_every=options.train_every,
+        train_base_model=options.train_base_model,
+        seed=options.seed,
+        log=hooks.log,
+    )
+    if options.evolve_environments:
+        loop.evolver = EnvironmentEvolver(
+            benchmark=checked.benchmark,
+            scorer=scorer,
+            ledger=ledger,
+            run_dir=run_dir,
+            seed=options.seed,
+            settings=EvolveSettings(threshold=options.evolve_threshold),
+            sandbox=checked.executor.sandbox,
+        )
+        if point is not None:
+            loop.evolver.restore(point.next_generation)
+    journal = SpendJournal(run_dir, meter)  # spend on disk as it happens: budgets hold across kills
+    try:
+        with run_tempdir(run_id) as (_folder, swept):
+            if swept:
+                hooks.log(f"removed {len(swept)} temp folder(s) left by killed runs")
+            stopped = _drive(loop, options, point, meter, ledger, repo, state)
+    finally:
+        journal.close()
+    usage = meter.snapshot()
+    net = net_change(read_ledger(ledger.path), repo)
+    ledger.append(
+        RunFinished(
+            accepted=state.accepted,
+            reverted=state.reverted,
+            rev=repo.head(),
+            rollouts=loop.judging.repeated.rollouts,
+            cached_rollouts=sum(s.cached for s in loop.judging.repeated.scorers.values()),
+            tokens=loop.judging.repeated.tokens,
+            usage=usage,
+            stopped=stopped,
+            net_change=net.to_dict() if net else None,
+        )
+    )
+    ledger.close()
+    return SessionOutcome(state, stopped, usage, net)
+
+
+def _drive(
+    loop: GenerationLoop,
+    options: RunOptions,
+    point: ResumePoint | None,
+    meter: UsageMeter,
+    ledger: Ledger,
+    repo: HarnessRepo,
+    state: RunState,
+) -> dict[str, Any] | None:
+    """Run the loop; a budget stop is a clean finish, anything else is logged and re-raised."""
+    try:
+        with metering(meter), budget_check(loop.guard.exhausted if loop.guard else None):
+            interrupts.run_async(loop.run(options.generations, point))
+    except BudgetExhausted as exc:
+        loop.abandon_pending(f"budget reached ({exc})")
+        ledger.append(BudgetExhaustedEvent(generation=state.generation, stage=state.stage, **exc.to_dict()))
+        return exc.to_dict()
+    except BaseException as exc:
+        interrupted = isinstance(exc, KeyboardInterrupt)
+        generation, stage = state.generation, state.stage
+        with interrupts.saving():  # a second Ctrl-C must not cut this short
+            loop.abandon_pending(f"run stopped ({type(exc).__name__}) before the gates decided")
+            if interrupted:
+                ledger.append(
+                    RunInterrupted(
+                        generation=generation,
+                        stage=stage,
+                        error=repr(exc)[:500],
+                        rev=repo.head(),
+                        usage=meter.snapshot(),
+                        signal=interrupts.signal_name(),
+                    )
+                )
+            else:
+                ledger.append(
+                    RunFailed(
+                        generation=generation,
+                        stage=stage,
+                        error=repr(exc)[:500],
+                        rev=repo.head(),
+                        usage=meter.snapshot(),
+                    )
+                )
+        if interrupted:
+            point = interrupts.StopPoint(
+                state.run_id, ledger.path.parent, loop.harness_dir, generation, stage
+            )
+            raise interrupts.Interrupted(point, interrupts.signal_name()) from exc
+        raise
+    return None
+
+
+def spent_before(events: list[dict[str, Any]], run_dir: Path | None = None) -> tuple[UsageMeter, float]:
+    """What a killed run had spent: the last usage snapshot in its ledger, and the wall time since
+    it started (budgets count across resumes)."""
+    from datetime import UTC, datetime
+
+    usage = next((e["usage"] for e in reversed(events) if isinstance(e.get("usage"), dict)), None)
+    if run_dir is not None:  # spend.json is written as calls happen, the ledger at generation ends
+        usage = later_usage(usage, read_spend(run_dir))
+    started = next(e["ts"] for e in events if e.get("event") == RunStarted.NAME)
+    elapsed = (datetime.now(UTC) - datetime.fromisoformat(started)).total_seconds()
+    return (UsageMeter.from_snapshot(usage) if usage else UsageMeter()), max(0.0, elapsed)
