@@ -54,7 +54,7 @@ def one_run(args: argparse.Namespace, seed: int, evolve: bool, work: Path) -> di
     run = ["run", "-H", str(harness), "-b", args.benchmark, "-n", str(args.generations)]
     run += ["--batch-size", str(args.batch_size), "--seed", str(seed), "--no-cache"]
     run += ["--model", args.model] if args.model else []
-    run += ["--evolve-environments"] if evolve else []
+    run += ["--evolve-environments", "--evolve-threshold", str(args.evolve_threshold)] if evolve else []
     if args.max_tokens:  # equal budget: both arms run until the same token budget is spent
         run[run.index("-n") + 1] = str(max(args.generations, 50))
         run += ["--max-tokens", str(args.max_tokens)]
@@ -116,6 +116,9 @@ def main() -> None:
         type=int,
         default=0,
         help="equal budget: both arms run (up to 50 generations) until this many tokens are spent",
+    )
+    parser.add_argument(
+        "--evolve-threshold", type=float, default=0.75, help="the evolve arm's --evolve-threshold"
     )
     parser.add_argument("--json", action="store_true", help="print the rows as JSON too")
     args = parser.parse_args()

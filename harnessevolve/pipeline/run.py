@@ -201,6 +201,12 @@ def check_run(options: RunOptions) -> CheckedRun:
     preflight.check_tracker(options.track)
     if options.evolve_environments:
         native_documents(benchmark)  # refused before anything is written
+        if not 0.0 <= options.evolve_threshold <= 1.0:  # NaN too
+            raise HarnessEvolveError(
+                f"--evolve-threshold must be in [0, 1], not {options.evolve_threshold}",
+                field="--evolve-threshold",
+                hint="e.g. 0.75",
+            )
     preflight.check_state_dir(harness_dir)
     if options.train_every:
         from harnessevolve.pipeline.training import base_model_for, check_training_available

@@ -147,3 +147,12 @@ def test_synthesized_tasks_get_one_more_bug(cli, harness_dir):
     assert kept and all(e["maker"] == "more-mutations" and e["difficulty"]["mutations"] == 2 for e in kept)
     task = load_task(run_dir / "generated" / f"{kept[0]['task']}.yaml")
     assert "generated" in task.tags and task.split == "train" and len(task.checks) == 2
+
+
+@pytest.mark.parametrize("value", ["nan", "1.5"])
+def test_a_bad_threshold_is_refused(cli, harness_dir, solo, value):
+    args = ["run", "--harness", str(harness_dir), "--benchmark", "shell-onecall", "-n", "1", "--model", solo]
+    result = cli.invoke(app, [*args, "--evolve-environments", "--evolve-threshold", value])
+    assert result.exit_code == 2, result.output
+    assert "evolve-threshold" in result.output and "Traceback" not in result.output
+    assert not (harness_dir / ".harnessevolve" / "runs").exists()
