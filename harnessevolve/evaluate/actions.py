@@ -245,6 +245,7 @@ def read_actions(trajectory: Trajectory, tools: ToolSet) -> ActionList:
     last_agent = max((i for i, s in enumerate(steps) if s.source == "agent"), default=-1)
     out: list[Action] = []
     gaps: list[str] = []
+    elsewhere = _observations_elsewhere(trajectory, gaps)
     turn = 0
     for index, step in enumerate(steps):
         if step.source == "user":
@@ -264,7 +265,7 @@ def read_actions(trajectory: Trajectory, tools: ToolSet) -> ActionList:
                     Action(step.step_id, None, {}, "no_tool_call", "malformed", turn, message=step.message)
                 )
             continue
-        out += _calls(step, note, turn, tools, gaps)
+        out += _calls(step, note, turn, tools, gaps, elsewhere)
     finished = bool(out) and out[-1].is_finish
     if not finished and stop in FINISHED_STOPS and out and out[-1].kind == "call":
         out.append(Action(steps[last_agent].step_id, None, {}, "", "finish", out[-1].turn))
@@ -272,21 +273,37 @@ def read_actions(trajectory: Trajectory, tools: ToolSet) -> ActionList:
     return ActionList(tuple(out), turn, tuple(gaps), finished)
 
 
-def _calls(step: Step, note: str, turn: int, tools: ToolSet, gaps: list[str]) -> list[Action]:
+def _observations_elsewhere(trajectory: Trajectory, gaps: list[str]) -> dict[str, str]:
+    """Results recorded on another step than their call's (a later system step, say), by call id;
+    results naming no call of the trajectory at all are named in ``gaps``."""
+    owner = {c.tool_call_id: s.step_id for s in trajectory.steps for c in s.tool_calls}
+    elsewhere: dict[str, str] = {}
+    for step in trajectory.steps:
+        stray = []
+        for result in step.observations:
+            call_id = result.source_call_id
+            if call_id is None or owner.get(call_id) == step.step_id:
+                continue
+            if call_id in owner:
+                elsewhere.setdefault(call_id, result.content)
+            else:
+                stray.append(call_id)
+        if stray:
+            gaps.append(f"step {step.step_id}: observation of unknown call id(s) {', '.join(stray)} ignored")
+    return elsewhere
+
+
+def _calls(
+    step: Step, note: str, turn: int, tools: ToolSet, gaps: list[str], elsewhere: dict[str, str]
+) -> list[Action]:
     by_id = {o.source_call_id: o for o in step.observations if o.source_call_id is not None}
     unnamed = [o for o in step.observations if o.source_call_id is None]
-    call_ids = {c.tool_call_id for c in step.tool_calls}
-    stray = [o.source_call_id for o in step.observations if o.source_call_id not in call_ids | {None}]
-    if stray:
-        gaps.append(
-            f"step {step.step_id}: observation of unknown call id(s) {', '.join(map(str, stray))} ignored"
-        )
     out = []
     for position, call in enumerate(step.tool_calls):
         result = by_id.get(call.tool_call_id)
         if result is None and len(unnamed) == len(step.tool_calls):
             result = unnamed[position]
-        observation = result.content if result is not None else None
+        observation = result.content if result is not None else elsewhere.get(call.tool_call_id)
         if observation is None:
             gaps.append(
                 f"step {step.step_id}: no observation for call {call.tool_call_id} ({call.function_name})"

@@ -135,3 +135,24 @@ def test_diff_takes_tool_definitions_from_a_file(cli, tmp_path: Path) -> None:
     tools.write_text('{"not": "tools"}')
     bad = cli.invoke(app, ["diff", str(run), str(ref), "--tools", str(tools)])
     assert bad.exit_code == 2 and "not a list of tool definitions" in bad.output
+
+
+def test_a_result_recorded_on_a_later_system_step_is_read_as_the_calls_observation() -> None:
+    error = {"source_call_id": "c2", "content": "read: a.txt: No such file or directory"}
+    run = doc(
+        [
+            USER,
+            call(2, "read", {"path": "a.txt"}, result=None),
+            {
+                "step_id": 3,
+                "source": "system",
+                "message": "tool results",
+                "observation": {"results": [error]},
+            },
+            call(4, "read", {"path": "b.txt"}),
+            {"step_id": 5, "source": "agent", "message": "Done."},
+        ]
+    )
+    signal = first_divergence(load(run), load(REF))
+    assert (signal.cause, signal.step, signal.reference_step) == (Cause.TOOL_ERROR_IGNORED, 4, 3)
+    assert not any("no observation" in gap for gap in signal.gaps)
