@@ -27,33 +27,17 @@ from typing import Any
 
 from harnessevolve import __version__
 from harnessevolve.core.atif import ObservationResult, Step, ToolCall, Trajectory
+from harnessevolve.core.enums import StopReason
 from harnessevolve.core.tasks import Task
 from harnessevolve.execute.rollout_tools import OfferedTool, dispatch, rollout_tools
 from harnessevolve.execute.sandbox import Sandbox, resolve_sandbox
 from harnessevolve.execute.simulated_user import next_user_turn
-from harnessevolve.execute.tool_server import ToolServer, ToolServerError, with_read_only
+from harnessevolve.execute.tool_server import ToolServer, ToolServerError, agent_view, with_read_only
 from harnessevolve.harness.model import Harness
 from harnessevolve.models import ModelReply, acomplete
 
 NO_TOOL_NUDGE = "You did not call a tool. Call one of the tools; call submit with your final answer."
 PARSE_NUDGE = "Your reply could not be read as a tool call ({error}). Reply with exactly one tool call."
-
-
-class StopReason:
-    """Why a run ended (``extra.stop_reason`` of its trajectory)."""
-
-    SUBMITTED = "submitted"
-    STEP_LIMIT = "step_limit"
-    REPEATED = "repeated"
-    MODEL_ERROR = "model_error"
-    ENDED = "ended"
-    """A multi-turn task: the agent ended its last user turn, or the simulated user stopped."""
-    USER_TURN_LIMIT = "user_turn_limit"
-    """The simulated user reached ``max_turns`` without writing its stop token."""
-    USER_ERROR = "user_error"
-    """The simulated user's model failed or wrote nothing."""
-    TOOL_ERROR = "tool_error"
-    """The task's tool server could not start (bad module, set-up that raised, MCP failure)."""
 
 
 def _now() -> str:
@@ -118,6 +102,7 @@ async def run_agent(
     started = time.monotonic()
     if task.read_only_paths or task.needs_tool_server:
         sandbox = with_read_only(resolve_sandbox(sandbox), task.read_only_paths)
+    commands = agent_view(sandbox)  # the agent's commands never see the benchmark's code paths
     multi_turn = bool(task.turns) or task.user is not None
     rollout = _Rollout(harness.assembled_prompt())
     extra: dict[str, Any] = {}
@@ -153,7 +138,7 @@ async def run_agent(
                 model=model,
                 seed=seed,
                 server=server,
-                sandbox=sandbox,
+                sandbox=commands,
                 multi_turn=multi_turn,
             )
             if server is not None:

@@ -215,14 +215,34 @@ def benchmark_sandbox(
 ) -> Sandbox | None:
     """The run's sandbox for ``benchmark``: showing ``extra`` (``--sandbox-ro``) and every task's
     read-only paths, plus the Python runtime and the tasks' ``python_path`` when the benchmark has
-    Python code (so its checks run there too). None stays None when nothing needs adding."""
+    Python code (so its tool servers and checks run there). Those Python paths are marked
+    (``code_only_paths``): the agent's own commands never see them (``agent_view``), since they
+    hold the benchmark's files (task files with answers, BFCL's ground truth). None stays None
+    when nothing needs adding."""
     paths = list(extra)
     for task in benchmark.tasks:
         paths += task.read_only_paths
+    code: list[str] = []
     if needs_python(benchmark):
-        paths += python_runtime_paths()
+        code += python_runtime_paths()
         for task in benchmark.tasks:
-            paths += task.python_path
-    if not paths:
+            code += task.python_path
+    if not paths and not code:
         return sandbox
-    return with_read_only(resolve_sandbox(sandbox), tuple(paths))
+    derived = with_read_only(resolve_sandbox(sandbox), tuple(paths + code))
+    if derived.name != "none":
+        shown = set(paths) | set(getattr(sandbox, "read_only_paths", ()))
+        derived.code_only_paths = tuple(p for p in dict.fromkeys(code) if p not in shown)  # type: ignore[attr-defined]
+    return derived
+
+
+def agent_view(sandbox: Sandbox | None) -> Sandbox | None:
+    """``sandbox`` without its ``code_only_paths``: what the agent's own commands (bash, command
+    tools) run in. The tool server and checks keep the full view."""
+    hidden = set(getattr(sandbox, "code_only_paths", ()))
+    if sandbox is None or not hidden:
+        return sandbox
+    view = copy.copy(sandbox)
+    view.read_only_paths = tuple(p for p in view.read_only_paths if p not in hidden)  # type: ignore[attr-defined]
+    view.code_only_paths = ()  # type: ignore[attr-defined]
+    return view

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -371,3 +372,15 @@ def test_an_mcp_server_that_dies_fails_the_rollout_with_its_cause(scripted, tmp_
         trajectory.extra["stop_reason"] == "tool_error" and "tool set-up failed" in trajectory.extra["error"]
     )
     assert time.monotonic() - started < 30
+
+
+def test_the_agents_commands_never_see_the_benchmarks_code_or_runtime(scripted, tmp_path) -> None:
+    checker = [{"type": "python", "python": "counter_checks:value_is", "args": {"value": 1}}]
+    bench = counter_bench(tmp_path, tools=counter_tools("add"), checker=checker)
+    peek = f"cat {bench}/tasks/count.yaml; ls {sys.prefix}/bin"
+    replies = [call("addToCounter", n=1), call("bash", command=peek), call("submit", answer="x")]
+    model = scripted("peeker", lambda m, t: replies[sum(x["role"] == "assistant" for x in m)])
+    trajectory, result = rollout(bench, "count", model)
+    seen = trajectory.agent_steps[1].observations[0].content
+    assert "No such file or directory" in seen and "instruction" not in seen and "python" not in seen
+    assert result.passed  # the tool server and the check still ran with them
