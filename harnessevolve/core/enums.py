@@ -33,13 +33,21 @@ class StopReason(StrEnum):
     """mini-swe-agent ended after repeated replies without a valid tool call."""
     BUDGET_EXHAUSTED = "budget_exhausted"
     """The run's budget was spent mid-rollout: the endpoint refused further calls."""
+    ENDED = "ended"
+    """A multi-turn task: the agent ended its last user turn, or the simulated user stopped."""
+    USER_TURN_LIMIT = "user_turn_limit"
+    """The simulated user reached ``max_turns`` without writing its stop token."""
+    USER_ERROR = "user_error"
+    """The simulated user's model failed or wrote nothing."""
+    TOOL_ERROR = "tool_error"
+    """The task's tool server could not start (bad module, set-up that raised, MCP failure)."""
 
 
 INFRASTRUCTURE_STOPS = frozenset(
     {StopReason.MODEL_ERROR, StopReason.SETUP_ERROR, StopReason.BUDGET_EXHAUSTED}
 )
-"""Stops that say nothing about the harness (a provider or set-up failure): never cached, never a
-signal for an edit, a smoke run that hits one is inconclusive rather than failed."""
+"""Stops that say nothing about the harness (a provider or set-up failure, a spent budget): never
+cached, never a signal for an edit."""
 
 
 BROKEN_AGENT_STOPS = frozenset({StopReason.AGENT_CRASHED, StopReason.BAD_TRAJECTORY, StopReason.OUTPUT_FLOOD})

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from harnessevolve.core.atif import Step, Trajectory
+from harnessevolve.core.enums import StopReason
 from harnessevolve.core.tasks import Task
 from harnessevolve.execute.runners import runner_for
 from harnessevolve.execute.sandbox import Sandbox
@@ -111,7 +112,7 @@ async def run_one(
             steps=(Step(1, "system", "", extra={"error": f"setup_error: {exc}"}),),
             extra={
                 "task_id": task.id,
-                "stop_reason": "setup_error",
+                "stop_reason": StopReason.SETUP_ERROR,
                 "answer": None,
                 "harness_hash": harness.content_hash(),
                 "seed": seed,

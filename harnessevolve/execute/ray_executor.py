@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessevolve.core.atif import Step, Trajectory
+from harnessevolve.core.enums import StopReason
 from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.core.tasks import Task
 from harnessevolve.execute.executor import Rollout, rollout_seed, run_one
@@ -46,11 +47,6 @@ WORKSPACE_LIMIT_BYTES = 16 * 2**20
 
 class ExecutorUnavailableError(HarnessEvolveError):
     """An executor's optional dependency is missing or its cluster cannot be reached."""
-
-
-class RayStopReason:
-    TOO_LARGE = "workspace_too_large"
-    EXECUTOR_ERROR = "executor_error"
 
 
 def _import_ray() -> Any:
@@ -290,13 +286,13 @@ class RayExecutor:
                 self._workers[index] = self._new_worker(ray)  # the process or its node is gone
             detail = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"
             return failed_rollout(
-                harness, task, model=model, seed=task_seed, reason=RayStopReason.EXECUTOR_ERROR, detail=detail
+                harness, task, model=model, seed=task_seed, reason=StopReason.EXECUTOR_ERROR, detail=detail
             )
         trajectory: Trajectory = result["trajectory"]
         if result.get("too_large"):
             trajectory = _with_extra(
                 trajectory,
-                stop_reason=RayStopReason.TOO_LARGE,
+                stop_reason=StopReason.WORKSPACE_TOO_LARGE,
                 agent_stop_reason=trajectory.extra.get("stop_reason", ""),
                 workspace_limit_bytes=self.workspace_limit_bytes,
             )

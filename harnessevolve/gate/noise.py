@@ -56,9 +56,9 @@ import math
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
+from harnessevolve.core.enums import Outcome
 from harnessevolve.gate.config import PerformanceConfig
 
 # Scores are fractions (1/3, 2/3 ...): compare with a tolerance so float noise never decides a gate.
@@ -83,12 +83,6 @@ class Pair:
     def sign(self) -> int:
         diff = self.candidate - self.current
         return 1 if diff > TOLERANCE else -1 if diff < -TOLERANCE else 0
-
-
-class Outcome(StrEnum):
-    ACCEPT = "accept"
-    REJECT = "reject"
-    CONTINUE = "continue"
 
 
 @dataclass(frozen=True)

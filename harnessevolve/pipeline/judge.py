@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from harnessevolve.core.enums import BROKEN_AGENT_STOPS
+from harnessevolve.core.enums import BROKEN_AGENT_STOPS, StopReason
 from harnessevolve.core.files import atomic_write_text
 from harnessevolve.core.tasks import Benchmark, Task
 from harnessevolve.gate.config import GateConfig
@@ -185,7 +185,7 @@ class CandidateJudge:
         stop = result.trajectory.extra.get("stop_reason")
         errors = [s.extra["error"] for s in result.trajectory.steps if s.extra.get("error")]
         numbers = {"task": task.id, "stop_reason": stop, "score": result.score}
-        if stop in ("model_error", "setup_error") or stop in BROKEN_AGENT_STOPS:
+        if stop in (StopReason.MODEL_ERROR, StopReason.SETUP_ERROR) or stop in BROKEN_AGENT_STOPS:
             why = result.trajectory.extra.get("error") or (errors[-1] if errors else stop)
             return GateVerdict("smoke", False, f"smoke run on {task.id} ended with {stop}: {why}", numbers)
         return GateVerdict("smoke", True, f"smoke run on {task.id} ended with {stop}", numbers)

@@ -16,6 +16,7 @@ import random
 from collections.abc import Callable
 from pathlib import Path
 
+from harnessevolve.core.enums import StopReason
 from harnessevolve.core.errors import ModelError
 from harnessevolve.core.signals import Cause
 from harnessevolve.core.tasks import Benchmark, Task
@@ -55,7 +56,7 @@ NOT_HARNESS = (Cause.MODEL_ERROR, Cause.SETUP_ERROR)
 def refuse_if_model_unusable(results: list[TaskResult], model: str) -> None:
     """Every rollout failed in the model call (no key, unknown model, no network): stop with that
     error instead of evolving a harness against an outage."""
-    if not results or any(r.trajectory.extra.get("stop_reason") != "model_error" for r in results):
+    if not results or any(r.trajectory.extra.get("stop_reason") != StopReason.MODEL_ERROR for r in results):
         return
     errors = [s.extra["error"] for s in results[0].trajectory.steps if s.extra.get("error")]
     raise ModelError(

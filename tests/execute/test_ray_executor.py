@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from harnessevolve.core import paths
+from harnessevolve.core.enums import StopReason
 from harnessevolve.core.tasks import Check, Task
 from harnessevolve.execute.executor import LocalExecutor, Rollout
 from harnessevolve.execute.workspace import remove_workspace
@@ -24,7 +25,6 @@ ray = pytest.importorskip("ray")
 from harnessevolve.execute.ray_executor import (  # noqa: E402
     WORKSPACE_LIMIT_BYTES,
     RayExecutor,
-    RayStopReason,
     make_ray_executor,
 )
 
@@ -132,14 +132,14 @@ def test_workspace_over_the_limit_is_a_stop_reason(packing: RayExecutor) -> None
     assert small.answer == "ash" and small.workspace is not None
     assert (small.workspace / "copy.txt").read_text() == "ash\n"
     remove_workspace(small.workspace)
-    assert big.stop_reason == RayStopReason.TOO_LARGE and big.workspace is None
+    assert big.stop_reason == StopReason.WORKSPACE_TOO_LARGE and big.workspace is None
     assert big.trajectory.extra["agent_stop_reason"] == "submitted" and big.answer == "fir"
 
 
 def test_lost_worker_is_a_failed_rollout_and_is_replaced(executor: RayExecutor) -> None:
     crash = make_task("crash", "yew", instruction="crash the worker")
     first = run(executor, [crash, make_task("beside", "yew")])
-    assert first[0].stop_reason == RayStopReason.EXECUTOR_ERROR and first[0].workspace is None
+    assert first[0].stop_reason == StopReason.EXECUTOR_ERROR and first[0].workspace is None
     assert first[0].trajectory.steps[0].extra["error"].startswith("executor_error: ActorDiedError")
     assert first[1].answer == "yew"  # on the other actor
     after = run(executor, [make_task(f"after{i}", "yew") for i in range(4)])  # both actors again
