@@ -8,6 +8,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from harnessevolve.core.errors import RunLockedError
 from harnessevolve.runs.files import LOCK_VERSION
@@ -63,7 +64,7 @@ class HarnessLock:
 
     def __init__(self, harness_dir: Path) -> None:
         self.path = harness_dir / STATE_DIR / "lock"
-        self.stale_owner: dict | None = None
+        self.stale_owner: dict[str, Any] | None = None
         self._fd: int | None = None
 
     def acquire(self, run_id: str) -> None:
@@ -100,14 +101,14 @@ class HarnessLock:
             return
         raise RunLockedError("could not take the harness lock (it kept being replaced)", file=str(self.path))
 
-    def _held(self, owner: dict | None) -> RunLockedError:
+    def _held(self, owner: dict[str, Any] | None) -> RunLockedError:
         owner = owner or {}
         return RunLockedError(
             f"run {owner.get('run_id', '?')} (pid {owner.get('pid', '?')}) is running on this harness",
             file=str(self.path),
         )
 
-    def _owner(self) -> dict | None:
+    def _owner(self) -> dict[str, Any] | None:
         try:
             owner = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -133,7 +134,7 @@ def _same_file(fd: int, path: Path) -> bool:
     return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
 
-def _read_owner(fd: int) -> dict:
+def _read_owner(fd: int) -> dict[str, Any]:
     """The lock's previous content: ``{}`` when empty or unreadable (a torn write, junk)."""
     data = os.pread(fd, 65536, 0)
     try:
@@ -143,7 +144,7 @@ def _read_owner(fd: int) -> dict:
     return owner if isinstance(owner, dict) else {}
 
 
-def _owner_alive(owner: dict) -> bool:
+def _owner_alive(owner: dict[str, Any]) -> bool:
     pid = owner.get("pid")
     if isinstance(pid, bool) or not isinstance(pid, int | str):
         return False
