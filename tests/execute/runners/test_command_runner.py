@@ -9,7 +9,6 @@ import os
 import shutil
 import socket
 import textwrap
-import threading
 from pathlib import Path
 
 import pytest
@@ -134,7 +133,7 @@ def test_sandbox_refuses_every_other_connection(tmp_path: Path, task, script) ->
     server.bind(("127.0.0.1", 0))
     server.listen(1)
     port = server.getsockname()[1]
-    threading.Thread(target=lambda: server.accept(), daemon=True).start()
+    socket.create_connection(("127.0.0.1", port), timeout=2).close()  # reachable from the host itself
     script(["hello"])
     agent = f"""
         import os, socket, pathlib
