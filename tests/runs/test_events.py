@@ -133,6 +133,16 @@ def _written_events(path: Path) -> list[tuple[int, str]]:
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module == "harnessevolve.runs.events":
             aliases.update({a.asname or a.name: a.name for a in node.names})
+    built: dict[str, str] = {}  # ``record = Cls(...)``: the variable holds a Cls
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name)
+        ):
+            built[node.targets[0].id] = aliases.get(node.value.func.id, f"?{node.value.func.id}")
     found = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
@@ -144,6 +154,9 @@ def _written_events(path: Path) -> list[tuple[int, str]]:
         arg = node.args[0]
         if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
             found.append((node.lineno, arg.value if arg.value in ev.CATALOG else f"?{arg.value}"))
+            continue
+        if isinstance(arg, ast.Name):
+            found.append((node.lineno, built.get(arg.id, f"?{arg.id}")))
             continue
         func = arg.func if isinstance(arg, ast.Call) else None
         choices = [func.body, func.orelse] if isinstance(func, ast.IfExp) else [func]
