@@ -12,6 +12,7 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
+from harnessevolve.core.enums import Verdict
 from harnessevolve.core.errors import HarnessGitError
 from harnessevolve.core.files import atomic_write_json
 from harnessevolve.core.redact import redact_obj
@@ -95,7 +96,7 @@ class RunHistory:
         except BaseException:
             self.repo.discard_changes()
             raise
-        self.state.pending_sha = sha if verdict != "accepted" else None
+        self.state.pending_sha = sha if verdict != Verdict.ACCEPTED else None
         self.ledger.append(
             CandidateCommitted(
                 generation=generation,

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harnessevolve.core.enums import Verdict
 from harnessevolve.core.errors import HarnessEvolveError, HarnessGitError
 from harnessevolve.core.tasks import Benchmark, Task
 from harnessevolve.core.trailers import trailer_map
@@ -139,7 +140,7 @@ def reconcile(repo: HarnessRepo, ledger: Ledger, run_id: str, events: list[dict[
                 recovered=True,
             )
         )
-    if verdict == "accepted":
+    if verdict == Verdict.ACCEPTED:
         ledger.append(
             CandidateAccepted(
                 generation=generation,

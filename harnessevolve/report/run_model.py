@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harnessevolve.core.enums import Verdict as CandidateVerdict
 from harnessevolve.report.run_usage import UsageTable
 
 
@@ -38,7 +39,7 @@ class CandidateView:
     targets: tuple[str, ...] = ()
     target_tasks: tuple[str, ...] = ()
     paths: tuple[str, ...] = ()
-    outcome: str = "pending"
+    outcome: str = CandidateVerdict.PENDING
     """``accepted``; ``reverted`` (committed, then reverted); ``rejected`` (never committed; its
     changes are in the run folder); ``pending`` (no verdict yet)."""
     verdicts: tuple[Verdict, ...] = ()
@@ -149,12 +150,14 @@ class RunView:
 
     @property
     def accepted(self) -> tuple[CandidateView, ...]:
-        return tuple(c for c in self.candidates if c.outcome == "accepted")
+        return tuple(c for c in self.candidates if c.outcome == CandidateVerdict.ACCEPTED)
 
     @property
     def not_kept(self) -> tuple[CandidateView, ...]:
         """Candidates the gates turned down (reverted commits and never-committed candidates)."""
-        return tuple(c for c in self.candidates if c.outcome in ("reverted", "rejected"))
+        return tuple(
+            c for c in self.candidates if c.outcome in (CandidateVerdict.REVERTED, CandidateVerdict.REJECTED)
+        )
 
     @property
     def generation(self) -> int:

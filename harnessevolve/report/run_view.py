@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from harnessevolve.core.enums import Verdict as CandidateVerdict
 from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.report.git_history import MAX_DIFF_CHARS, HarnessHistory, recorded_diff
 from harnessevolve.report.run_model import (
@@ -125,7 +126,7 @@ class _Fold:
         elif name == ev.CandidateRejected.NAME and gen is not None:
             self.slot(gen, index).update(
                 _details(e),
-                outcome="rejected",
+                outcome=CandidateVerdict.REJECTED,
                 rejected_by=e.get("gate"),
                 reason=str(e.get("reason") or "passed every gate; another candidate was picked"),
                 changes_file=e.get("file"),
@@ -135,11 +136,11 @@ class _Fold:
         elif name == ev.CandidateCommitted.NAME and sha and gen is not None:
             slot = self.slot(gen, index)
             slot.update(_details(e), sha=sha)
-            slot.setdefault("outcome", "pending")
+            slot.setdefault("outcome", CandidateVerdict.PENDING)
             self.by_sha[sha] = slot
             row["candidate"] = sha
         elif name == ev.CandidateAccepted.NAME and sha in self.by_sha:
-            self.by_sha[sha]["outcome"] = "accepted"
+            self.by_sha[sha]["outcome"] = CandidateVerdict.ACCEPTED
             self.by_sha[sha]["tie"] = bool(e.get("tie"))
             if e.get("verdicts"):
                 self.by_sha[sha]["verdicts"] = _verdicts(e["verdicts"])
@@ -148,7 +149,7 @@ class _Fold:
             self.lineage.append(("accepted", e))
         elif name == ev.CandidateReverted.NAME and sha in self.by_sha:
             self.by_sha[sha].update(
-                outcome="reverted",
+                outcome=CandidateVerdict.REVERTED,
                 rejected_by=e.get("gate"),
                 reason=str(e.get("reason", "")),
                 revert_sha=e.get("revert_sha"),
