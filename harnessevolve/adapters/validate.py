@@ -24,7 +24,19 @@ from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.core.files import read_yaml
 from harnessevolve.core.schema import all_errors
 from harnessevolve.core.tasks import SPLITS, Benchmark, benchmark_settings, load_task
-from harnessevolve.harness.load import Problem
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem of a benchmark folder: the file, the key (a JSON path; may be empty), what is wrong."""
+
+    file: str
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return ": ".join(part for part in (self.file, self.field, self.message) if part)
+
 
 HINTS = {
     "split": "every task names its split: train, validation or test (see docs/tasks.md)",
@@ -98,7 +110,7 @@ def validate_benchmark(root: Path) -> BenchmarkReport:
     benchmark = Benchmark(name=name, root=root, tasks=tuple(tasks))
     references, ref_problems = _references(benchmark, {p.stem for p in task_files})
     problems += ref_problems
-    by_split = {s: len(benchmark.split(s)) for s in SPLITS}
+    by_split: dict[str, int] = {s: len(benchmark.split(s)) for s in SPLITS}
     notes = [f"no {s} tasks" for s, n in by_split.items() if n == 0 and tasks]
     missing = sorted(t.id for t in benchmark.split("train") if t.id not in references)
     if missing and tasks:
@@ -228,7 +240,7 @@ def validate_spec(spec: str) -> BenchmarkReport | None:
     if is_benchmark_folder(benchmark.root) and not names_adapter(benchmark.root):
         return validate_benchmark(benchmark.root)
     references, problems = _references(benchmark, {t.id for t in benchmark.tasks})
-    by_split = {s: len(benchmark.split(s)) for s in SPLITS}
+    by_split: dict[str, int] = {s: len(benchmark.split(s)) for s in SPLITS}
     return BenchmarkReport(
         benchmark.root, benchmark.name, len(benchmark.tasks), by_split, len(references), tuple(problems), ()
     )
