@@ -31,6 +31,7 @@ from harnessevolve.report.gate_report import GateReport
 from harnessevolve.runs.events import TestEvaluated
 from harnessevolve.runs.ledger import Ledger
 from harnessevolve.runs.rundir import STATE_DIR
+from harnessevolve.runs.tempdirs import run_tempdir
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,8 @@ def run_gate(options: GateOptions, hooks: RunHooks) -> GateReport:
     base_sha, cand_sha = repo.resolve(options.baseline), repo.resolve(options.candidate)
     benchmark = load_benchmark_spec(options.benchmark, options.adapters)
     gates = load_gate_config(options.gates_file)
-    with tempfile.TemporaryDirectory(prefix="he-gate-") as tmp:
+    # every temp folder in one per-process folder: a killed gate leaves nothing for long
+    with run_tempdir("gate"), tempfile.TemporaryDirectory(prefix="he-gate-") as tmp:
         baseline = load_harness(repo.export(base_sha, Path(tmp) / "baseline"))
         preflight.check_benchmark(benchmark, gates, options.split)
         preflight.check_models(options.model or baseline.model, None, gates)

@@ -22,6 +22,7 @@ from harnessevolve.runs import events as ev
 from harnessevolve.runs.events import TestEvaluated
 from harnessevolve.runs.ledger import Ledger, read_ledger
 from harnessevolve.runs.rundir import STATE_DIR
+from harnessevolve.runs.tempdirs import run_tempdir
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,8 @@ def score_test_split(
     tests = benchmark.split("test")
     revisions = {"seed": started["rev"], "evolved": finished["rev"]}
     scores: dict[str, float] = {}
-    with tempfile.TemporaryDirectory(prefix="he-final-") as tmp:
+    # every temp folder in one per-process folder: a killed report leaves nothing for long
+    with run_tempdir(f"final-{run.root.name}"), tempfile.TemporaryDirectory(prefix="he-final-") as tmp:
         harnesses = {k: load_harness(repo.export(rev, Path(tmp) / k)) for k, rev in revisions.items()}
         agent_model = model or options.get("model") or harnesses["seed"].model
         # the run's own executor, sandbox, limits and concurrency (run_started.options)
