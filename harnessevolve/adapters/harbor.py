@@ -208,7 +208,7 @@ def _verifier_timeout(config: dict[str, Any], path: Path) -> float:
     verifier = config.get("verifier", {})
     value = verifier.get("timeout_sec", DEFAULT_VERIFIER_TIMEOUT_S) if isinstance(verifier, dict) else None
     number = isinstance(value, int | float) and not isinstance(value, bool)
-    if not number or not math.isfinite(value) or value <= 0:
+    if not number or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
         raise BenchmarkError(
             f"timeout_sec must be a positive number of seconds, not {value!r}",
             file=str(path),

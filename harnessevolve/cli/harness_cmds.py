@@ -129,9 +129,9 @@ def validate(
         console.print_json(json.dumps({"valid": not problems, "problems": [p.__dict__ for p in problems]}))
     elif problems:
         console.print(f"[red]invalid[/]: {directory}: {len(problems)} problem(s)")
-        for p in problems:
-            console.print(f"  {p}", markup=False)
-        hint = next((p.hint for p in problems if p.hint), "")
+        for problem in problems:
+            console.print(f"  {problem}", markup=False)
+        hint = next((problem.hint for problem in problems if problem.hint), "")
         if hint and (directory / "harness.yaml").exists():
             console.print(f"Hint: {hint}", markup=False)
         if not (directory / "harness.yaml").exists():

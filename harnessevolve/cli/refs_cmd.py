@@ -24,6 +24,7 @@ from harnessevolve.cli.options import (
 )
 from harnessevolve.cli.ui import console
 from harnessevolve.core import paths
+from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.containment import check_output_path
 from harnessevolve.core.errors import BenchmarkError
 from harnessevolve.core.tasks import Benchmark as BenchmarkSuite
@@ -135,12 +136,12 @@ def import_gold(
         read_only_paths(sandbox_ro),
     )
 
-    async def build() -> list[tuple[str, object]]:
+    async def build() -> list[tuple[str, Trajectory]]:
         return [(t.id, await replay_gold(agent, t, sandbox=box)) for t in tasks if t.gold]
 
     built = asyncio.run(build())
     for task_id, trajectory in built:
-        save_reference(trajectory, folder, task_id)  # type: ignore[arg-type]
+        save_reference(trajectory, folder, task_id)
     console.print(f"wrote {len(built)} reference trajectories to {folder}")
 
 

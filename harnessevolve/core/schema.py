@@ -109,8 +109,8 @@ def check(
     found = best_match(validator.iter_errors(document))
     if found is None:
         return
-    where, message = explain(found)
-    raise error(clip_message(message), file=file, field=where)
+    path, message = explain(found)
+    raise error(clip_message(message), file=file, field=path)
 
 
 def clip_message(message: str, limit: int = 200) -> str:

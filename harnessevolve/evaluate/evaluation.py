@@ -52,7 +52,8 @@ def evaluate_rollout(
     comparison when the trajectory does not carry them (ATIF v1.5 ``agent.tool_definitions``);
     give all or none, since a call of a tool missing from the list counts as ``unknown_tool``."""
     if workspace is None:
-        score, passed, details = 0.0, False, ("workspace setup failed",)
+        score, passed = 0.0, False
+        details: tuple[str, ...] = ("workspace setup failed",)
     else:
         result = run_checks(
             task, workspace, trajectory.extra.get("answer"), runner=runner, trajectory=trajectory

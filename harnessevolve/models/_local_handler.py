@@ -87,7 +87,8 @@ def _grammar(tools: list[dict[str, Any]], optional_params: Mapping[str, Any]) ->
         raise LocalModelUnavailableError("grammar decoding needs llama-cpp-python") from exc
     if tools:
         return json_schema_to_gbnf(json.dumps(tool_call_schema(tools)))
-    schema = (response_format.get("json_schema") or {}).get("schema") if kind == "json_schema" else None
+    wrapper = response_format.get("json_schema") if response_format is not None else None
+    schema = (wrapper or {}).get("schema") if kind == "json_schema" else None
     return json_schema_to_gbnf(json.dumps(schema)) if isinstance(schema, Mapping) else JSON_GBNF
 
 

@@ -26,7 +26,7 @@ def litellm_module() -> Any:
             ]
             names = {p["provider"] for p in ours}
             existing = [p for p in (litellm.custom_provider_map or []) if p.get("provider") not in names]
-            litellm.custom_provider_map = existing + ours
+            litellm.custom_provider_map = existing + ours  # type: ignore[operator]  # litellm types it narrowly
             from litellm.utils import custom_llm_setup
 
             custom_llm_setup()

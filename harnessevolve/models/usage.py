@@ -111,8 +111,9 @@ class UsageMeter:
         def group(index: int) -> dict[str, Any]:
             sums: dict[str, Usage] = {}
             for key, usage in rows.items():
-                if key[index] is not None:
-                    sums[key[index]] = sums.get(key[index], Usage()) + usage
+                name = key[index]
+                if name is not None:
+                    sums[name] = sums.get(name, Usage()) + usage
             return {name: usage.to_dict() for name, usage in sorted(sums.items())}
 
         return {

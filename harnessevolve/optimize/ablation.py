@@ -55,7 +55,7 @@ def _failed_actions(context: ProposalContext) -> dict[str, list[tuple[str, Any]]
         for signal in cluster.signals:
             actual = signal.actual or {}
             if signal.task_id not in context.failed_runs and isinstance(actual.get("arguments"), dict):
-                out.setdefault(signal.task_id, []).append((actual.get("tool"), actual["arguments"]))
+                out.setdefault(signal.task_id, []).append((str(actual.get("tool")), actual["arguments"]))
     return out
 
 

@@ -275,7 +275,8 @@ def _set_loop(tree: _Tree, edit: dict[str, Any]) -> None:
 
     setting, value = edit["setting"], edit["value"]
     doc = _yaml_document(tree, HARNESS_FILE)
-    loop = doc.get("loop") if isinstance(doc.get("loop"), dict) else {}
+    found = doc.get("loop")
+    loop: dict[str, Any] = found if isinstance(found, dict) else {}
     if setting in loop and loop[setting] == value and type(loop[setting]) is type(value):
         raise tree.fail(f"loop.{setting} is already {value!r}")
     wanted = {**doc, "loop": {**loop, setting: value}}

@@ -122,7 +122,8 @@ class LoopSettingsProposer:
             doc = yaml.safe_load(context.files.get("harness.yaml", "")) or {}
         except yaml.YAMLError:
             return None
-        loop = doc.get("loop") if isinstance(doc, dict) and isinstance(doc.get("loop"), dict) else {}
+        found = doc.get("loop") if isinstance(doc, dict) else None
+        loop: dict[str, Any] = found if isinstance(found, dict) else {}
         for cluster in context.clusters:
             if cluster.cause != Cause.STEP_LIMIT:
                 continue

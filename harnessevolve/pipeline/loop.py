@@ -290,7 +290,7 @@ class GenerationLoop:
             r for r in results if not r.passed and r.signal is not None and r.signal.cause not in NOT_HARNESS
         ]
         self.state.stage = "evaluate"
-        clusters = cluster_signals(r.signal for r in failed)
+        clusters = cluster_signals(r.signal for r in failed if r.signal is not None)
         self.ledger.append(
             BatchEvaluated(
                 generation=generation,

@@ -82,8 +82,8 @@ def reconcile(repo: HarnessRepo, ledger: Ledger, run_id: str, events: list[dict[
     }
     dirty = repo.dirty_paths()
     temps = own_temp_files(dirty, writing)
-    for path in temps:
-        (repo.top / path).unlink(missing_ok=True)
+    for temp in temps:
+        (repo.top / temp).unlink(missing_ok=True)
     if temps:
         done.append(f"removed {len(temps)} temp file(s) of an interrupted write ({', '.join(temps[:3])})")
         dirty = [p for p in dirty if p not in temps]

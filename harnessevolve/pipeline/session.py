@@ -194,10 +194,10 @@ def _drive(
                     )
                 )
         if interrupted:
-            point = interrupts.StopPoint(
+            stopped_at = interrupts.StopPoint(
                 state.run_id, ledger.path.parent, loop.harness_dir, generation, stage
             )
-            raise interrupts.Interrupted(point, interrupts.signal_name()) from exc
+            raise interrupts.Interrupted(stopped_at, interrupts.signal_name()) from exc
         raise
     return None
 

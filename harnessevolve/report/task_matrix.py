@@ -95,7 +95,8 @@ def _cell(run_dir: Path, harness_hash: str, task_id: str) -> TaskCell | None:
         return None
     if not isinstance(doc, dict):
         return None
-    signal = doc.get("signal") if isinstance(doc.get("signal"), dict) else {}
+    found = doc.get("signal")
+    signal: dict[str, Any] = found if isinstance(found, dict) else {}
     trajectory = Path("trajectories") / harness_hash / f"{task_id}.json"
     step = signal.get("step")
     return TaskCell(

@@ -217,7 +217,8 @@ class MlflowTracker:
             if self.run_id is None:
                 self.broken = True
                 return
-        step = event.get("generation") if isinstance(event.get("generation"), int) else 0
+        generation = event.get("generation")
+        step = generation if isinstance(generation, int) else 0
         metrics = event_metrics(event)
         if name == ev.CandidateAccepted.NAME:
             self.accepted += 1

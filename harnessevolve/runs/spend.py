@@ -70,7 +70,8 @@ def read_spend(run_dir: Path) -> dict[str, Any] | None:
         or not isinstance(doc.get("usage"), dict)
     ):
         return None
-    return doc["usage"]
+    usage: dict[str, Any] = doc["usage"]
+    return usage
 
 
 def later_usage(*snapshots: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -304,7 +304,7 @@ async def synthesize(
 
 
 def _render(doc: dict[str, Any]) -> str:
-    class Dumper(yaml.SafeDumper):
+    class Dumper(yaml.SafeDumper):  # type: ignore[misc]  # (yaml has no stubs here)
         pass
 
     def text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:

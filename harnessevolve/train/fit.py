@@ -39,7 +39,7 @@ def batches(samples: Sequence[Sample], size: int, steps: int, seed: int) -> Iter
     rng = random.Random(seed)
     order: list[Sample] = []
     for _ in range(steps):
-        batch = []
+        batch: list[Sample] = []
         while len(batch) < min(size, len(samples)):
             if not order:
                 order = list(samples)
@@ -73,7 +73,7 @@ def evaluate_loss(policy: Policy, samples: Sequence[Sample], config: TrainConfig
         for start in range(0, len(samples), config.batch_size):
             chunk = samples[start : start + config.batch_size]
             n = sum(s.trained_tokens - (s.loss_mask[0] if s.loss_mask else 0) for s in chunk)
-            total += float(batch_loss(policy, chunk, config, None)) * n
+            total += float(batch_loss(policy, chunk, config, None)) * n  # type: ignore[arg-type]
             tokens += n
     return total / tokens if tokens else 0.0
 
