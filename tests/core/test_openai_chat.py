@@ -165,7 +165,10 @@ def test_v14_fields_survive_a_load_and_save() -> None:
             {"observation": {"results": [{"source_call_id": "nope", "content": ""}]}},
             "steps[0].observation.results[0].source_call_id",
         ),
-        ({"tool_calls": [{"tool_call_id": "c", "function_name": "bash"}]}, "steps[0].tool_calls[0].arguments"),
+        (
+            {"tool_calls": [{"tool_call_id": "c", "function_name": "bash"}]},
+            "steps[0].tool_calls[0].arguments",
+        ),
     ],
 )
 def test_invalid_steps_name_the_step_and_field(change: dict[str, Any], field: str) -> None:
