@@ -6,8 +6,9 @@ that was never killed.
 A reference run goes uninterrupted. Then, for every event type its ledger holds (``run_finished``
 aside: after it there is nothing to resume), a fresh copy of the seed harness runs the same
 command under ``kill_hook``, which SIGKILLs the whole process group right after that event's first
-line is flushed and fsynced; ``harnessevolve run --resume RUN`` then finishes the run (plain, not
-hooked). The agent is scripted (deterministic, no network), as in kill_resume.py.
+line is flushed and fsynced (and once inside the first atomic write of a candidate file into the
+harness: its temp file half written, never renamed); ``harnessevolve run --resume RUN`` then
+finishes the run (plain, not hooked). The agent is scripted (deterministic, no network), as in kill_resume.py.
 
 Each row must show: the kill landed, the resume finished the run with no hand repair, the final
 harness tree and the number of commits equal the reference's, no duplicate commit, ``git fsck``
@@ -146,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         ref_calls = total_calls(finished_usage(reference))
         events, _ = ledger_events(reference)
         kinds = list(dict.fromkeys(e["event"] for e in events if e["event"] not in SKIPPED))
+        kinds.append("mid-write")  # inside the first write of a candidate's file, before its rename
         if opts.events:
             kinds = [k for k in opts.events.split(",") if k]
         print(
