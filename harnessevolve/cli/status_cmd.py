@@ -184,7 +184,16 @@ def status(run_ref: RunRef = None, harness: HarnessDir = Path("."), as_json: Jso
         )
     table.add_row(
         "edits",
-        Text(f"{len(view.accepted)} accepted, {len(view.not_kept)} not kept of {len(view.candidates)}"),
+        Text(
+            f"{len(view.accepted)} accepted"
+            + (f" ({ties} on ties)" if (ties := sum(c.tie for c in view.accepted)) else "")
+            + f", {len(view.not_kept)} not kept of {len(view.candidates)}"
+            + (
+                "; no net change since the seed"
+                if view.net_change and not view.net_change.get("changed")
+                else ""
+            )
+        ),
     )
     table.add_row("elapsed", Text(format_duration(view.elapsed_seconds())))
     if last:
@@ -217,6 +226,8 @@ def status_document(view: RunView) -> dict[str, Any]:
         "baseline_validation": view.baseline_validation,
         "best_validation": view.best_validation,
         "accepted": [c.sha for c in view.accepted],
+        "accepted_on_ties": [c.sha for c in view.accepted if c.tie],
+        "net_change": view.net_change,
         "not_kept": [c.sha or c.short for c in view.not_kept],
         "tests": [t.scores for t in view.tests],
         "elapsed_s": view.elapsed_seconds(),

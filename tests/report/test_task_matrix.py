@@ -79,3 +79,5 @@ def test_ties_and_no_net_change_are_flagged(
     assert 'id="no-net-change"' in html and "2 accepted edits cancel out" in html
     assert 'id="tie-flag" class="flag">2 of 2 accepted on a tie' in html
     assert html.count('class="badge tie"') >= 2
+    status = cli.invoke(app, ["status", "-H", str(harness_dir)]).output
+    assert "2 accepted (2 on ties)" in status and "no net change since the seed" in status, status
