@@ -3,7 +3,8 @@ outside it, it carries every template, gate config, built-in benchmark and refer
 (``init``, ``validate``, a scripted ``run``, ``gate`` and ``report --html`` all work there, with no
 ``HARNESSEVOLVE_HOME``), and ``refs import`` refuses to write into the installed package.
 
-It takes about 15 s (building the wheel is most of it). The fresh venv gets no network: the wheel
+It takes about 15 s on an idle machine (building the wheel is most of it). It builds from a copy of
+the sources, so nothing is written into the checkout. The fresh venv gets no network: the wheel
 is installed with ``--no-deps``, and the dependencies come from this test's own environment
 through a ``.pth`` line (which, unlike the editable install's finder, does not make the checkout
 importable)."""
@@ -11,6 +12,7 @@ importable)."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -20,6 +22,18 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+SOURCES = (
+    "pyproject.toml",
+    "setup.py",
+    "MANIFEST.in",
+    "README.md",
+    "harnessevolve",
+    "harnesses",
+    "gates",
+    "benchmarks",
+    "trajectories",
+)
+IGNORED = ("__pycache__", "*.pyc", ".harnessevolve", "*.egg-info")
 
 
 def sh(*args: str | Path, cwd: Path, env: dict[str, str] | None = None, ok: tuple[int, ...] = (0,)) -> str:
@@ -42,6 +56,13 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
         "GIT_COMMITTER_NAME": "t",
         "GIT_COMMITTER_EMAIL": "t@t",
     }
+    source = tmp / "src"  # a copy: the build writes build/ and *.egg-info, never into the checkout
+    for name in SOURCES:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns(*IGNORED))
+        else:
+            source.mkdir(exist_ok=True)
+            shutil.copy2(ROOT / name, source / name)
     sh(
         sys.executable,
         "-m",
@@ -52,7 +73,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
         "-q",
         "-w",
         tmp / "dist",
-        ROOT,
+        source,
         cwd=tmp,
         env=env,
     )
