@@ -85,6 +85,8 @@ class _Rollout:
         self.states: list[Any] = []
         self.call_counts: list[int] = []
         self.exchanges: list[tuple[str, str]] = []
+        self.offered: tuple[dict[str, Any], ...] = ()
+        """The OpenAI-style definitions of every tool offered (harness and task tools)."""
 
     def add_user(self, text: str, extra: dict[str, Any]) -> None:
         self.messages.append({"role": "user", "content": text})
@@ -128,6 +130,7 @@ async def run_agent(
                 extra["error"] = f"tool_error: {exc}"[:2000]
                 stop = StopReason.TOOL_ERROR
         tools = rollout_tools(harness, task, server.offered if server else [])
+        rollout.offered = tuple(t.spec.openai_schema() for t in tools.values())
         turn = 0
         while stop is None:
             stop = await _agent_turn(
@@ -361,6 +364,8 @@ def _trajectory(
     agent_steps = [s for s in steps if s.source == "agent"]
     return Trajectory(
         session_id=uuid.uuid4().hex,
+        # the functions offered (ATIF v1.5): the evaluator tells an unknown tool from a wrong one
+        tool_definitions=rollout.offered,
         agent_name="harnessevolve",
         agent_version=__version__,
         model_name=model,

@@ -62,7 +62,8 @@ def test_run_saves_atif_trajectories(harness_dir: Path, cli, learner) -> None:
     files = list((only_run_dir(harness_dir) / "trajectories").rglob("*.json"))
     assert files
     doc = json.loads(files[0].read_text())
-    assert doc["schema_version"] == "ATIF-v1.4" and doc["extra"]["task_id"]
+    assert doc["schema_version"] == "ATIF-v1.5" and doc["extra"]["task_id"]
+    assert {d["function"]["name"] for d in doc["agent"]["tool_definitions"]} >= {"bash", "submit"}
 
 
 def test_run_without_any_accepted_edit_exits_1(tmp_path: Path, harness_dir: Path, cli) -> None:

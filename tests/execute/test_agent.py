@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import time
 import uuid
 from pathlib import Path
@@ -142,6 +143,19 @@ def test_unknown_tool_is_recorded_and_the_loop_continues(model: str, workspace: 
     assert "unknown tool 'cat'" in bad.observations[0].content
     assert "read_file" in bad.observations[0].content
     assert trajectory.extra["stop_reason"] == "submitted"
+
+
+def test_the_trajectory_names_the_offered_tools_and_survives_a_round_trip(
+    model: str, workspace: Path, tmp_path: Path
+) -> None:
+    trajectory = run(model, [call("cat", {"path": "a.txt"}), call("submit", {"answer": "maple"})], workspace)
+    offered = {d["function"]["name"] for d in trajectory.tool_definitions}
+    assert offered == {t.name for t in HARNESS.tools} and "cat" not in offered
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(trajectory.to_dict()))
+    again = atif.load(path)
+    assert again.tool_definitions == trajectory.tool_definitions
+    assert again.to_dict()["schema_version"] == "ATIF-v1.5"
 
 
 def test_non_json_arguments_are_recorded(model: str, workspace: Path) -> None:
