@@ -43,7 +43,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -53,6 +52,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from efficacy_table import ARMS, print_table, summarize  # noqa: E402
 from gepa_arm import LiteLLMReflector, harness_components, run_gepa  # noqa: E402
 from harness_arms import (  # noqa: E402
     ProgressLine,
@@ -62,142 +62,23 @@ from harness_arms import (  # noqa: E402
     score_split,
     set_local_threads,
 )
-from vs_gepa import best_of_k, curve_best, fmt, sampling_copy, spread  # noqa: E402
+from proposer_counts import proposer_counts  # noqa: E402
+from task_subset import SUBSET  # noqa: E402  (importing it registers the efficacy-subset: adapter)
+from vs_gepa import best_of_k, curve_best, sampling_copy  # noqa: E402
 
 from harnessevolve.adapters import load_benchmark_spec  # noqa: E402
-from harnessevolve.adapters.base import ADAPTERS  # noqa: E402
-from harnessevolve.adapters.suite import AdaptedBenchmark, split_fraction  # noqa: E402
-from harnessevolve.core.errors import BenchmarkError  # noqa: E402
 from harnessevolve.core.tasks import Benchmark  # noqa: E402
 from harnessevolve.harness.load import load_harness  # noqa: E402
-from harnessevolve.pipeline.final import find_run  # noqa: E402
 from harnessevolve.pipeline.scoring import mean_score  # noqa: E402
 from harnessevolve.pipeline.sequential import RepeatedScorer  # noqa: E402
 
-ARMS = (
-    "seed harness",
-    "harnessevolve",
-    "harnessevolve + llm-rule",
-    "GEPA",
-    "best-of-k (sc)",
-    "best-of-k (pass@k oracle)",
-)
-OPTIMIZERS = ("harnessevolve", "harnessevolve + llm-rule")
 RULE_PROPOSERS = ("llm-rule", "ablate", "demo", "rules")
-SUBSET = "efficacy-subset"
-SUBSET_SALT = "efficacy-subset"
-
-# ---------------------------------------------------------------- a fixed subset of a benchmark
-
-
-class SubsetAdapter:
-    """``efficacy-subset:validation=12,test=16@SPEC``: the benchmark SPEC with each named split cut
-    to its first N tasks in a seeded hash order (the same tasks in every process and every arm);
-    the other splits whole. References stay those of SPEC. Registered only by this script."""
-
-    name = SUBSET
-
-    def detect(self, spec: str) -> bool:
-        return False
-
-    def load(self, spec: str) -> Benchmark:
-        limits_text, at, inner = spec.partition("@")
-        if not at or not inner:
-            raise BenchmarkError(f"expected LIMITS@SPEC, got {spec!r}", field="--benchmark")
-        limits = {}
-        for item in filter(None, limits_text.split(",")):
-            split, _, count = item.partition("=")
-            if split not in ("train", "validation", "test") or not count.isdigit():
-                raise BenchmarkError(f"bad subset limit {item!r}", field="--benchmark")
-            limits[split] = int(count)
-        full = load_benchmark_spec(inner)
-        keep: list[Any] = []
-        for split in ("train", "validation", "test"):
-            tasks = sorted(full.split(split), key=lambda t: split_fraction(t.id, SUBSET_SALT))
-            keep += tasks[: limits[split]] if limits.get(split) else tasks
-        order = {t.id: i for i, t in enumerate(full.tasks)}
-        return AdaptedBenchmark(
-            name=f"{full.name}-subset",
-            root=full.root,
-            tasks=tuple(sorted(keep, key=lambda t: order[t.id])),
-            description=f"{full.description} (subset {limits_text})",
-            references=subset_references(full.references_dir, {t.id for t in keep}, spec),
-            source=f"{SUBSET}:{spec}",
-        )
-
-
-def subset_references(folder: Path, keep: set[str], spec: str) -> Path:
-    """The subset's reference trajectories (a reference for a task not in a benchmark is an error):
-    copies of SPEC's for the kept tasks, in a temporary folder named after the spec."""
-    import hashlib
-    import shutil
-
-    out = (
-        Path(tempfile.gettempdir())
-        / "he-efficacy-refs"
-        / hashlib.sha256(f"{folder}\n{spec}".encode()).hexdigest()[:16]
-    )
-    out.mkdir(parents=True, exist_ok=True)
-    for path in folder.glob("*.json") if folder.is_dir() else ():
-        if path.stem in keep and not (out / path.name).exists():
-            tmp = out / f".{path.name}.{os.getpid()}"
-            shutil.copyfile(path, tmp)
-            os.replace(tmp, out / path.name)
-    return out
-
-
-ADAPTERS.setdefault(SUBSET, SubsetAdapter())  # type: ignore[arg-type]
+__all__ = ["ARMS", "main"]
 
 
 def benchmark_spec(args: argparse.Namespace) -> str:
     limits = [f"{s}={n}" for s, n in (("validation", args.validation), ("test", args.test)) if n]
     return f"{SUBSET}:{','.join(limits)}@{args.benchmark}" if limits else args.benchmark
-
-
-# ---------------------------------------------------------------- reading a run's ledger
-
-
-def proposer_counts(harness_dir: Path, run_id: str, proposer: str) -> dict[str, int]:
-    """What ``proposer`` did in a run, from its ledger: candidates it made, how the gates judged
-    them (accepted; rejected by quality, of which for leakage; by performance/held-out), and
-    replies it refused itself (``proposal_failed`` errors: task-specific, malformed, duplicate)."""
-    run = find_run(harness_dir, run_id)
-    counts = dict.fromkeys(
-        ("candidates", "accepted", "rejected_quality", "rejected_leakage", "rejected_other")
-        + ("refused_task_specific", "refused_format", "refused_other", "failed_proposals"),
-        0,
-    )
-    accepted = {e.get("sha") for e in run.all("candidate_accepted")}
-    for event in run.all("candidate_committed"):
-        if event.get("proposer") == proposer:
-            counts["candidates"] += 1
-            counts["accepted"] += event.get("sha") in accepted
-    for event in run.all("candidate_rejected"):
-        if event.get("proposer") != proposer:
-            continue
-        gate, reason = str(event.get("gate") or ""), str(event.get("reason") or "")
-        screened = [h for h in event.get("history") or [] if not h.get("passed", True)]
-        leaked = "leak" in reason.lower() or any("leak" in str(h.get("reason", "")).lower() for h in screened)
-        counts["candidates"] += 1
-        counts["rejected_leakage"] += leaked
-        counts["rejected_quality" if gate in ("quality", "leakage", "smoke") else "rejected_other"] += 1
-    for event in run.all("candidate_reverted"):
-        if event.get("proposer") == proposer:
-            counts["rejected_other"] += 1
-    for event in run.all("proposal_failed"):
-        if event.get("proposer") != proposer:
-            continue
-        counts["failed_proposals"] += 1
-        for error in event.get("errors") or []:
-            key = (
-                "refused_task_specific"
-                if "task-specific" in error
-                else "refused_format"
-                if "RULE:" in error or "word" in error
-                else "refused_other"
-            )
-            counts[key] += 1
-    return counts
 
 
 # ---------------------------------------------------------------- one seed
@@ -345,86 +226,6 @@ def save_partial(args: argparse.Namespace, seed: int, rows: dict[str, Any], suff
     """Each seed's (or arm's) numbers so far, beside ``--json``: they survive a later failure or a kill."""
     if args.json:
         args.json.with_suffix(f".seed{seed}{suffix}.json").write_text(json.dumps(rows, indent=2, default=str))
-
-
-# ---------------------------------------------------------------- table
-
-
-def summarize(per_seed: list[dict[str, dict[str, Any]]]) -> dict[str, Any]:
-    def mean(arm: str, key: str) -> float:
-        return spread([float(s[arm][key]) for s in per_seed if arm in s])[0]
-
-    out: dict[str, Any] = {"he_gain": mean("harnessevolve", "gain_pts")}
-    out["target_gain_10"] = out["he_gain"] >= 10
-    if all("GEPA" in s for s in per_seed):
-        out["gepa_gain"] = mean("GEPA", "gain_pts")
-        out["gepa_rollouts"] = mean("GEPA", "rollouts")
-        for arm in (a for a in OPTIMIZERS if all(a in s for s in per_seed)):
-            reach = [
-                next((n for n, v in s[arm]["curve"] if v >= s["GEPA"]["validation"] - 1e-9), None)
-                for s in per_seed
-            ]
-            done = [n for n in reach if n is not None]
-            half = len(done) == len(reach) and statistics.mean(done) <= 0.5 * out["gepa_rollouts"]
-            out[f"{arm}: rollouts to GEPA's best"] = reach
-            out[f"{arm}: target vs GEPA"] = mean(arm, "gain_pts") >= out["gepa_gain"] and half
-            out[f"{arm}: half rollouts"] = half
-    if all("best-of-k (sc)" in s for s in per_seed):
-        out["target_above_best_of_k"] = mean("harnessevolve", "test") > mean("best-of-k (sc)", "test")
-    return out
-
-
-def print_table(per_seed: list[dict[str, dict[str, Any]]], summary: dict[str, Any]) -> None:
-    header = f"{'arm':<26} {'rollouts':>12} {'tokens (k)':>12} {'wall (min)':>11} {'validation':>13} "
-    header += f"{'test':>13} {'gain (pts)':>13} {'to best val':>12}"
-    print("\n" + header)
-    for arm in ARMS:
-        if not all(arm in s for s in per_seed):
-            continue
-        col = {
-            c: [float(s[arm][c]) for s in per_seed]
-            for c in per_seed[0][arm]
-            if c != "curve" and isinstance(per_seed[0][arm][c], int | float)
-        }
-        print(
-            f"{arm:<26} {fmt(col['rollouts'], 0):>12} {fmt([v / 1000 for v in col['tokens']], 0):>12} "
-            f"{fmt(col['wall_min'], 1):>11} {fmt(col['validation'], 3):>13} {fmt(col['test'], 3):>13} "
-            f"{fmt(col['gain_pts'], 1):>13} {fmt(col['to_best'], 0):>12}"
-        )
-    print(f"\nmean ± sd over {len(per_seed)} seed(s); per-seed test gains (pts):")
-    for arm in ARMS[1:]:
-        if all(arm in s for s in per_seed):
-            gains = ", ".join(f"{s[arm]['gain_pts']:+.1f}" for s in per_seed)
-            print(f"  {arm}: {gains}")
-    for s_index, s in enumerate(per_seed):
-        if "harnessevolve + llm-rule" in s and "llm_rule" in s["harnessevolve + llm-rule"]:
-            c = s["harnessevolve + llm-rule"]["llm_rule"]
-            print(
-                f"  llm-rule (seed {s_index}): {c['candidates']} candidates, {c['accepted']} accepted, "
-                f"{c['rejected_quality']} rejected by quality ({c['rejected_leakage']} for leakage), "
-                f"{c['rejected_other']} by performance/held-out; refused itself: "
-                f"{c['refused_task_specific']} task-specific, {c['refused_format']} malformed, "
-                f"{c['refused_other']} other"
-            )
-
-    def verdict(ok: bool | None) -> str:
-        return "n/a" if ok is None else "met" if ok else "MISSED"
-
-    print(
-        f"target: harnessevolve test gain >= +10 pts: {verdict(summary['target_gain_10'])} "
-        f"({summary['he_gain']:+.1f})"
-    )
-    if "gepa_gain" in summary:
-        reach = summary["harnessevolve: rollouts to GEPA's best"]
-        print(
-            f"target: gain >= GEPA's ({summary['gepa_gain']:+.1f}) with <= half GEPA's rollouts "
-            f"({summary['gepa_rollouts']:.0f}): {verdict(summary['harnessevolve: target vs GEPA'])}; "
-            f"rollouts harnessevolve needed to reach GEPA's best validation: {', '.join(map(str, reach))}"
-        )
-    if "target_above_best_of_k" in summary:
-        print(
-            f"target: harnessevolve test above best-of-k (sc): {verdict(summary['target_above_best_of_k'])}"
-        )
 
 
 # ---------------------------------------------------------------- main
