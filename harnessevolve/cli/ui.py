@@ -42,16 +42,24 @@ def progress_bars(*, disable: bool = False) -> Progress:
 
 @contextmanager
 def progress_hooks(enabled: bool = True) -> Iterator[RunHooks]:
+    """Hooks that show progress bars; the display starts with the first bar, so input errors
+    raised before any work begins print alone (no blank line from an empty live display)."""
     if not enabled:
         yield RunHooks()
         return
-    with progress_bars() as progress:
+    progress = progress_bars()
 
-        def on_progress(label: str, total: int) -> Callable[[], None]:
-            task = progress.add_task(label, total=total)
-            return lambda: progress.advance(task)
+    def on_progress(label: str, total: int) -> Callable[[], None]:
+        if not progress.live.is_started:
+            progress.start()
+        task = progress.add_task(label, total=total)
+        return lambda: progress.advance(task)
 
+    try:
         yield RunHooks(on_progress=on_progress, log=lambda m: progress.console.print(m))
+    finally:
+        if progress.live.is_started:
+            progress.stop()
 
 
 def mark(value: bool | None) -> str:
