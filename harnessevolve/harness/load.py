@@ -158,6 +158,10 @@ def _text_file(root: Path, rel: str, field: str) -> str:
 def load_harness(root: Path) -> Harness:
     """Load and check a harness; the first problem raises ``HarnessError`` naming file and field."""
     root = Path(root)
+    if not root.exists():
+        raise HarnessError(
+            "no such folder", file=str(root), hint="create a harness with `harnessevolve init DIR`"
+        )
     if not (root / "harness.yaml").is_file():
         raise HarnessError(
             "not a harness directory (no harness.yaml)",
