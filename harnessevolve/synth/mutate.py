@@ -24,7 +24,7 @@ Only single-line expressions are rewritten (a statement drop may span lines), an
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 _COMPARE = {
@@ -62,10 +62,6 @@ class Mutation:
     operator: str
     function: str
     """The enclosing function (``Class.method``), or ``<module>``."""
-
-    @property
-    def family(self) -> str:
-        return self.operator
 
     def describe(self) -> str:
         change = f"{self.original.strip()!r} -> {self.replacement.strip()!r}"
@@ -304,20 +300,20 @@ def apply(text: str, mutations: Sequence[Mutation]) -> str:
     return text
 
 
-def changed_lines(original: str, mutant: str) -> tuple[str, str]:
-    """The smallest run of whole lines that differs: (original lines, mutant lines), each ending
-    in a newline when the file's did. Enough context to be unique is added by the caller."""
-    a, b = original.splitlines(keepends=True), mutant.splitlines(keepends=True)
+def changed_span(a: Sequence[str], b: Sequence[str]) -> tuple[int, int]:
+    """(common leading lines, common trailing lines) of two line lists: what lies between differs."""
     head = 0
     while head < min(len(a), len(b)) and a[head] == b[head]:
         head += 1
     tail = 0
     while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
         tail += 1
+    return head, tail
+
+
+def changed_lines(original: str, mutant: str) -> tuple[str, str]:
+    """The smallest run of whole lines that differs: (original lines, mutant lines), each ending
+    in a newline when the file's did."""
+    a, b = original.splitlines(keepends=True), mutant.splitlines(keepends=True)
+    head, tail = changed_span(a, b)
     return "".join(a[head : len(a) - tail]), "".join(b[head : len(b) - tail])
-
-
-def iter_sources(files: dict[str, str]) -> Iterator[tuple[str, str]]:
-    for name in sorted(files):
-        if name.endswith(".py"):
-            yield name, files[name]

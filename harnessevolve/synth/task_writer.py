@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harnessevolve.synth.mutate import Mutation, apply
+from harnessevolve.synth.mutate import Mutation, apply, changed_span
 from harnessevolve.synth.testrun import RUNNER, RUNNER_NAME
 
 MAX_ERROR_CHARS = 240
@@ -116,12 +116,7 @@ def unique_hunk(original: str, mutant: str) -> tuple[str, str]:
     """The changed lines with as much surrounding context as makes them occur once in ``mutant``:
     (original text, mutant text), for a splice that cannot land in the wrong place."""
     a, b = original.splitlines(keepends=True), mutant.splitlines(keepends=True)
-    head = 0
-    while head < min(len(a), len(b)) and a[head] == b[head]:
-        head += 1
-    tail = 0
-    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
-        tail += 1
+    head, tail = changed_span(a, b)
     lo, end_a, end_b = head, len(a) - tail, len(b) - tail
     while mutant.count("".join(b[lo:end_b])) != 1 and (lo > 0 or end_b < len(b)):
         if lo > 0:
