@@ -103,6 +103,30 @@ def task_document(harness: Harness, task: Task, model: str) -> dict[str, Any]:
     }
 
 
+class ExternalRunner:
+    """Base of the runners that run an agent program (``command``, ``mini-swe-agent``): a subclass
+    says which program (``agent``); ``run`` is the ``AgentRunner`` contract, via ``run_external``."""
+
+    kind: str
+    version: str
+
+    def agent(self, harness: Harness, model: str) -> ExternalAgent:
+        raise NotImplementedError(f"{type(self).__name__} does not say which agent program it runs")
+
+    async def run(
+        self,
+        harness: Harness,
+        task: Task,
+        workspace: Path,
+        *,
+        model: str,
+        seed: int,
+        sandbox: Sandbox | None = None,
+    ) -> Trajectory:
+        agent = self.agent(harness, model)
+        return await run_external(agent, harness, task, workspace, model=model, seed=seed, sandbox=sandbox)
+
+
 async def run_external(
     agent: ExternalAgent,
     harness: Harness,

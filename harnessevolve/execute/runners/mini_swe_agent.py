@@ -21,10 +21,8 @@ from typing import Any
 from harnessevolve.core.atif import ObservationResult, Step, ToolCall, Trajectory
 from harnessevolve.core.enums import StopReason
 from harnessevolve.core.errors import TrajectoryError
-from harnessevolve.core.tasks import Task
 from harnessevolve.execute.runners.agent_sandbox import CONTROL_MOUNT
-from harnessevolve.execute.runners.external import ExternalAgent, run_external
-from harnessevolve.execute.sandbox import Sandbox
+from harnessevolve.execute.runners.external import ExternalAgent, ExternalRunner
 from harnessevolve.harness.agent_config import HARNESS_MOUNT
 from harnessevolve.harness.model import Harness
 
@@ -47,21 +45,12 @@ def _version() -> str:
         return "missing"
 
 
-class MiniSweAgentRunner:
+class MiniSweAgentRunner(ExternalRunner):
     kind = "mini-swe-agent"
     version = f"1+mini-swe-agent-{_version()}"
 
-    async def run(
-        self,
-        harness: Harness,
-        task: Task,
-        workspace: Path,
-        *,
-        model: str,
-        seed: int,
-        sandbox: Sandbox | None = None,
-    ) -> Trajectory:
-        agent = ExternalAgent(
+    def agent(self, harness: Harness, model: str) -> ExternalAgent:
+        return ExternalAgent(
             self.kind,
             self.version,
             ("python", f"{CONTROL_MOUNT}/{DRIVER.name}", f"{HARNESS_MOUNT}/{harness.agent.config}"),
@@ -70,7 +59,6 @@ class MiniSweAgentRunner:
             files=(DRIVER,),
             convert=lambda out: mini_to_atif(out / "mini_trajectory.json", model),
         )
-        return await run_external(agent, harness, task, workspace, model=model, seed=seed, sandbox=sandbox)
 
 
 def _text(content: Any) -> str:
