@@ -139,6 +139,11 @@ async def run_external(
 ) -> Trajectory:
     """One rollout of ``agent`` (see the module docstring); never raises for what the agent did."""
     started = time.monotonic()
+
+    def setup_failed(calls: list, error: str) -> Trajectory:
+        stop = StopReason.SETUP_ERROR
+        return _trajectory(agent, harness, task, model, seed, started, calls, stop, error=error)
+
     root = Path(tempfile.mkdtemp(prefix="he-agent-"))
     try:
         control = root / "control"
@@ -152,17 +157,7 @@ async def run_external(
         try:
             box = agent_sandbox(resolve_sandbox(sandbox), root / "harness", control)
         except SandboxError as exc:
-            return _trajectory(
-                agent,
-                harness,
-                task,
-                model,
-                seed,
-                started,
-                [],
-                StopReason.SETUP_ERROR,
-                error=f"setup_error: {exc.message} ({exc.hint})",
-            )
+            return setup_failed([], f"setup_error: {exc.message} ({exc.hint})")
         endpoint = ModelEndpoint(
             control / SOCKET_NAME,
             model=model,
@@ -189,17 +184,7 @@ async def run_external(
                         stopped=endpoint.stopped,
                     )
             except (SandboxError, OSError) as exc:
-                return _trajectory(
-                    agent,
-                    harness,
-                    task,
-                    model,
-                    seed,
-                    started,
-                    endpoint.calls,
-                    StopReason.SETUP_ERROR,
-                    error=f"setup_error: {exc}",
-                )
+                return setup_failed(endpoint.calls, f"setup_error: {exc}")
         return _finish(agent, harness, task, model, seed, started, endpoint, result, control / "out")
     finally:
         shutil.rmtree(root, ignore_errors=True)
