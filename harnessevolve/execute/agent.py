@@ -71,6 +71,30 @@ def _token_ids(reply: ModelReply) -> dict[str, Any]:
     return {k: reply.extra[k] for k in ("prompt_token_ids", "completion_token_ids") if k in reply.extra}
 
 
+def _agent_step(
+    step_id: int,
+    reply: ModelReply,
+    model: str,
+    *,
+    error: str | None = None,
+    calls: list[ToolCall] | None = None,
+    observations: list[ObservationResult] | None = None,
+) -> Step:
+    """The agent step of one model reply: its tool calls and their observations, usage, token ids
+    and ``extra.error`` when something went wrong."""
+    return Step(
+        step_id,
+        "agent",
+        reply.content,
+        tool_calls=tuple(calls or ()),
+        observations=tuple(observations or ()),
+        metrics=_metrics(reply),
+        extra={**({"error": error} if error else {}), **_token_ids(reply)},
+        timestamp=_now(),
+        model_name=model,
+    )
+
+
 class _Rollout:
     """The mutable state of one rollout while the loop runs."""
 
@@ -248,33 +272,13 @@ async def _agent_turn(
         step_id = len(steps) + 1
         if multi_turn and not reply.parse_error and not reply.tool_calls:
             # A reply without a tool call ends the agent's turn: the user speaks next.
-            steps.append(
-                Step(
-                    step_id,
-                    "agent",
-                    reply.content,
-                    metrics=_metrics(reply),
-                    extra=_token_ids(reply),
-                    timestamp=_now(),
-                    model_name=model,
-                )
-            )
+            steps.append(_agent_step(step_id, reply, model))
             messages.append({"role": "assistant", "content": reply.content})
             rollout.last_end, rollout.closing = "message", reply.content or ""
             return None
         if reply.parse_error or not reply.tool_calls:
             error = f"parse_error: {reply.parse_error}" if reply.parse_error else "no_tool_call"
-            steps.append(
-                Step(
-                    step_id,
-                    "agent",
-                    reply.content,
-                    metrics=_metrics(reply),
-                    extra={"error": error, **_token_ids(reply)},
-                    timestamp=_now(),
-                    model_name=model,
-                )
-            )
+            steps.append(_agent_step(step_id, reply, model, error=error))
             messages.append({"role": "assistant", "content": reply.content})
             nudge = PARSE_NUDGE.format(error=reply.parse_error) if reply.parse_error else NO_TOOL_NUDGE
             messages.append({"role": "user", "content": nudge})
@@ -308,21 +312,8 @@ async def _agent_turn(
                     rollout.answer = result.submitted
                     submitted = True
             observations.append(ObservationResult(call.id, output))
-        extra = {"error": "; ".join(errors)} if errors else {}
-        extra.update(_token_ids(reply))
-        steps.append(
-            Step(
-                step_id,
-                "agent",
-                reply.content,
-                tool_calls=tuple(calls),
-                observations=tuple(observations),
-                metrics=_metrics(reply),
-                extra=extra,
-                timestamp=_now(),
-                model_name=model,
-            )
-        )
+        failed = "; ".join(errors) or None
+        steps.append(_agent_step(step_id, reply, model, error=failed, calls=calls, observations=observations))
         messages.append(
             {
                 "role": "assistant",
