@@ -65,6 +65,29 @@ def _strings(value: Any, out: set[str]) -> None:
             _strings(v, out)
 
 
+def labelled_step(label: str, target: Event | None, evs: list[Event], step_of: dict[int, int]) -> int | None:
+    """The step a label names: ``event`` (the target event's step), ``none`` (no step),
+    ``last_call`` (the last call's), ``slot`` (where run and reference first differ step for step,
+    see alignment.py: the first step after the last call before the gap ``target``, not before its
+    turn's user message). Shared with ``nl2bash_runs``."""
+    if label == "event":
+        return step_of[id(target)]
+    if label == "none":
+        return None
+    if label == "last_call":
+        calls = [e for e in evs if e["t"] == "call"]
+        return step_of[id(calls[-1])] if calls else None
+    turns = [sum(x["t"] == "user" for x in evs[: i + 1]) for i in range(len(evs))]
+    gap = next(i for i, e in enumerate(evs) if e is target)
+    before = [i for i in range(gap) if evs[i]["t"] == "call"]
+    start = before[-1] + 1 if before else 0
+    return next(
+        step_of[id(e)]
+        for i, e in enumerate(evs[start:], start)
+        if e["t"] != "gap" and turns[i] >= turns[gap] and not (turns[i] == turns[gap] and e["t"] == "user")
+    )
+
+
 class TaskEvents:
     def __init__(self, task: BfclTask, definitions: list[dict[str, Any]], style: random.Random) -> None:
         self.task = task
@@ -310,29 +333,10 @@ class TaskEvents:
             return None  # an unneeded call that failed or changed nothing is not the extra step wanted
         if any(e.get("harmless") and e.get("changed") for e in evs):
             return None  # the "harmless" call changed the tools' state: not a benign variation
-        if label == "event":
-            step = step_of[id(target)]
-        elif label == "none":
-            step = None
-        elif label == "last_call":
-            calls = [e for e in evs if e["t"] == "call"]
-            step = step_of[id(calls[-1])] if calls else None
-        else:  # "slot": where run and reference first differ step for step (see alignment.py)
-            turns = [sum(x["t"] == "user" for x in evs[: i + 1]) for i in range(len(evs))]
-            gap = next(i for i, e in enumerate(evs) if e is target)
-            before = [i for i in range(gap) if evs[i]["t"] == "call"]
-            start = before[-1] + 1 if before else 0
-            step = next(
-                step_of[id(e)]
-                for i, e in enumerate(evs[start:], start)
-                if e["t"] != "gap"
-                and turns[i] >= turns[gap]
-                and not (turns[i] == turns[gap] and e["t"] == "user")
-            )
         return {
             "kind": kind,
             "cause": made["cause"],
-            "step": step,
+            "step": labelled_step(label, target, evs, step_of),
             "reference_step": made["ref"],
             "benign": list(benign),
             "run": doc,

@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from bfcl_events import labelled_step
+
 from harnessevolve.core.openai_chat import from_messages
 
 TOOLS = [
@@ -360,28 +362,10 @@ class Nl2BashTask:
         evs = made["events"]
         doc, step_of = self.build(evs, made["stop"])
         label, target = made["label"]
-        if label == "event":
-            step = step_of[id(target)]
-        elif label == "none":
-            step = None
-        elif label == "last_call":
-            step = step_of[id([e for e in evs if e["t"] == "call"][-1])]
-        else:  # where run and reference first differ step for step (see alignment.py)
-            turns = [sum(x["t"] == "user" for x in evs[: i + 1]) for i in range(len(evs))]
-            gap = next(i for i, e in enumerate(evs) if e is target)
-            before = [i for i in range(gap) if evs[i]["t"] == "call"]
-            start = before[-1] + 1 if before else 0
-            step = next(
-                step_of[id(e)]
-                for i, e in enumerate(evs[start:], start)
-                if e["t"] != "gap"
-                and turns[i] >= turns[gap]
-                and not (turns[i] == turns[gap] and e["t"] == "user")
-            )
         return {
             "kind": kind,
             "cause": made["cause"],
-            "step": step,
+            "step": labelled_step(label, target, evs, step_of),
             "reference_step": made["ref"],
             "benign": benign,
             "run": doc,
