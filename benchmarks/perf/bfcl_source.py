@@ -21,17 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-DOC_FILES = {
-    "GorillaFileSystem": "gorilla_file_system",
-    "MathAPI": "math_api",
-    "MessageAPI": "message_api",
-    "TwitterAPI": "posting_api",
-    "TicketAPI": "ticket_api",
-    "TradingBot": "trading_bot",
-    "TravelAPI": "travel_booking",
-    "VehicleControlAPI": "vehicle_control",
-}
-MODULES = {**DOC_FILES, "TwitterAPI": "posting_api"}
+from harnessevolve.adapters.bfcl import CLASS_MODULES
+
 STATELESS = ("MathAPI",)
 MAX_OBSERVATION = 4000
 Call = tuple[str, dict[str, Any]]
@@ -64,7 +55,7 @@ def package_root(path: Path | None) -> Path:
 
 def tool_definitions(root: Path, cls: str) -> list[dict[str, Any]]:
     """The class's functions as OpenAI-style definitions (BFCL's own parameter types kept)."""
-    lines = (root / "data" / "multi_turn_func_doc" / f"{DOC_FILES[cls]}.json").read_text().splitlines()
+    lines = (root / "data" / "multi_turn_func_doc" / f"{CLASS_MODULES[cls]}.json").read_text().splitlines()
     out = []
     for line in lines:
         if line.strip():
@@ -103,7 +94,7 @@ def load_tasks(root: Path, category: str) -> list[BfclTask]:
     tasks = []
     for q in questions:
         classes = tuple(q["involved_classes"])
-        if any(c not in DOC_FILES for c in classes) or q["id"] not in answers:
+        if any(c not in CLASS_MODULES for c in classes) or q["id"] not in answers:
             continue
         order = {
             d["function"]["name"]: list(d["function"]["parameters"].get("properties", {}))
@@ -143,7 +134,7 @@ class Backend:
         self.instances: list[Any] = []
         for cls in task.classes:
             module = importlib.import_module(
-                f"bfcl_eval.eval_checker.multi_turn_eval.func_source_code.{MODULES[cls]}"
+                f"bfcl_eval.eval_checker.multi_turn_eval.func_source_code.{CLASS_MODULES[cls]}"
             )
             instance = getattr(module, cls)()
             if cls not in STATELESS:
