@@ -7,39 +7,21 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
-from test_vs_gepa import MAGIC, load_script
+from test_vs_gepa import MAGIC, MagicWordAgent, load_script
 
 from harnessevolve.core.errors import BenchmarkError
-from harnessevolve.core.tasks import Benchmark, load_benchmark
+from harnessevolve.core.tasks import load_benchmark
 from harnessevolve.models.scripted import register_script, unregister_script
 
 efficacy = load_script("efficacy")
 
 
-class MagicRuleAgent:
-    """Replays a task's gold calls only when the system prompt holds ``MAGIC`` (as a rule or not)."""
-
-    def __init__(self, benchmark: Benchmark) -> None:
-        self.by_instruction = {t.instruction: t for t in benchmark.tasks}
-
-    def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
-        task = self.by_instruction[messages[1]["content"]]
-        turn = sum(1 for m in messages if m["role"] == "assistant")
-        if MAGIC in messages[0]["content"]:
-            gold = task.gold[min(turn, len(task.gold) - 1)]
-            return {"tool_calls": [{"name": gold.tool, "arguments": gold.arguments}]}
-        if turn == 0:
-            return {"tool_calls": [{"name": "bash", "arguments": {"command": "ls"}}]}
-        return {"tool_calls": [{"name": "submit", "arguments": {"answer": "done"}}]}
-
-
 @pytest.fixture
 def scripted():
     onecall = load_benchmark("shell-onecall")
-    register_script("efficacy-agent", MagicRuleAgent(onecall))
+    register_script("efficacy-agent", MagicWordAgent(onecall))
     register_script("efficacy-reflector", lambda _m, _t: f"RULE: {MAGIC}")
     yield "scripted/efficacy-agent", "scripted/efficacy-reflector"
     unregister_script("efficacy-agent")
