@@ -53,7 +53,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from efficacy_table import ARMS, print_table, summarize  # noqa: E402
-from gepa_arm import LiteLLMReflector, harness_components, run_gepa  # noqa: E402
+from gepa_arm import harness_components  # noqa: E402
 from harness_arms import (  # noqa: E402
     ProgressLine,
     evolve,
@@ -64,10 +64,9 @@ from harness_arms import (  # noqa: E402
 )
 from proposer_counts import proposer_counts  # noqa: E402
 from task_subset import SUBSET  # noqa: E402  (importing it registers the efficacy-subset: adapter)
-from vs_gepa import best_of_k, curve_best, sampling_copy  # noqa: E402
+from vs_gepa import best_of_k, gepa_arm, sampling_copy  # noqa: E402
 
 from harnessevolve.adapters import load_benchmark_spec  # noqa: E402
-from harnessevolve.core.tasks import Benchmark  # noqa: E402
 from harnessevolve.harness.load import load_harness  # noqa: E402
 from harnessevolve.pipeline.scoring import mean_score  # noqa: E402
 from harnessevolve.pipeline.sequential import RepeatedScorer  # noqa: E402
@@ -123,38 +122,13 @@ def run_optimizer(
 
 
 def gepa_rows(args: argparse.Namespace, seed: int, ctx: dict[str, Any], tmp: Path, budget: int) -> dict:
-    started = time.monotonic()
-    bench: Benchmark = ctx["bench"]
-    scorer = make_scorer(bench, ctx["model"], seed=seed, on_progress=ProgressLine(f"seed {seed} GEPA"))
-    reflector = LiteLLMReflector(args.reflector, max_tokens=args.reflection_max_tokens, seed=seed * 10_000)
-    best, adapter = run_gepa(
-        ctx["seed_dir"],
-        bench,
-        scorer,
-        budget=budget,
-        reflector=reflector,
-        seed=seed,
-        work_dir=tmp / f"gepa-{seed}",
+    gepa, best = gepa_arm(ctx, ctx["test"], args.reflector, args.reflection_max_tokens, seed, tmp, budget)
+    print(
+        f"  [seed {seed}] GEPA: {gepa['rollouts']} rollouts, {gepa['reflection_calls']} reflections, "
+        f"test {gepa['test']:.3f}"
     )
-    test = mean_score(score_split(ctx["evalscorer"], adapter.harness_for(best), ctx["test"], "test: GEPA"))
-    val, to_best = curve_best(adapter.validation_log)
-    print(f"  [seed {seed}] GEPA: {scorer.rollouts} rollouts, {reflector.calls} reflections, test {test:.3f}")
-    return {
-        "GEPA": {
-            "rollouts": scorer.rollouts,
-            "tokens": scorer.tokens + reflector.tokens,
-            "wall_min": (time.monotonic() - started) / 60,
-            "validation": val,
-            "test": test,
-            "to_best": to_best,
-            "budget": budget,
-            "reflection_calls": reflector.calls,
-            "candidates": len(adapter.harnesses),
-            "accepted_by_gepa": sum("New program candidate index" in line for line in adapter.log.lines),
-            "curve": adapter.validation_log,
-            "changed": {k: v for k, v in best.items() if v != ctx["seed_components"].get(k)},
-        }
-    }
+    changed = {k: v for k, v in best.items() if v != ctx["seed_components"].get(k)}
+    return {"GEPA": {**gepa, "budget": budget, "changed": changed}}
 
 
 def best_of_k_rows(args: argparse.Namespace, seed: int, ctx: dict[str, Any], tmp: Path, budget: int) -> dict:

@@ -120,6 +120,49 @@ def curve_best(curve: Sequence[tuple[int, float]]) -> tuple[float, int]:
     return best, next(n for n, score in curve if score >= best - 1e-9)
 
 
+def gepa_arm(
+    ctx: dict[str, Any],
+    test: Sequence[Task],
+    reflection_model: str,
+    max_tokens: int,
+    seed: int,
+    tmp: Path,
+    budget: int,
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """GEPA from the seed harness with max_metric_calls = ``budget``, its best candidate scored on
+    ``test``: the row both this script and efficacy.py report, and the best candidate."""
+    started = time.monotonic()
+    bench: Benchmark = ctx["bench"]
+    scorer = make_scorer(bench, ctx["model"], seed=seed, on_progress=ProgressLine(f"seed {seed} GEPA"))
+    reflector = LiteLLMReflector(reflection_model, max_tokens=max_tokens, seed=seed * 10_000)
+    best, adapter = run_gepa(
+        ctx["seed_dir"],
+        bench,
+        scorer,
+        budget=budget,
+        reflector=reflector,
+        seed=seed,
+        work_dir=tmp / f"gepa-{seed}",
+    )
+    score = mean_score(score_split(ctx["evalscorer"], adapter.harness_for(best), test, "test: GEPA"))
+    validation, to_best = curve_best(adapter.validation_log)
+    row = {
+        "rollouts": scorer.rollouts,
+        "tokens": scorer.tokens + reflector.tokens,
+        "wall_min": (time.monotonic() - started) / 60,
+        "validation": validation,
+        "test": score,
+        "to_best": to_best,
+        "reflection_calls": reflector.calls,
+        "reflection_tokens": reflector.tokens,
+        "candidates": len(adapter.harnesses),
+        "proposals_failed": sum("failed" in line for line in adapter.log.lines),
+        "accepted_by_gepa": sum("New program candidate index" in line for line in adapter.log.lines),
+        "curve": adapter.validation_log,
+    }
+    return row, best
+
+
 def save_partial(args: argparse.Namespace, seed: int, rows: dict[str, Any]) -> None:
     """Each seed's numbers so far, next to ``--json``: they survive a later failure or a kill."""
     if args.json:
@@ -168,38 +211,14 @@ def run_seed(
     save_partial(args, seed, rows)
 
     # 2. GEPA with max_metric_calls = B.
-    started = time.monotonic()
-    scorer = make_scorer(bench, model, seed=seed, on_progress=ProgressLine(f"seed {seed} GEPA"))
-    reflector = LiteLLMReflector(
-        args.reflection_model or model, max_tokens=args.reflection_max_tokens, seed=seed * 10_000
+    gepa, best = gepa_arm(
+        ctx, test, args.reflection_model or model, args.reflection_max_tokens, seed, tmp, budget
     )
-    best, adapter = run_gepa(
-        ctx["seed_dir"],
-        bench,
-        scorer,
-        budget=budget,
-        reflector=reflector,
-        seed=seed,
-        work_dir=tmp / f"gepa-{seed}",
-    )
-    gepa_test = mean_score(score_split(evalscorer, adapter.harness_for(best), test, "test: GEPA"))
-    gepa_val, gepa_to_best = curve_best(adapter.validation_log)
     rows["GEPA"] = {
-        "rollouts": scorer.rollouts,
-        "tokens": scorer.tokens + reflector.tokens,
-        "wall_min": (time.monotonic() - started) / 60,
-        "validation": gepa_val,
-        "test": gepa_test,
-        "to_best": gepa_to_best,
-        "reflection_calls": reflector.calls,
-        "reflection_tokens": reflector.tokens,
-        "candidates": len(adapter.harnesses),
-        "proposals_failed": sum("failed" in line for line in adapter.log.lines),
-        "accepted_by_gepa": sum("New program candidate index" in line for line in adapter.log.lines),
-        "curve": adapter.validation_log,
+        **gepa,
         "changed": sorted(k for k, v in best.items() if v != ctx["seed_components"].get(k)),
     }
-    say(f"GEPA: {scorer.rollouts} rollouts, {reflector.calls} reflections, test {gepa_test:.3f}")
+    say(f"GEPA: {gepa['rollouts']} rollouts, {gepa['reflection_calls']} reflections, test {gepa['test']:.3f}")
     save_partial(args, seed, rows)
 
     # 3. best-of-k of the seed harness, k x |test| ~ B.
