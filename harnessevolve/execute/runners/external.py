@@ -105,7 +105,7 @@ def task_document(harness: Harness, task: Task, model: str) -> dict[str, Any]:
 
 class ExternalRunner:
     """Base of the runners that run an agent program (``command``, ``mini-swe-agent``): a subclass
-    says which program (``agent``); ``run`` is the ``AgentRunner`` contract, via ``run_external``."""
+    says which program (``agent``); ``run`` is the ``AgentRunner`` contract."""
 
     kind: str
     version: str
@@ -123,71 +123,63 @@ class ExternalRunner:
         seed: int,
         sandbox: Sandbox | None = None,
     ) -> Trajectory:
+        """One rollout of the agent program (see the module docstring); never raises for what the
+        agent did."""
         agent = self.agent(harness, model)
-        return await run_external(agent, harness, task, workspace, model=model, seed=seed, sandbox=sandbox)
+        started = time.monotonic()
 
+        def setup_failed(calls: list, error: str) -> Trajectory:
+            stop = StopReason.SETUP_ERROR
+            return _trajectory(agent, harness, task, model, seed, started, calls, stop, error=error)
 
-async def run_external(
-    agent: ExternalAgent,
-    harness: Harness,
-    task: Task,
-    workspace: Path,
-    *,
-    model: str,
-    seed: int,
-    sandbox: Sandbox | None = None,
-) -> Trajectory:
-    """One rollout of ``agent`` (see the module docstring); never raises for what the agent did."""
-    started = time.monotonic()
-
-    def setup_failed(calls: list, error: str) -> Trajectory:
-        stop = StopReason.SETUP_ERROR
-        return _trajectory(agent, harness, task, model, seed, started, calls, stop, error=error)
-
-    root = Path(tempfile.mkdtemp(prefix="he-agent-"))
-    try:
-        control = root / "control"
-        control.mkdir(mode=0o755)
-        (control / "out").mkdir()
-        (control / "out").chmod(0o777)  # the sandbox's own uid writes its answer and ATIF here
-        _write_harness_copy(harness, root / "harness")
-        for source in (RELAY, *agent.files):
-            shutil.copy(source, control / source.name)
-        (control / "task.json").write_text(json.dumps(task_document(harness, task, model)), encoding="utf-8")
+        root = Path(tempfile.mkdtemp(prefix="he-agent-"))
         try:
-            box = agent_sandbox(resolve_sandbox(sandbox), root / "harness", control)
-        except SandboxError as exc:
-            return setup_failed([], f"setup_error: {exc.message} ({exc.hint})")
-        endpoint = ModelEndpoint(
-            control / SOCKET_NAME,
-            model=model,
-            seed=seed,
-            max_calls=harness.agent.max_model_calls,
-            temperature=harness.loop.temperature,
-            max_tokens=harness.loop.max_tokens,
-            # grammar-constrained tool calls: the embedded provider only, as in the builtin loop
-            extra_params={"grammar_tools": True}
-            if harness.loop.json_grammar and model.startswith("local/")
-            else None,
-        )
-        async with endpoint:
-            env = _agent_env(agent, box.paths, model, workspace)
-            argv = [box.paths.inside(a) for a in agent.argv]
-            script = launcher(argv, box.paths)
+            control = root / "control"
+            control.mkdir(mode=0o755)
+            (control / "out").mkdir()
+            (control / "out").chmod(0o777)  # the sandbox's own uid writes its answer and ATIF here
+            _write_harness_copy(harness, root / "harness")
+            for source in (RELAY, *agent.files):
+                shutil.copy(source, control / source.name)
+            (control / "task.json").write_text(
+                json.dumps(task_document(harness, task, model)), encoding="utf-8"
+            )
             try:
-                async with launched(box.sandbox, script, workspace, env, read_only=box.read_only) as launch:
-                    result = await run_process(
-                        launch.argv,
-                        launch.subprocess_options(),
-                        timeout_s=harness.agent.timeout_s,
-                        limit=harness.agent.output_limit,
-                        stopped=endpoint.stopped,
-                    )
-            except (SandboxError, OSError) as exc:
-                return setup_failed(endpoint.calls, f"setup_error: {exc}")
-        return _finish(agent, harness, task, model, seed, started, endpoint, result, control / "out")
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+                box = agent_sandbox(resolve_sandbox(sandbox), root / "harness", control)
+            except SandboxError as exc:
+                return setup_failed([], f"setup_error: {exc.message} ({exc.hint})")
+            endpoint = ModelEndpoint(
+                control / SOCKET_NAME,
+                model=model,
+                seed=seed,
+                max_calls=harness.agent.max_model_calls,
+                temperature=harness.loop.temperature,
+                max_tokens=harness.loop.max_tokens,
+                # grammar-constrained tool calls: the embedded provider only, as in the builtin loop
+                extra_params={"grammar_tools": True}
+                if harness.loop.json_grammar and model.startswith("local/")
+                else None,
+            )
+            async with endpoint:
+                env = _agent_env(agent, box.paths, model, workspace)
+                argv = [box.paths.inside(a) for a in agent.argv]
+                script = launcher(argv, box.paths)
+                try:
+                    async with launched(
+                        box.sandbox, script, workspace, env, read_only=box.read_only
+                    ) as launch:
+                        result = await run_process(
+                            launch.argv,
+                            launch.subprocess_options(),
+                            timeout_s=harness.agent.timeout_s,
+                            limit=harness.agent.output_limit,
+                            stopped=endpoint.stopped,
+                        )
+                except (SandboxError, OSError) as exc:
+                    return setup_failed(endpoint.calls, f"setup_error: {exc}")
+            return _finish(agent, harness, task, model, seed, started, endpoint, result, control / "out")
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def _agent_env(agent: ExternalAgent, paths: AgentPaths, model: str, workspace: Path) -> dict[str, str]:
