@@ -108,7 +108,9 @@ def test_chromium_renders_plot_candidates_and_diffs(finished_run: Path, tmp_path
     assert dom.returncode == 0, dom.stderr[-2000:]
     rendered = dom.stdout
     assert re.search(r"<svg[^>]*class=\"chart\"", rendered) and rendered.count("<polyline") >= 2
-    assert rendered.count("<circle") >= 4
+    # one marker per point, each series its own shape (circle, square, triangle, ...), titled
+    points = re.findall(r"<(?:circle|rect|polygon|path)\b[^>]*><title>", rendered)
+    assert len(points) >= 4 and rendered.count('class="series"') >= 2
     assert rendered.count('class="candidate-row"') == len(view.candidates)
     assert "+## Example" in rendered and 'class="add"' in rendered
     assert 'id="run-state">finished<' in rendered
