@@ -39,6 +39,22 @@ def learner(shell_basics: Benchmark):
 
 
 @pytest.fixture
+def scripts():
+    """``scripts(name, policy_or_replies)`` registers a scripted model for the test and returns its
+    model name (``scripted/NAME``); every one is unregistered afterwards."""
+    names: list[str] = []
+
+    def register(name: str, policy) -> str:
+        register_script(name, policy)
+        names.append(name)
+        return f"scripted/{name}"
+
+    yield register
+    for name in names:
+        unregister_script(name)
+
+
+@pytest.fixture
 def cli() -> CliRunner:
     return CliRunner()
 

@@ -25,7 +25,6 @@ from run_args import run_args
 
 from harnessevolve.cli.app import app
 from harnessevolve.core.tasks import load_benchmark
-from harnessevolve.models.scripted import register_script, unregister_script
 from harnessevolve.runs.ledger import read_ledger
 
 BENCHMARK = Path(__file__).parents[2] / "benchmarks" / "shell-basics"
@@ -127,20 +126,6 @@ def check_story(harness: Path, result) -> list[dict[str, Any]]:
     assert "Verdict: rejected by performance" in repo.commit(reverted[0]["sha"]).message
     assert not repo.is_dirty(untracked_files=True)
     return events
-
-
-@pytest.fixture
-def scripts():
-    names: list[str] = []
-
-    def register(name: str, policy) -> str:
-        register_script(name, policy)
-        names.append(name)
-        return f"scripted/{name}"
-
-    yield register
-    for name in names:
-        unregister_script(name)
 
 
 def test_builtin_runner_run(tmp_path: Path, cli, scripts, small_benchmark: Path) -> None:

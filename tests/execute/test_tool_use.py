@@ -21,7 +21,6 @@ from harnessevolve.execute.agent import run_agent
 from harnessevolve.execute.tool_server import benchmark_sandbox
 from harnessevolve.execute.workspace import create_workspace, remove_workspace
 from harnessevolve.harness.load import load_harness
-from harnessevolve.models.scripted import register_script, unregister_script
 from harnessevolve.pipeline.sandboxed_checks import sandboxed_runner
 
 SHELL_AGENT = paths.builtin_dir("harnesses") / "shell-agent"
@@ -72,17 +71,8 @@ def rollout(
 
 
 @pytest.fixture
-def scripted():
-    names: list[str] = []
-
-    def register(name: str, policy) -> str:
-        register_script(name, policy)
-        names.append(name)
-        return f"scripted/{name}"
-
-    yield register
-    for name in names:
-        unregister_script(name)
+def scripted(scripts):
+    return scripts
 
 
 # --- the shipped example: validate, refs import, run ------------------------------------------------
