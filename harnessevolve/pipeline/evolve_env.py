@@ -39,8 +39,9 @@ from harnessevolve.harness.load import load_harness
 from harnessevolve.harness.model import Harness
 from harnessevolve.pipeline.references import replay_gold, save_reference
 from harnessevolve.pipeline.scoring import Scorer, TaskResult
-from harnessevolve.runs.events import EnvironmentStatus, TaskGenerated
+from harnessevolve.runs.events import BatchEvaluated, EnvironmentStatus, TaskGenerated
 from harnessevolve.runs.ledger import Ledger, read_ledger
+from harnessevolve.runs.rundir import RunDir
 from harnessevolve.synth.variants import Variant, chain, chainable, family_of, level_of, more_mutations
 
 GENERATED_DIR = "generated"
@@ -97,7 +98,7 @@ class EnvironmentEvolver:
         self.scorer = scorer
         self.ledger = ledger
         self.folder = run_dir / GENERATED_DIR
-        self.ledger_path = run_dir / "ledger.jsonl"
+        self.ledger_path = RunDir(run_dir).ledger
         self.seed = seed
         self.settings = settings or EvolveSettings()
         self.sandbox = sandbox
@@ -132,7 +133,7 @@ class EnvironmentEvolver:
         batches = [
             [known[t] for t in e.get("tasks", []) if t in known]
             for e in read_ledger(self.ledger_path)
-            if e.get("event") == "batch_evaluated"
+            if e.get("event") == BatchEvaluated.NAME
         ]
         return batches[:count]
 
