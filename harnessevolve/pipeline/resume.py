@@ -71,7 +71,7 @@ def reconcile(repo: HarnessRepo, ledger: Ledger, run_id: str, events: list[dict[
     if leftovers:
         done.append(f"removed {len(leftovers)} temp file(s) from the run folder")
     started = [e["generation"] for e in events if e.get("event") == ev.GenerationStarted.NAME]
-    finished = {e["generation"] for e in events if e.get("event") == "generation_finished"}
+    finished = {e["generation"] for e in events if e.get("event") == GenerationFinished.NAME}
     open_gens = [g for g in started if g not in finished]
     generation = open_gens[-1] if open_gens else None
     writing = {
@@ -224,7 +224,7 @@ def resume_point(
         return point
     point.snapshots.append(Snapshot(baseline["rev"], baseline["harness_hash"], float(baseline["score"]), 0))
     point.epochs = EpochClock(patience)
-    finished = {e["generation"]: e for e in events if e.get("event") == "generation_finished"}
+    finished = {e["generation"]: e for e in events if e.get("event") == GenerationFinished.NAME}
     summaries = {
         e.get("sha"): e.get("summary", "") for e in events if e.get("event") == ev.CandidateCommitted.NAME
     }
