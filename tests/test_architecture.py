@@ -205,24 +205,25 @@ def test_litellm_path_follows_module_level_imports() -> None:
 
 ALLOWED: dict[str, set[str]] = {
     "core": set(),
+    "sandbox": {"core"},  # below the stages: where agent-, optimizer- and checker-written code runs
     "runs": {"core", "models"},  # the run folder's formats (models: the usage meter spend.json mirrors)
     "harness": {"core"},
     "models": {"core"},
     "adapters": {"core", "harness"},
-    "evaluate": {"core", "models"},
-    "execute": {"core", "harness", "models"},
+    "evaluate": {"core", "sandbox", "models"},
+    "execute": {"core", "sandbox", "harness", "models"},
     "gate": {"core", "harness", "models"},
     "optimize": {"core", "harness", "models"},
-    "synth": {"core", "adapters", "execute"},
+    "synth": {"core", "sandbox", "adapters", "execute"},
     "train": {"core", "execute", "harness", "models", "runs"},
     "report": {"core", "gate", "harness", "runs"},  # never pipeline: the run folder is in runs/
     "pipeline": {
         "adapters", "core", "evaluate", "execute", "gate", "harness", "models", "optimize", "report",
-        "runs", "synth", "train",
+        "runs", "sandbox", "synth", "train",
     },
     "cli": {
         "adapters", "core", "evaluate", "execute", "gate", "harness", "models", "optimize", "pipeline",
-        "report", "runs", "synth", "train",
+        "report", "runs", "sandbox", "synth", "train",
     },
     "schemas": set(),
 }  # fmt: skip
@@ -267,3 +268,10 @@ def test_the_package_rule_catches_report_importing_the_orchestrator(tmp_path: Pa
         "harnessevolve/report/_architecture_probe.py imports harnessevolve.pipeline.run",
         "harnessevolve/report/_architecture_probe.py imports harnessevolve.pipeline.run.start_run",
     ]
+
+
+def test_sandbox_sits_below_the_stages() -> None:
+    """sandbox/ imports only core; every stage that runs untrusted code may import it."""
+    assert ALLOWED["sandbox"] == {"core"}
+    assert all("sandbox" in ALLOWED[p] for p in ("execute", "pipeline", "cli", "synth"))
+    assert not any(stage in ALLOWED["sandbox"] for stage in STAGES)

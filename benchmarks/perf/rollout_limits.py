@@ -18,9 +18,9 @@ import os
 import time
 
 from harnessevolve.core.tasks import Check, Task
-from harnessevolve.execute.sandbox import BwrapSandbox, SandboxLimits
-from harnessevolve.execute.sandbox_launch import workspace_cgroup
-from harnessevolve.execute.sandbox_limits import cgroup_mode, is_workspace_mount
+from harnessevolve.sandbox.base import BwrapSandbox, SandboxLimits
+from harnessevolve.sandbox.launch import workspace_cgroup
+from harnessevolve.sandbox.limits import cgroup_mode, is_workspace_mount
 from harnessevolve.execute.tools import run_shell
 from harnessevolve.execute.workspace import create_workspace, remove_workspace
 

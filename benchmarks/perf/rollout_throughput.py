@@ -75,7 +75,7 @@ def tasks(n: int, prefix: str) -> list[Task]:
 
 def pick_sandbox(name: str | None) -> tuple[Any, str]:
     """The sandbox every tool command runs in (harnessevolve's and DSPy's alike) and its description."""
-    from harnessevolve.execute.sandbox import default_sandbox, make_sandbox
+    from harnessevolve.sandbox.base import default_sandbox, make_sandbox
 
     sandbox = default_sandbox() if name is None else make_sandbox(name, unsafe=name == "none")
     how = "the default" if name is None else "--sandbox"

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from harnessevolve.core.task_tools import ObjectSetup, TaskTool
 from harnessevolve.core.tasks import Task
-from harnessevolve.execute.sandbox import make_sandbox
+from harnessevolve.sandbox.base import make_sandbox
 from harnessevolve.execute.tool_server import ToolServer, python_runtime_paths, with_read_only
 from harnessevolve.execute.tools import run_tool
 from harnessevolve.harness.model import ToolSpec

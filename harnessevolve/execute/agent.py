@@ -30,7 +30,7 @@ from harnessevolve.core.atif import ObservationResult, Step, ToolCall, Trajector
 from harnessevolve.core.enums import StopReason
 from harnessevolve.core.tasks import Task
 from harnessevolve.execute.rollout_tools import OfferedTool, dispatch, rollout_tools
-from harnessevolve.execute.sandbox import Sandbox, resolve_sandbox
+from harnessevolve.sandbox.base import Sandbox, resolve_sandbox
 from harnessevolve.execute.simulated_user import next_user_turn
 from harnessevolve.execute.tool_server import ToolServer, ToolServerError, agent_view, with_read_only
 from harnessevolve.harness.model import Harness

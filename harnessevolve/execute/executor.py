@@ -19,7 +19,7 @@ from harnessevolve.core.atif import Step, Trajectory
 from harnessevolve.core.enums import StopReason
 from harnessevolve.core.tasks import Task
 from harnessevolve.execute.runners import runner_for
-from harnessevolve.execute.sandbox import Sandbox
+from harnessevolve.sandbox.base import Sandbox
 from harnessevolve.execute.workspace import WorkspaceError, create_workspace
 from harnessevolve.harness.model import Harness
 

@@ -37,7 +37,7 @@ from harnessevolve.core.enums import StopReason
 from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.core.tasks import Task
 from harnessevolve.execute.executor import Rollout, rollout_seed, run_one
-from harnessevolve.execute.sandbox import Sandbox
+from harnessevolve.sandbox.base import Sandbox
 from harnessevolve.execute.workspace import remove_workspace
 from harnessevolve.harness.model import Harness
 

@@ -26,8 +26,8 @@ from typing import Any
 import harnessevolve
 from harnessevolve.core.errors import SandboxError
 from harnessevolve.core.tasks import Benchmark, Task
-from harnessevolve.execute.sandbox import Sandbox, resolve_sandbox
-from harnessevolve.execute.sandbox_launch import finish_process
+from harnessevolve.sandbox.base import Sandbox, resolve_sandbox
+from harnessevolve.sandbox.launch import finish_process
 from harnessevolve.execute.tools import ToolResult, truncate
 from harnessevolve.execute.workspace import tool_env
 

@@ -1,6 +1,6 @@
 """The agent's tools: built-ins (bash, read_file, write_file, submit) and shell-command tools.
 
-Commands run in the task workspace inside a sandbox (``execute/sandbox.py``; bubblewrap unless
+Commands run in the task workspace inside a sandbox (``sandbox/base.py``; bubblewrap unless
 told otherwise) with a scrubbed environment, a wall-clock limit and an output cap; when they end
 or time out, their whole process group (and with it the sandbox) is killed. A whole-rollout
 limit the command reached (memory, processes, workspace size or files) is named in the result.
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harnessevolve.execute.sandbox import Sandbox, launched, resolve_sandbox
-from harnessevolve.execute.sandbox_launch import READ_CHUNK, finish_process, give_to_workspace
+from harnessevolve.sandbox.base import Sandbox, launched, resolve_sandbox
+from harnessevolve.sandbox.launch import READ_CHUNK, finish_process, give_to_workspace
 from harnessevolve.execute.workspace import inside, tool_env
 from harnessevolve.harness.model import ToolSpec
 

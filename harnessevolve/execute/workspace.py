@@ -14,9 +14,9 @@ import tempfile
 from pathlib import Path
 
 from harnessevolve.core.tasks import Task
-from harnessevolve.execute.sandbox import Sandbox, launched, resolve_sandbox
-from harnessevolve.execute.sandbox_launch import SandboxLimits, finish_process, release_workspace, remove_tree
-from harnessevolve.execute.sandbox_limits import mount_workspace, unmount_workspace
+from harnessevolve.sandbox.base import Sandbox, launched, resolve_sandbox
+from harnessevolve.sandbox.launch import SandboxLimits, finish_process, release_workspace, remove_tree
+from harnessevolve.sandbox.limits import mount_workspace, unmount_workspace
 
 SAFE_ENV_KEYS = ("LANG", "LC_ALL", "TZ")
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"

@@ -21,12 +21,12 @@ import pytest
 from harnessevolve.core import paths
 from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.tasks import Check, Task
-from harnessevolve.execute import sandbox_launch
+from harnessevolve.sandbox import launch as sandbox_launch
 from harnessevolve.execute import workspace as workspace_module
 from harnessevolve.execute.agent import run_agent
-from harnessevolve.execute.sandbox import BwrapSandbox, SandboxLimits
-from harnessevolve.execute.sandbox_launch import workspace_cgroup
-from harnessevolve.execute.sandbox_limits import cgroup_mode
+from harnessevolve.sandbox.base import BwrapSandbox, SandboxLimits
+from harnessevolve.sandbox.launch import workspace_cgroup
+from harnessevolve.sandbox.limits import cgroup_mode
 from harnessevolve.execute.workspace import create_workspace, remove_workspace
 from harnessevolve.harness.load import load_harness
 from harnessevolve.models.scripted import register_script, unregister_script

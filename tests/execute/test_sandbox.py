@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from harnessevolve.core.errors import HarnessEvolveError, SandboxError
-from harnessevolve.execute import bwrap_sandbox, docker_sandbox, sandbox_launch
-from harnessevolve.execute.sandbox import (
+from harnessevolve.sandbox import bwrap as bwrap_sandbox, docker as docker_sandbox, launch as sandbox_launch
+from harnessevolve.sandbox.base import (
     SANDBOXES,
     BwrapSandbox,
     DockerSandbox,
@@ -264,7 +264,7 @@ def test_a_process_that_escaped_the_group_cannot_hang_the_tool(tmp_path: Path) -
 
 
 def test_sandbox_limits_parse_from_the_command_line_form() -> None:
-    from harnessevolve.execute.sandbox_launch import SandboxLimits
+    from harnessevolve.sandbox.launch import SandboxLimits
 
     limits = SandboxLimits.parse("cpu_s=120, memory_mb=2048")
     assert (limits.cpu_s, limits.memory_mb, limits.max_processes) == (120, 2048, 256)

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from harnessevolve.core.tasks import Check, Task
-from harnessevolve.execute.sandbox import BwrapSandbox
-from harnessevolve.execute.sandbox_launch import claim_workspace, hand_over, remove_tree
+from harnessevolve.sandbox.base import BwrapSandbox
+from harnessevolve.sandbox.launch import claim_workspace, hand_over, remove_tree
 from harnessevolve.execute.tools import run_shell
 from harnessevolve.execute.workspace import create_workspace, remove_workspace
 
@@ -41,7 +41,7 @@ ALLOCATE = textwrap.dedent(
     import asyncio, json, random, sys
     random.seed(7)  # both processes try the same uids in the same order: only the locks keep them apart
     from harnessevolve.core.tasks import Check, Task
-    from harnessevolve.execute import sandbox_uids
+    from harnessevolve.sandbox import uids as sandbox_uids
     from harnessevolve.execute.tools import run_shell
     from harnessevolve.execute.workspace import create_workspace, remove_workspace
     if sys.argv[1] == "unlocked":  # the positive control: the same allocation with lockf a no-op
@@ -102,7 +102,7 @@ def test_positive_control_without_the_locks_the_two_processes_collide(tmp_path: 
 
 def test_the_uid_lock_folder_must_be_ours_alone(tmp_path: Path) -> None:
     from harnessevolve.core.errors import SandboxError
-    from harnessevolve.execute.sandbox_uids import lease_uid
+    from harnessevolve.sandbox.uids import lease_uid
 
     shared = tmp_path / "shared"
     shared.mkdir(mode=0o777)
@@ -167,7 +167,7 @@ REMOVE_AS_NOBODY = textwrap.dedent(
     """
     import os, sys
     from pathlib import Path
-    from harnessevolve.execute.sandbox_launch import remove_tree
+    from harnessevolve.sandbox.launch import remove_tree
     root = Path(sys.argv[1])
     host_file = root / "host-file"
     host_file.write_text("mine"); host_file.chmod(0o600)
@@ -234,8 +234,8 @@ NON_ROOT_ROLLOUT = textwrap.dedent(
     """
     import asyncio, json, os
     from harnessevolve.core.tasks import Check, Task
-    from harnessevolve.execute.sandbox import make_sandbox
-    from harnessevolve.execute.sandbox_limits import cgroup_mode
+    from harnessevolve.sandbox.base import make_sandbox
+    from harnessevolve.sandbox.limits import cgroup_mode
     from harnessevolve.execute.tools import run_shell
     from harnessevolve.execute.workspace import create_workspace, remove_workspace
 
@@ -299,7 +299,7 @@ LEAVE_A_MOUNT = textwrap.dedent(
 
 @pytest.mark.skipif(not AS_ROOT, reason="workspace tmpfs mounts need root")
 def test_the_workspace_of_a_killed_process_is_unmounted_by_the_next_one() -> None:
-    from harnessevolve.execute import sandbox_limits
+    from harnessevolve.sandbox import limits as sandbox_limits
 
     done = subprocess.run([sys.executable, "-c", LEAVE_A_MOUNT], capture_output=True, text=True, cwd=REPO)
     assert done.returncode == -9

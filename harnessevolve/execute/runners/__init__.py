@@ -29,7 +29,7 @@ from typing import Protocol
 
 from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.tasks import Task
-from harnessevolve.execute.sandbox import Sandbox
+from harnessevolve.sandbox.base import Sandbox
 from harnessevolve.harness.model import Harness
 
 

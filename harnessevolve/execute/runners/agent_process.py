@@ -7,7 +7,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from harnessevolve.execute.sandbox_launch import READ_CHUNK, finish_process
+from harnessevolve.sandbox.launch import READ_CHUNK, finish_process
 
 FLOOD_FACTOR = 100
 """An agent that prints more than this many times its ``output_limit`` is killed (``output_flood``)."""

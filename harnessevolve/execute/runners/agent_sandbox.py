@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harnessevolve.core.errors import SandboxError
-from harnessevolve.execute.bwrap_sandbox import SYSTEM_DIRS, BwrapSandbox
-from harnessevolve.execute.sandbox import Sandbox
-from harnessevolve.execute.sandbox_launch import ReadOnly
+from harnessevolve.sandbox.bwrap import SYSTEM_DIRS, BwrapSandbox
+from harnessevolve.sandbox.base import Sandbox
+from harnessevolve.sandbox.launch import ReadOnly
 from harnessevolve.harness.agent_config import HARNESS_MOUNT
 
 CONTROL_MOUNT = "/run/harnessevolve"

@@ -7,7 +7,7 @@ from pathlib import Path
 from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.tasks import Task
 from harnessevolve.execute.agent import run_agent
-from harnessevolve.execute.sandbox import Sandbox
+from harnessevolve.sandbox.base import Sandbox
 from harnessevolve.harness.model import Harness
 
 

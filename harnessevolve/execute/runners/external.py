@@ -50,7 +50,7 @@ from harnessevolve.execute.runners.agent_sandbox import (
 )
 from harnessevolve.execute.runners.endpoint import ModelEndpoint
 from harnessevolve.execute.runners.recorded import merge_metrics, read_agent_atif, steps_from_calls
-from harnessevolve.execute.sandbox import Sandbox, launched, resolve_sandbox
+from harnessevolve.sandbox.base import Sandbox, launched, resolve_sandbox
 from harnessevolve.execute.workspace import tool_env
 from harnessevolve.harness.agent_config import agent_path
 from harnessevolve.harness.model import Harness

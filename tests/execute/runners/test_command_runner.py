@@ -297,7 +297,7 @@ def test_trajectory_round_trips_as_atif(tmp_path: Path, task, script) -> None:
 
 def test_unsandboxed_and_docker_sandboxes(tmp_path: Path, task, script) -> None:
     """``none`` (--unsafe-no-sandbox) runs the same agent with host paths; docker cannot host one yet."""
-    from harnessevolve.execute.sandbox import UnsafeNoSandbox
+    from harnessevolve.sandbox.base import UnsafeNoSandbox
 
     script([COUNT, SUBMIT])
     harness = load_harness(make_harness(tmp_path))

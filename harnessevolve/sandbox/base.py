@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Protocol
 
 from harnessevolve.core.errors import SandboxError
-from harnessevolve.execute.bwrap_sandbox import BwrapSandbox
-from harnessevolve.execute.docker_sandbox import DockerSandbox
-from harnessevolve.execute.sandbox_launch import Launch, ReadOnly, SandboxLimits
+from harnessevolve.sandbox.bwrap import BwrapSandbox
+from harnessevolve.sandbox.docker import DockerSandbox
+from harnessevolve.sandbox.launch import Launch, ReadOnly, SandboxLimits
 
 __all__ = [
     "SANDBOXES",

@@ -34,7 +34,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from harnessevolve.core.errors import SandboxError
-from harnessevolve.execute.sandbox_launch import (
+from harnessevolve.sandbox.launch import (
     Launch,
     ReadOnly,
     SandboxLimits,

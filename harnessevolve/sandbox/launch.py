@@ -2,7 +2,7 @@
 
 A sandbox turns one shell command into a ``Launch`` (argv, environment, working directory);
 ``execute/tools.py`` starts it, applies the wall-clock limit and the output cap, and kills its
-process group. See ``execute/sandbox.py`` for the ``Sandbox`` contract.
+process group. See ``sandbox/base.py`` for the ``Sandbox`` contract.
 
 A workspace is *claimed* before its first command (``claim_workspace``): it gets a uid of its own
 (when we are root; see ``sandbox_uids``) and a cgroup holding every process of the rollout (when
@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harnessevolve.execute import sandbox_uids
-from harnessevolve.execute.sandbox_limits import (
+from harnessevolve.sandbox import uids as sandbox_uids
+from harnessevolve.sandbox.limits import (
     RolloutCgroup,
     make_rollout_cgroup,
     workspace_full,
