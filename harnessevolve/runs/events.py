@@ -15,7 +15,7 @@ table). ``tests/runs/test_events.py`` checks that every event written anywhere i
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 ENVELOPE = ("v", "ts", "event")
@@ -28,19 +28,49 @@ class UnknownEventError(TypeError):
 
 @dataclass(frozen=True, kw_only=True)
 class Event:
-    """One ledger event. Subclasses set ``NAME`` and declare their fields."""
+    """One ledger event. Subclasses set ``NAME`` and declare their fields.
+
+    The envelope: ``ts`` is the time the line was written (set on records read from a ledger,
+    ``None`` on records built to be written; not part of equality); ``v`` is not kept, since every
+    line read is migrated to ``LEDGER_VERSION``; ``event`` is :attr:`event_name`."""
 
     NAME: ClassVar[str] = ""
+    ts: str | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def event_name(self) -> str:
+        """The event's name on disk (``NAME``; an :class:`UnknownEvent`'s own name)."""
+        return self.NAME
 
     def fields(self) -> dict[str, Any]:
         """The event's fields as written: required ones always, optional ones when set."""
         out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):
+        for f in payload_fields(type(self)):
             value = getattr(self, f.name)
             if value is None and f.default is None:
                 continue
             out[f.name] = value
         return out
+
+
+def payload_fields(cls: type[Event]) -> tuple[dataclasses.Field[Any], ...]:
+    """The fields of event class ``cls`` that are written as its payload (the envelope is not)."""
+    return tuple(f for f in dataclasses.fields(cls) if f.name not in ENVELOPE)
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnknownEvent(Event):
+    """A line this version cannot type: an event name the catalog does not know (written by a later
+    version, or by hand), or a known name whose fields do not fit its record (``reason`` says
+    which). ``payload`` is the line less its envelope. Readers skip or show it; never written."""
+
+    name: str
+    payload: dict[str, Any]
+    reason: str = "unknown event"
+
+    @property
+    def event_name(self) -> str:
+        return self.name
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -510,7 +540,7 @@ def build_event(name: str, data: dict[str, Any]) -> Event:
     cls = CATALOG.get(name)
     if cls is None:
         raise UnknownEventError(f"ledger event {name!r} is not in harnessevolve/runs/events.py")
-    declared = {f.name for f in dataclasses.fields(cls)}
+    declared = {f.name for f in payload_fields(cls)}
     extra = sorted(set(data) - declared)
     if extra:
         fields_ = ", ".join(extra)
@@ -521,15 +551,19 @@ def build_event(name: str, data: dict[str, Any]) -> Event:
         raise UnknownEventError(f"ledger event {name!r}: {exc}") from None
 
 
-def parse_event(record: dict[str, Any]) -> Event | None:
-    """A ledger line as its typed record; ``None`` for an event this version does not know or a
-    line whose fields do not fit its record (readers stay total: they fall back to the dict)."""
+def parse_event(record: dict[str, Any]) -> Event:
+    """A ledger line (a migrated dict) as its typed record, ``ts`` included; an :class:`UnknownEvent`
+    for an event this version does not know or a line whose fields do not fit its record (readers
+    stay total). Fields a record does not declare (added by a later version) are dropped."""
     name = record.get("event")
+    ts = record.get("ts")
+    stamp = ts if isinstance(ts, str) else None
+    payload = {k: v for k, v in record.items() if k not in ENVELOPE}
     cls = CATALOG.get(name) if isinstance(name, str) else None
     if cls is None:
-        return None
-    declared = {f.name for f in dataclasses.fields(cls)}
+        return UnknownEvent(name=str(name), payload=payload, ts=stamp)
+    declared = {f.name for f in payload_fields(cls)}
     try:
-        return cls(**{k: v for k, v in record.items() if k in declared})
-    except TypeError:
-        return None
+        return cls(**{k: v for k, v in payload.items() if k in declared}, ts=stamp)
+    except (TypeError, ValueError) as exc:
+        return UnknownEvent(name=cls.NAME, payload=payload, reason=f"fields do not fit: {exc}", ts=stamp)

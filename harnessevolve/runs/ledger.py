@@ -17,7 +17,7 @@ from typing import Any
 
 from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.core.redact import redact, redact_obj
-from harnessevolve.runs.events import ENVELOPE, Event, RunStarted, build_event
+from harnessevolve.runs.events import ENVELOPE, Event, RunStarted, UnknownEvent, build_event, parse_event
 
 LEDGER_VERSION = 2
 """2: ``run_started.options`` holds the run's options typed, once (1 kept them twice: stringified in
@@ -47,6 +47,8 @@ class Ledger:
         record_event = build_event(event, data) if isinstance(event, str) else event
         if data and not isinstance(event, str):
             raise TypeError("pass an event record or a name with fields, not both")
+        if isinstance(record_event, UnknownEvent):
+            raise TypeError(f"an UnknownEvent ({record_event.name!r}) is read, never written")
         record = {
             "v": LEDGER_VERSION,
             "ts": datetime.now(UTC).isoformat(timespec="milliseconds"),
@@ -147,6 +149,13 @@ def _decode(raw: bytes, path: Path | str, number: int) -> str:
         raise LedgerError(f"line {number} is not UTF-8 text ({exc.reason})", file=where) from None
 
 
+def read_events(path: Path) -> list[Event]:
+    """Every event of the ledger at ``path`` as its typed record (runs/events.py), ``ts`` set; a
+    line this version cannot type is an :class:`UnknownEvent`. Only a torn last line is skipped;
+    anything else undecodable raises LedgerError naming the line."""
+    return [parse_event(record) for record in parse_ledger_bytes(path.read_bytes(), path)]
+
+
 def read_ledger(path: Path) -> list[dict[str, Any]]:
     """Every event of the ledger at ``path``; only a torn last line (a crash mid-write) is skipped,
     anything else undecodable raises LedgerError naming the line."""
@@ -161,5 +170,6 @@ __all__ = [
     "migrate_event",
     "parse_ledger_line",
     "parse_ledger_bytes",
+    "read_events",
     "read_ledger",
 ]

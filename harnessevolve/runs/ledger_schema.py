@@ -8,7 +8,7 @@ import types
 import typing
 from typing import Any
 
-from harnessevolve.runs.events import CATALOG, Event
+from harnessevolve.runs.events import CATALOG, Event, payload_fields
 
 JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
@@ -33,7 +33,7 @@ def event_schema(cls: type[Event]) -> dict[str, Any]:
     hints = typing.get_type_hints(cls)
     properties: dict[str, Any] = {"event": {"const": cls.NAME}}
     required = ["event"]
-    for f in dataclasses.fields(cls):
+    for f in payload_fields(cls):
         properties[f.name] = _type_schema(hints[f.name])
         if f.default is dataclasses.MISSING:
             required.append(f.name)
