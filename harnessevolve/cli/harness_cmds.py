@@ -10,12 +10,12 @@ from typing import Annotated
 import typer
 
 from harnessevolve.cli._errors import EXIT_BAD_INPUT, handle_errors
-from harnessevolve.cli.options import JsonOut
+from harnessevolve.cli.options import JsonOut, Sandbox, UnsafeNoSandbox
 from harnessevolve.cli.ui import console
 from harnessevolve.core import paths
 from harnessevolve.core.containment import check_output_path
 from harnessevolve.core.errors import HarnessError
-from harnessevolve.harness.git import HarnessRepo
+from harnessevolve.harness.git import HarnessRepo, ensure_run_state_ignored
 from harnessevolve.harness.load import IGNORED_PARTS, load_harness, validate_harness
 
 
@@ -79,6 +79,7 @@ def init(
         dirs_exist_ok=True,
         ignore=lambda _d, names: [n for n in names if n in IGNORED_PARTS],
     )
+    ensure_run_state_ignored(directory)
     try:
         load_harness(directory)
         repo = HarnessRepo.init_or_open(directory)
@@ -98,13 +99,30 @@ def validate(
         Path,
         typer.Argument(help="A harness directory (harness.yaml) or a benchmark folder (benchmark.yaml)."),
     ] = Path("."),
+    floor: Annotated[
+        bool,
+        typer.Option(
+            "--floor",
+            help="Benchmarks: also run a do-nothing agent and trivial ones (empty answer; echoes the "
+            "instruction) on every task, scored by the task's own checks in the sandbox, and list the "
+            "tasks they pass (a checker that passes without the work). Exit 2 when any does.",
+        ),
+    ] = False,
+    sandbox: Sandbox = "bwrap",
+    unsafe_no_sandbox: UnsafeNoSandbox = False,
     as_json: JsonOut = False,
 ) -> None:
     """Check a harness (every file against its schema, and that it loads) or a benchmark folder
-    (every task file, its checks and the reference trajectories). Exit 2 when anything is wrong."""
+    (every task file, its checks and the reference trajectories). Exit 2 when anything is wrong;
+    with --floor, also when a do-nothing or trivial agent passes a task."""
     from harnessevolve.adapters.validate import validate_spec
 
     report = None if (directory / "harness.yaml").is_file() else validate_spec(str(directory))
+    if report is not None and floor and not report.problems:
+        from harnessevolve.cli.floor_view import floor_of_suite
+
+        floor_of_suite(str(directory), "none" if unsafe_no_sandbox else sandbox, unsafe_no_sandbox, as_json)
+        return
     if report is not None:
         if as_json:
             console.print_json(json.dumps(report.to_dict()))

@@ -10,9 +10,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harnessevolve.core.errors import HarnessGitError
+from harnessevolve.core.files import atomic_write_text
 
 FALLBACK_AUTHOR = ("harnessevolve", "harnessevolve@localhost")
-RUN_STATE_IGNORE = ".harnessevolve/\n"
+RUN_STATE_DIR = ".harnessevolve"
+RUN_STATE_IGNORE = f"{RUN_STATE_DIR}/\n"
+"""The run state (runs, lock, caches) lives in the harness folder but is never harness content:
+``init`` writes this line into every new harness's .gitignore, and the repository's dirty check and
+commits leave the folder out even where a .gitignore lacks it."""
+
+
+def ensure_run_state_ignored(harness_dir: Path) -> None:
+    """Add the run-state folder to ``harness_dir``/.gitignore unless a line there already names it."""
+    path = Path(harness_dir) / ".gitignore"
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    names = {line.strip().strip("/") for line in text.splitlines()}
+    if RUN_STATE_DIR not in names:
+        sep = "" if not text or text.endswith("\n") else "\n"
+        atomic_write_text(path, text + sep + RUN_STATE_IGNORE)
 
 
 @dataclass(frozen=True)
@@ -100,9 +115,14 @@ class HarnessRepo:
                 hint="use a commit sha, branch or tag of the harness repository",
             ) from None
 
+    def _pathspec(self) -> list[str]:
+        """The harness folder, less its run state (never harness content, ignored or not)."""
+        state = RUN_STATE_DIR if self.rel == "." else f"{self.rel.rstrip('/')}/{RUN_STATE_DIR}"
+        return ["--", self.rel, f":(exclude){state}"]
+
     def dirty_paths(self) -> list[str]:
-        """Uncommitted changes (staged, unstaged, untracked) inside the harness folder."""
-        out = self.repo.git.status("--porcelain", "--untracked-files=all", "--", self.rel)
+        """Uncommitted changes (staged, unstaged, untracked) inside the harness folder, run state aside."""
+        out = self.repo.git.status("--porcelain", "--untracked-files=all", *self._pathspec())
         return [line[3:] for line in out.splitlines() if line.strip()]
 
     def changed_files(self, old: str, new: str = "HEAD") -> list[str]:
@@ -130,7 +150,17 @@ class HarnessRepo:
             data = None
         if data is not None:
             with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-                tar.extractall(dest, filter="data")
+                try:
+                    tar.extractall(dest, filter="data")
+                except tarfile.FilterError as exc:  # a link to an absolute path or out of the harness
+                    member = getattr(exc, "tarinfo", None)
+                    name = getattr(member, "name", "?")
+                    target = getattr(member, "linkname", "")
+                    raise HarnessGitError(
+                        f"revision {rev!r}: {name} links to {target!r}, outside the harness ({exc})",
+                        file=str(self.dir),
+                        hint="a harness file cannot link out of the harness folder; commit the file itself",
+                    ) from None
         out = dest / self.rel if self.rel != "." else dest
         if data is None or not (out / "harness.yaml").is_file():
             raise HarnessGitError(
@@ -158,7 +188,7 @@ class HarnessRepo:
     def commit_all(self, message: str) -> str:
         """Stage everything inside the harness folder and commit it; returns the new sha."""
         with self._git_errors("commit"):
-            self.repo.git.add("--all", "--", self.rel)
+            self.repo.git.add("--all", *self._pathspec())
             return self._git_commit(message)
 
     def revert(self, sha: str, message: str) -> str:
