@@ -30,12 +30,29 @@ def atomic_write_json(path: Path, document: Any) -> None:
     atomic_write_text(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
 
 
-def read_text(path: Path, *, error: type[HarnessEvolveError] = SchemaError, name: str | None = None) -> str:
+def read_text(
+    path: Path,
+    *,
+    error: type[HarnessEvolveError] = SchemaError,
+    name: str | None = None,
+    max_bytes: int | None = None,
+) -> str:
     """A UTF-8 text file; a missing file, a folder, unreadable or non-UTF-8 bytes raise ``error``
-    naming it (as ``name``, default the path)."""
+    naming it (as ``name``, default the path). ``max_bytes``: a longer file is refused, read only
+    that far (a 10 GB file or ``/dev/zero`` is an error, not a hang)."""
     shown = name or str(path)
     try:
-        return Path(path).read_text(encoding="utf-8")
+        if max_bytes is None:
+            return Path(path).read_text(encoding="utf-8")
+        with open(path, "rb") as handle:
+            data = handle.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise error(
+                f"refused: larger than {max_bytes // 2**20} MiB",
+                file=shown,
+                hint="is it the right file? no valid file of this kind is that large",
+            )
+        return data.decode("utf-8")
     except FileNotFoundError:
         raise error("file not found", file=shown, hint="check the path") from None
     except IsADirectoryError:
@@ -53,39 +70,16 @@ def read_text(path: Path, *, error: type[HarnessEvolveError] = SchemaError, name
 
 
 def read_yaml(path: Path, *, error: type[HarnessEvolveError] = SchemaError, name: str | None = None) -> Any:
-    """Parse a YAML file; a syntax error names the file (as ``name``, default the path) and the line."""
-    import yaml
+    """Parse a YAML file, bounded (``core.documents``): a syntax error, a duplicate key, an alias
+    bomb or too deep a nesting names the file (as ``name``, default the path) and the line."""
+    from harnessevolve.core.documents import read_yaml_file
 
-    shown = name or str(path)
-    text = read_text(path, error=error, name=name)
-    try:
-        return yaml.safe_load(text)
-    except RecursionError:
-        raise error("nested too deeply to read", file=shown, hint="flatten the document") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise error(
-            f"invalid YAML: {problem}", file=shown, field=where, hint="fix the YAML syntax at that line"
-        ) from None
+    return read_yaml_file(path, error=error, name=name)
 
 
 def read_json(path: Path, *, error: type[HarnessEvolveError] = SchemaError) -> Any:
-    """Parse a JSON file; whatever its bytes, the result is a document or ``error`` naming the file."""
-    text = read_text(path, error=error)
-    try:
-        return json.loads(text)
-    except RecursionError:
-        raise error(
-            "nested too deeply to read (JSON nesting beyond Python's recursion limit)",
-            file=str(path),
-            hint="no valid file of this kind nests that deep; is it the right file?",
-        ) from None
-    except json.JSONDecodeError as exc:
-        raise error(
-            f"invalid JSON: {exc.msg}",
-            file=str(path),
-            field=f"line {exc.lineno}",
-            hint="the file is not JSON; was it truncated?",
-        ) from None
+    """Parse a JSON file, bounded (``core.documents``); whatever its bytes, the result is a
+    document or ``error`` naming the file."""
+    from harnessevolve.core.documents import read_json_file
+
+    return read_json_file(path, error=error)

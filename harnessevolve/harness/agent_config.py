@@ -69,9 +69,9 @@ def agent_prompt(settings: AgentSettings, files: dict[str, str]) -> str:
     system and instance templates (so the quality gate's size caps apply to them); else empty."""
     if settings.kind != "mini-swe-agent":
         return ""
-    import yaml
+    from harnessevolve.core.documents import load_yaml_text
 
-    doc = yaml.safe_load(files[settings.config])  # checked by load_agent already
+    doc = load_yaml_text(files[settings.config], file=settings.config, error=HarnessError)  # checked already
     return "\n\n".join(str(doc["agent"].get(k, "")).strip() for k in ("system_template", "instance_template"))
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessevolve.core.containment import contained, escape_of
+from harnessevolve.core.documents import bounded_yaml
 from harnessevolve.core.errors import HarnessError, HarnessEvolveError, SchemaError
 from harnessevolve.core.files import read_yaml
 from harnessevolve.core.schema import all_errors, check
@@ -75,7 +76,7 @@ def _front_matter(text: str, file: str) -> tuple[Any, str]:
     if not sep:
         raise HarnessError("front matter is not closed by '---'", file=file, field="(front matter)")
     try:
-        return yaml.safe_load(head), body.lstrip("-").lstrip("\n")
+        return bounded_yaml(head), body.lstrip("-").lstrip("\n")
     except yaml.YAMLError as exc:
         raise HarnessError(
             f"invalid YAML in front matter: {exc}".splitlines()[0], file=file, field="(front matter)"

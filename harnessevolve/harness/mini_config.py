@@ -52,6 +52,8 @@ def read_mini_config(rel: str, files: dict[str, str]) -> dict[str, Any]:
     """The parsed config file ``rel``; ``HarnessError`` naming it when missing or not a YAML mapping."""
     import yaml
 
+    from harnessevolve.core.documents import bounded_yaml
+
     if rel not in files:
         raise HarnessError(
             f"{rel} does not exist",
@@ -60,13 +62,14 @@ def read_mini_config(rel: str, files: dict[str, str]) -> dict[str, Any]:
             hint=f"create {rel} (mini-swe-agent's YAML config) or point agent.config at it",
         )
     try:
-        doc = yaml.safe_load(files[rel])
+        doc = bounded_yaml(files[rel])
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark else getattr(exc, "line", None)
         raise HarnessError(
             f"invalid YAML: {str(exc).splitlines()[0]}",
             file=rel,
-            field=f"line {mark.line + 1}" if mark else "(file)",
+            field=f"line {line}" if line else "(file)",
             hint="mini-swe-agent's config is YAML with agent/environment/model sections",
         ) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("agent"), dict):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harnessevolve.core.documents import bounded_yaml
 from harnessevolve.core.errors import EditError
 from harnessevolve.core.signals import Cause, Cluster, ErrorSignal
 from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed
@@ -48,7 +49,7 @@ def _tool_doc(context: ProposalContext, tool: str) -> dict[str, Any] | None:
 
     text = context.files.get(f"tools/{tool}.yaml")
     try:
-        doc = yaml.safe_load(text) if text else None
+        doc = bounded_yaml(text) if text else None
     except yaml.YAMLError:
         return None
     return doc if isinstance(doc, dict) and isinstance(doc.get("parameters"), dict) else None
@@ -119,7 +120,7 @@ class LoopSettingsProposer:
         import yaml
 
         try:
-            doc = yaml.safe_load(context.files.get("harness.yaml", "")) or {}
+            doc = bounded_yaml(context.files.get("harness.yaml", "")) or {}
         except yaml.YAMLError:
             return None
         found = doc.get("loop") if isinstance(doc, dict) else None

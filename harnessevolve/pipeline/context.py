@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import yaml
-
 from harnessevolve.core.atif import Trajectory
+from harnessevolve.core.documents import bounded_yaml
 from harnessevolve.core.signals import Cluster
 from harnessevolve.core.tasks import Task
 from harnessevolve.gate.config import QualityConfig
@@ -41,7 +40,7 @@ def build_context(
 ) -> ProposalContext:
     failed_ids = {s.task_id for c in clusters for s in c.signals}
     tasks = {t.id: t for t in batch}
-    settings = yaml.safe_load(current.files["harness.yaml"])
+    settings = bounded_yaml(current.files["harness.yaml"])
     doc_examples = "prompts/examples.md" if "prompts/examples.md" in current.files else None
     prompt = current.assembled_prompt()
     return ProposalContext(
