@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import asyncio
 
 from efficacy_table import ARMS, print_table, summarize  # noqa: E402
 from gepa_arm import harness_components  # noqa: E402
@@ -64,7 +65,7 @@ from harness_arms import (  # noqa: E402
 )
 from proposer_counts import proposer_counts  # noqa: E402
 from task_subset import SUBSET  # noqa: E402  (importing it registers the efficacy-subset: adapter)
-from vs_gepa import best_of_k, gepa_arm, sampling_copy  # noqa: E402
+from vs_gepa import gepa_arm  # noqa: E402
 
 from harnessevolve.adapters import load_benchmark_spec  # noqa: E402
 from harnessevolve.harness.load import load_harness  # noqa: E402
@@ -80,6 +81,7 @@ def benchmark_spec(args: argparse.Namespace) -> str:
     return f"{SUBSET}:{','.join(limits)}@{args.benchmark}" if limits else args.benchmark
 
 
+from harnessevolve.pipeline.best_of_k import best_of_k, sampling_harness  # noqa: E402
 # ---------------------------------------------------------------- one seed
 
 
@@ -134,13 +136,14 @@ def gepa_rows(args: argparse.Namespace, seed: int, ctx: dict[str, Any], tmp: Pat
 def best_of_k_rows(args: argparse.Namespace, seed: int, ctx: dict[str, Any], tmp: Path, budget: int) -> dict:
     started = time.monotonic()
     k = max(1, round(budget / len(ctx["test"])))
-    sampler = sampling_copy(ctx["seed_dir"], tmp / f"bok-{seed}", args.temperature)
+    sampler = sampling_harness(ctx["seed_dir"], tmp / f"bok-{seed}", args.temperature)
     repeated = RepeatedScorer(
         make_scorer(
             ctx["bench"], ctx["model"], seed=1_000 * (seed + 1), on_progress=ProgressLine(f"seed {seed} bok")
         )
     )
-    on_test = best_of_k(sampler, ctx["test"], repeated, k, "best-of-k: test")
+    # the package's best-of-k (report --final's matched-budget control): all k samples at --temperature
+    on_test = asyncio.run(best_of_k(repeated, sampler, ctx["test"], k, "best-of-k: test")).arms()
     print(f"  [seed {seed}] best-of-{k}: sc {on_test['sc']:.3f}, pass@k {on_test['pass@k']:.3f}")
     return {
         arm: {

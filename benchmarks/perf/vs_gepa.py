@@ -31,7 +31,6 @@ import statistics
 import sys
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -42,7 +41,6 @@ from gepa_arm import LiteLLMReflector, harness_components, run_gepa  # noqa: E40
 from harness_arms import (  # noqa: E402
     ProgressLine,
     add_run_arguments,
-    copy_harness,
     evolve,
     init_harness,
     make_scorer,
@@ -53,60 +51,26 @@ from harness_arms import (  # noqa: E402
 from harnessevolve.core.tasks import Benchmark, Task, load_benchmark  # noqa: E402
 from harnessevolve.harness.load import load_harness  # noqa: E402
 from harnessevolve.harness.model import Harness  # noqa: E402
-from harnessevolve.pipeline.scoring import Scorer, TaskResult, mean_score  # noqa: E402
+from harnessevolve.pipeline.best_of_k import best_of_k as package_best_of_k  # noqa: E402
+from harnessevolve.pipeline.best_of_k import sampling_harness, self_consistent_pick  # noqa: E402,F401
+from harnessevolve.pipeline.scoring import Scorer, mean_score  # noqa: E402
 from harnessevolve.pipeline.sequential import RepeatedScorer  # noqa: E402
 
 # ---------------------------------------------------------------- best-of-k arm
 
 
-def action_key(result: TaskResult) -> str:
-    return json.dumps(
-        [[c.function_name, c.arguments] for s in result.trajectory.agent_steps for c in s.tool_calls],
-        sort_keys=True,
-    )
-
-
-def self_consistent_pick(samples: Sequence[TaskResult]) -> TaskResult:
-    """One sample chosen without the checker: among runs that ended by submitting (all runs if none
-    did), the largest group of identical action sequences; the earliest sample breaks ties."""
-    pool = [s for s in samples if s.trajectory.extra.get("stop_reason") == "submitted"] or list(samples)
-    counts = Counter(action_key(s) for s in pool)
-    top = max(counts.values())
-    return next(s for s in pool if counts[action_key(s)] == top)
-
-
 def best_of_k(
     seed_harness: Harness, tasks: Sequence[Task], repeated: RepeatedScorer, k: int, label: str
 ) -> dict[str, float]:
-    """k samples per task of a sampling harness; self-consistency (``sc``), oracle ``pass@k`` and
-    the mean single-sample score (``pass@1``)."""
-    samples = [
-        score_split_rep(repeated, seed_harness, tasks, f"{label} sample {j + 1}/{k}", j) for j in range(k)
-    ]
-    per_task = list(zip(*samples, strict=True))
-    return {
-        "sc": statistics.mean(self_consistent_pick(s).score for s in per_task),
-        "pass@k": statistics.mean(max(r.score for r in s) for s in per_task),
-        "pass@1": statistics.mean(statistics.mean(r.score for r in s) for s in per_task),
-    }
-
-
-def score_split_rep(
-    repeated: RepeatedScorer, harness: Harness, tasks: Sequence[Task], label: str, rep: int
-) -> list[TaskResult]:
+    """k samples per task of a sampling harness (``pipeline.best_of_k``, the control of
+    ``report --final``): self-consistency (``sc``), oracle ``pass@k`` and ``pass@1``."""
     import asyncio
 
-    return asyncio.run(repeated.score(harness, tasks, label, repetition=rep))
+    return asyncio.run(package_best_of_k(repeated, seed_harness, tasks, k, label)).arms()
 
 
 def sampling_copy(seed_dir: Path, dest: Path, temperature: float) -> Harness:
-    import yaml
-
-    copy_harness(seed_dir, dest)
-    doc = yaml.safe_load((dest / "harness.yaml").read_text())
-    doc.setdefault("loop", {})["temperature"] = temperature
-    (dest / "harness.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
-    return load_harness(dest)
+    return sampling_harness(seed_dir, dest, temperature)
 
 
 # ---------------------------------------------------------------- the comparison

@@ -44,10 +44,19 @@ class StopReason(StrEnum):
 
 
 INFRASTRUCTURE_STOPS = frozenset(
-    {StopReason.MODEL_ERROR, StopReason.SETUP_ERROR, StopReason.BUDGET_EXHAUSTED}
+    {
+        StopReason.MODEL_ERROR,
+        StopReason.SETUP_ERROR,
+        StopReason.BUDGET_EXHAUSTED,
+        StopReason.SANDBOX_ERROR,
+        StopReason.EXECUTOR_ERROR,
+    }
 )
 """Stops that say nothing about the harness (a provider or set-up failure, a spent budget): never
 cached, never a signal for an edit."""
+    SANDBOX_ERROR = "sandbox_error"
+    """The sandbox could not start the rollout (its workspace or a command): a machine failure
+    (``core/infra.py``), never the agent's."""
 
 
 BROKEN_AGENT_STOPS = frozenset({StopReason.AGENT_CRASHED, StopReason.BAD_TRAJECTORY, StopReason.OUTPUT_FLOOD})

@@ -96,3 +96,23 @@ class SandboxError(HarnessEvolveError):
 
 class OutputPathError(HarnessEvolveError):
     """An output path cannot be written (a directory, under a file, read-only); checked up front."""
+
+
+class InfraFailureError(HarnessEvolveError):
+    """Too many rollouts failed on the machine (sandbox, tool server, endpoint, executor; see
+    ``core/infra.py``): the run stops, exit code 3, "the machine failed", not "the agent failed"."""
+
+    exit_code = 3
+    default_hint = (
+        "fix the machine (sandbox, endpoint, workers) and resume the run with --resume; "
+        "`harnessevolve status` lists the failures and their reasons"
+    )
+
+
+class FloorTooHighError(HarnessEvolveError):
+    """A do-nothing or trivial agent passes too many of the benchmark's tasks (``validate --floor``)."""
+
+    default_hint = (
+        "fix the checkers that pass without work (`harnessevolve validate SUITE --floor` lists them), "
+        "or pass --accept-floor when the benchmark means it (e.g. gold that leaves the state unchanged)"
+    )

@@ -76,6 +76,9 @@ class HeldoutConfig:
 
 @dataclass(frozen=True)
 class GateConfig:
+    require_control: bool = False
+    """``gate --split test``: fail unless the candidate beats the baseline's best-of-k (the
+    self-consistency pick) at the rollouts its run spent (the matched-budget control)."""
     source: str = "(defaults)"
     quality: QualityConfig = field(default_factory=QualityConfig)
     leakage: LeakageConfig = field(default_factory=LeakageConfig)

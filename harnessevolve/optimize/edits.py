@@ -20,6 +20,7 @@ from fnmatch import fnmatch
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from harnessevolve.core.documents import bounded_yaml
 from harnessevolve.core.errors import EditError
 from harnessevolve.core.schema import all_errors as schema_errors
 from harnessevolve.core.schema import json_path, load_schema
@@ -75,7 +76,7 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str] | None:
     if not sep:
         return None
     try:
-        meta = yaml.safe_load(head)
+        meta = bounded_yaml(head)
     except yaml.YAMLError:
         return None
     return (meta, body.lstrip("-").lstrip("\n")) if isinstance(meta, dict) else None
@@ -211,7 +212,7 @@ def _yaml_document(tree: _Tree, path: str) -> dict[str, Any]:
     import yaml
 
     try:
-        doc = yaml.safe_load(tree.read(path))
+        doc = bounded_yaml(tree.read(path))
     except yaml.YAMLError as exc:
         raise tree.fail(f"{path} is not valid YAML: {str(exc).splitlines()[0]}", path) from None
     if not isinstance(doc, dict):
@@ -240,7 +241,7 @@ def _edit_tool(tree: _Tree, edit: dict[str, Any]) -> None:
     original = tree.files[path] or ""
     comments = "".join(line for line in original.splitlines(keepends=True) if line.startswith("#"))
     dumped = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
-    if dumped == original or yaml.safe_load(original) == doc:
+    if dumped == original or bounded_yaml(original) == doc:
         raise tree.fail(f"the edit leaves {path} unchanged", path)
     tree.write(path, comments + dumped)
 
@@ -285,7 +286,7 @@ def _set_loop(tree: _Tree, edit: dict[str, Any]) -> None:
         raise tree.fail(f"harness.yaml would be invalid: {problems[0][0]}: {problems[0][1]}", HARNESS_FILE)
     new = _set_loop_in_text(tree.files[HARNESS_FILE] or "", setting, value)
     try:
-        faithful = yaml.safe_load(new) == wanted
+        faithful = bounded_yaml(new) == wanted
     except yaml.YAMLError:
         faithful = False
     if not faithful:  # unusual layout (flow style, anchors): rewrite the document, comments are lost
