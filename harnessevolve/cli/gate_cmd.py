@@ -64,17 +64,43 @@ def gate(
     sandbox_limits: SandboxLimitsOption = None,
     sandbox_ro: SandboxReadOnly = None,
     adapter: AdapterOption = None,
+    require_control: Annotated[
+        bool,
+        typer.Option(
+            "--require-control",
+            help="With --split test: fail (exit 1) unless the candidate beats the matched-budget control, "
+            "the baseline's best-of-k (self-consistency pick) at the rollouts the candidate's run spent "
+            "(k = round(run rollouts / test tasks)); also heldout.require_control in the gates file. "
+            "Without it the control is still scored and reported.",
+        ),
+    ] = False,
+    control_k: Annotated[
+        int | None,
+        typer.Option(
+            "--control-k",
+            min=0,
+            help="With --split test: the control's samples per test task when no run of this harness ended "
+            "at the candidate (then not matched); 0 leaves the control out.",
+        ),
+    ] = None,
     as_json: JsonOut = False,
 ) -> None:
     """Evaluate two revisions of a harness; exit 0 when the candidate passes every gate, 1 when not.
 
     A pass on a tie (the candidate gained nothing on the batch: HarnessEvolve's min_gain 0 accepts
     it) is labelled as such; set performance.min_gain above 0, or mode: sequential, to refuse ties.
+    With --split test the report also carries the matched-budget control (the baseline's best-of-k
+    at the rollouts the candidate's run spent); --require-control makes beating it a gate.
     """
     if benchmark is None:
         benchmark = latest_benchmark(harness)
     if split not in ("validation", "test"):
         raise typer.BadParameter("must be validation or test", param_hint="--split")
+    if (require_control or control_k is not None) and split != "test":
+        raise typer.BadParameter(
+            "the matched-budget control is scored on the sealed test split: add --split test",
+            param_hint="--require-control/--control-k",
+        )
     options = GateOptions(
         harness_dir=harness,
         baseline=baseline,
@@ -91,6 +117,8 @@ def gate(
         sandbox_limits=sandbox_limits,
         sandbox_ro=read_only_paths(sandbox_ro),
         adapters=tuple(adapter or ()),
+        require_control=require_control,
+        control_k=control_k,
     )
     for path, option in ((junit, "--junit"), (markdown, "--markdown")):
         if path is not None:

@@ -29,8 +29,45 @@ from harnessevolve.cli.ui import console, mark, progress_hooks, score
 from harnessevolve.core.interrupts import stop_signals
 from harnessevolve.pipeline.run import RunOptions, start_run
 from harnessevolve.pipeline.state import GenerationRow
-from harnessevolve.runs.events import BatchEvaluated, CandidateAccepted, CandidateReverted, GenerationFinished
-from harnessevolve.runs.ledger import read_ledger
+from harnessevolve.runs.events import (
+    BatchEvaluated,
+    CandidateAccepted,
+    CandidateReverted,
+    Event,
+    GenerationFinished,
+)
+from harnessevolve.runs.rundir import RunDir
+
+INPUTS, LOOP, SCORING, PROPOSERS = "Harness and benchmark", "Generation loop", "Scoring", "Proposers"
+BUDGET, EXECUTION, FLOOR = "Budgets", "Execution and sandbox", "Null-agent floor"
+EVOLVE, TRAINING, OUTPUT = "Environment evolution", "Policy training", "Tracking, resume and output"
+"""The ``--help`` panels; each option sits in the panel of its ``RunConfig`` section."""
+
+CLI_NAMES = {"harness": "harness_dir", "proposer": "proposers", "gates": "gates_file", "adapter": "adapters"}
+"""``run`` parameters recorded under another key of the run's options (``RunConfig.flat_keys``)."""
+
+
+def on_panel(option: Any, panel: str) -> Any:
+    """A shared ``Annotated`` option type shown in ``panel`` of this command's ``--help`` (a copy:
+    the other commands using it keep theirs)."""
+    base, *extras = typing.get_args(option)
+    info = copy.copy(next(e for e in extras if isinstance(e, typer.models.ParameterInfo)))
+    info.rich_help_panel = panel
+    return Annotated[base, info]
+
+
+_HarnessDir = on_panel(HarnessDir, INPUTS)
+_Model = on_panel(Model, SCORING)
+_BatchSize = on_panel(BatchSize, LOOP)
+_Concurrency = on_panel(Concurrency, EXECUTION)
+_Seed = on_panel(Seed, SCORING)
+_GatesFile = on_panel(GatesFile, SCORING)
+_Sandbox = on_panel(Sandbox, EXECUTION)
+_UnsafeNoSandbox = on_panel(UnsafeNoSandbox, EXECUTION)
+_SandboxLimitsOption = on_panel(SandboxLimitsOption, EXECUTION)
+_SandboxReadOnly = on_panel(SandboxReadOnly, EXECUTION)
+_AdapterOption = on_panel(AdapterOption, INPUTS)
+_JsonOut = on_panel(JsonOut, OUTPUT)
 
 
 @handle_errors
@@ -174,6 +211,40 @@ def run(
         benchmark=benchmark or "",
         proposer=tuple(p.strip() for p in proposer.split(",") if p.strip()),
         sandbox="none" if unsafe_no_sandbox else sandbox,
+    max_infra_share: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="Stop the run with exit code 3 when more than this share of its rollouts failed on the "
+            "machine (sandbox start, tool server crash, endpoint 5xx after retries, killed by a limit it "
+            "did not cause); such rollouts are scored 0 and counted apart from agent failures.", rich_help_panel=BUDGET,
+        ),
+    ] = 0.5,
+    floor_sample: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Tasks the null-agent floor checks before the run (do-nothing, empty answer, echoed "
+            "instruction; 0: skip). `validate SUITE --floor` checks every task.", rich_help_panel=FLOOR,
+        ),
+    ] = 8,
+    max_floor_share: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="Refuse the run (exit 2) when the null agents pass more than this share of the sample.", rich_help_panel=FLOOR,
+        ),
+    ] = 0.25,
+    accept_floor: Annotated[
+        bool,
+        typer.Option(
+            "--accept-floor",
+            help="The benchmark means its high floor (e.g. gold that leaves the state unchanged): "
+            "record the floor and run anyway.", rich_help_panel=FLOOR,
+        ),
+    ] = False,
         sandbox_ro=read_only_paths(sandbox_ro),
         adapter=tuple(adapter or ()),
     )
@@ -263,6 +334,9 @@ def generation_rows(events: list[dict], fallback: list[GenerationRow]) -> list[G
     rows: dict[int, GenerationRow] = {}
     accepted = {e.get("generation"): e for e in events if e.get("event") == CandidateAccepted.NAME}
     reverted = {e.get("generation"): e for e in events if e.get("event") == CandidateReverted.NAME}
+        infra_line = infra_summary(run_dir)
+        if infra_line:
+            console.print(infra_line, style="yellow", markup=False)
     train = {e.get("generation"): e.get("score") for e in events if e.get("event") == BatchEvaluated.NAME}
     for e in events:
         if e.get("event") != GenerationFinished.NAME or not isinstance(e.get("generation"), int):
@@ -295,7 +369,15 @@ def generation_rows(events: list[dict], fallback: list[GenerationRow]) -> list[G
     return [rows[g] for g in sorted(rows)] if rows else list(fallback)
 
 
-def print_usage(usage: dict | None) -> None:
+def infra_summary(run_dir: Path) -> str:
+    """The run's machine failures, counted apart from agent failures (empty when none)."""
+    from harnessevolve.report.infra_view import infra_counts
+
+    counts = infra_counts(run_dir / "ledger.jsonl")
+    return counts.line() if counts.failures or counts.retried else ""
+
+
+def print_usage(spent: dict | None) -> None:
     """Spend per stage and per proposer (tokens, cost, calls)."""
     if not usage or not usage.get("by_stage"):
         return

@@ -15,18 +15,26 @@ import asyncio
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from harnessevolve.adapters import load_benchmark_spec
+from harnessevolve.core.errors import HarnessEvolveError
+from harnessevolve.core.tasks import Task
 from harnessevolve.gate.config import load_gate_config
+from harnessevolve.gate.performance import mean
 from harnessevolve.gate.verdict import GateVerdict
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
+from harnessevolve.harness.model import Harness
 from harnessevolve.pipeline import preflight
+from harnessevolve.pipeline.best_of_k import matched_k, seed_control
+from harnessevolve.pipeline.final import control_numbers, run_ending_at
 from harnessevolve.pipeline.judge import CandidateJudge
 from harnessevolve.pipeline.loop import sample_batch
 from harnessevolve.pipeline.references import load_references
 from harnessevolve.pipeline.run import RunHooks
 from harnessevolve.pipeline.scorer_setup import ScorerSetup
+from harnessevolve.pipeline.scoring import Scorer
 from harnessevolve.report.gate_report import GateReport
 from harnessevolve.runs.events import TestEvaluated
 from harnessevolve.runs.ledger import Ledger
@@ -53,6 +61,12 @@ class GateOptions:
     """More host paths the sandbox shows read-only (``--sandbox-ro``)."""
     adapters: tuple[str, ...] = ()
     """``module:attr`` adapters to load the benchmark with (``--adapter``)."""
+    require_control: bool = False
+    """``--split test``: fail unless the candidate beats the baseline's matched best-of-k (also
+    ``heldout.require_control`` in the gates file)."""
+    control_k: int | None = None
+    """Samples per test task of the control; None: matched to the rollouts of the run that ended
+    at the candidate (found in the harness's runs)."""
 
 
 def run_gate(options: GateOptions, hooks: RunHooks) -> GateReport:
@@ -91,7 +105,29 @@ def run_gate(options: GateOptions, hooks: RunHooks) -> GateReport:
                 judgement = await judge.evaluate(baseline, judgement, batch, [], 1, "candidate")
             return judgement.verdicts
 
-        verdicts = asyncio.run(judge_candidate())
+        verdicts = list(asyncio.run(judge_candidate()))
+        control_note: dict[str, Any] | None = None
+        if options.split == "test":
+            require = options.require_control or gates.heldout.require_control
+            k, matched_to, why = gate_control_k(options, cand_sha, len(benchmark.split("test")))
+            if k:
+                candidate_harness = load_harness(cand_dir)
+                verdicts.append(
+                    asyncio.run(
+                        control_verdict(
+                            scorer,
+                            baseline,
+                            candidate_harness,
+                            list(benchmark.split("test")),
+                            k,
+                            matched_to,
+                            require,
+                            Path(tmp),
+                        )
+                    )
+                )
+            else:
+                control_note = {"skipped": why}
         heldout = next((v for v in verdicts if v.gate == "heldout"), None)
         if options.split == "test" and heldout is not None:
             numbers = heldout.numbers
@@ -104,6 +140,7 @@ def run_gate(options: GateOptions, hooks: RunHooks) -> GateReport:
                 numbers["current"],
                 numbers["candidate"],
             )
+                control=next((v.numbers for v in verdicts if v.gate == "control"), None),
     return GateReport(
         baseline=base_sha,
         candidate=cand_sha,
@@ -114,14 +151,71 @@ def run_gate(options: GateOptions, hooks: RunHooks) -> GateReport:
             "gates": gates.source,
             "performance_mode": gates.performance.mode,
         },
+            **({"control": control_note} if control_note else {}),
     )
 
 
 SEALED_TEST_LEDGER = "sealed-test.jsonl"
+def gate_control_k(options: GateOptions, candidate: str, tasks: int) -> tuple[int, int | None, str]:
+    """(k, matched_to, why-skipped): ``--control-k``, else matched to the run that ended at
+    ``candidate``; a required control that cannot be matched is bad input."""
+    if options.control_k is not None:
+        return options.control_k, None, "--control-k 0"
+    record = run_ending_at(options.harness_dir, candidate)
+    if record is not None and record.rollouts is not None:
+        return matched_k(record.rollouts, tasks), record.rollouts, ""
+    why = f"no finished run of this harness ends at {candidate[:8]}: nothing to match the control to"
+    if options.require_control:
+        raise HarnessEvolveError(
+            why, field="--require-control", hint="give the samples per test task with --control-k K"
+        )
+    return 0, None, why + " (--control-k K scores it)"
+
+
+async def control_verdict(
+    scorer: Scorer,
+    baseline: Harness,
+    candidate: Harness,
+    tests: list[Task],
+    k: int,
+    matched_to: int | None,
+    required: bool,
+    work_dir: Path,
+) -> GateVerdict:
+    """The ``control`` gate: does the candidate beat the baseline's best-of-k (self-consistency
+    pick) on the test split? It fails the gate only when ``required``."""
+    base = await scorer.score(baseline, tests, "test split: baseline")  # the held-out gate's, memoised
+    cand = await scorer.score(candidate, tests, "test split: candidate")
+    best = await seed_control(scorer, baseline, tests, base, k=k, matched_to=matched_to, work_dir=work_dir)
+    numbers = {
+        **control_numbers(best, [r.score for r in cand]),
+        "candidate": round(mean([r.score for r in cand]), 4),
+        "baseline": round(mean([r.score for r in base]), 4),
+        "required": required,
+    }
+    beats = numbers["evolved_minus_sc"] > 0
+    label = f"baseline best-of-{k} (sc) {best.sc:.3f}" + ("" if matched_to is not None else ", k not matched")
+    if beats:
+        reason = f"candidate {numbers['candidate']:.3f} beats the {label}"
+    else:
+        reason = f"candidate {numbers['candidate']:.3f} does not beat the {label}" + (
+            "" if required else " (not required)"
+        )
+    return GateVerdict("control", beats or not required, reason, numbers)
+
+
 
 
 def record_sealed_test(
-    repo: HarnessRepo, benchmark: str, baseline: str, candidate: str, tasks: int, base: float, cand: float
+    repo: HarnessRepo,
+    benchmark: str,
+    baseline: str,
+    candidate: str,
+    tasks: int,
+    base: float,
+    cand: float,
+    *,
+    control: dict[str, Any] | None = None,
 ) -> None:
     """Every look at the sealed test split outside a run goes to ``DIR/.harnessevolve/sealed-test.jsonl``."""
     ledger = Ledger(repo.dir / STATE_DIR / SEALED_TEST_LEDGER)
@@ -133,5 +227,6 @@ def record_sealed_test(
             revisions={"baseline": baseline, "candidate": candidate},
             scores={"baseline": round(base, 4), "candidate": round(cand, 4)},
         )
+            control=control,
     )
     ledger.close()

@@ -19,6 +19,7 @@ from harnessevolve.optimize.registry import make_proposer
 from harnessevolve.pipeline import preflight
 from harnessevolve.pipeline.evolve_env import native_documents
 from harnessevolve.pipeline.net_change import NetChange
+from harnessevolve.pipeline.floor import check_floor_at_start
 from harnessevolve.pipeline.reference_coverage import missing_references_warning
 from harnessevolve.pipeline.references import load_references
 from harnessevolve.pipeline.resume import load_run_for_resume, reconcile, resume_point
@@ -155,18 +156,14 @@ def prepare_repo(options: RunOptions, run_id: str) -> HarnessRepo:
     return repo
 
 
-def _check_options(options: RunOptions) -> None:
-    if options.sampling not in ("uniform", "regret"):
-        raise HarnessEvolveError(
-            f"unknown sampling {options.sampling!r}", field="--sampling", hint="use uniform or regret"
-        )
-    if options.executor not in EXECUTORS:
-        raise HarnessEvolveError(
-            f"unknown executor {options.executor!r}",
-            field="--executor",
-            hint=f"choose from: {', '.join(EXECUTORS)}",
-        )
-    if options.train_every < 0:
+def _check_options(options: RunConfig) -> None:
+    """What the option types cannot say (closed choices are enums, refused where they are parsed)."""
+    shares = {"max_infra_share": options.budget.max_infra_share, "max_floor_share": options.floor.max_floor_share}
+    for name, value in shares.items():
+        if not 0.0 <= value <= 1.0:  # NaN too
+            flag = "--" + name.replace("_", "-")
+            raise HarnessEvolveError(f"{flag} must be in [0, 1], not {value}", field=flag, hint="e.g. 0.5")
+    if options.training.train_every < 0:
         raise HarnessEvolveError("--train-every must be >= 0", field="--train-every", hint="e.g. 2")
     if options.candidates < 1 or options.max_revisions < 0:
         raise HarnessEvolveError(
@@ -192,6 +189,16 @@ def check_run(options: RunOptions) -> CheckedRun:
     proposer = make_proposer(options.proposers, options.optimizer_model)
     preflight.check_benchmark(benchmark, gates)
     preflight.check_prompt_cap(seed_harness, gates)
+        check_floor_at_start(
+            checked.benchmark,
+            executor.sandbox,
+            sample=options.floor.floor_sample,
+            max_share=options.floor.max_floor_share,
+            accepted=options.floor.accept_floor,
+            seed=options.scoring.seed,
+            ledger=ledger,
+            log=hooks.log,
+        )
     preflight.check_models(options.model or seed_harness.model, options.optimizer_model, gates)
     priced = check_cost_budget(
         (options.model or seed_harness.model, options.optimizer_model, gates.leakage.judge_model),

@@ -10,22 +10,25 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harnessevolve.core import atif
 from harnessevolve.core.atif import Trajectory
+from harnessevolve.core.errors import SandboxError
 from harnessevolve.core.files import atomic_write_json
+from harnessevolve.core.infra import infra_detail, infra_reason
 from harnessevolve.core.redact import redact_obj
 from harnessevolve.core.signals import ErrorSignal
 from harnessevolve.core.tasks import Task
-from harnessevolve.evaluate.evaluation import evaluate_rollout
+from harnessevolve.evaluate.evaluation import Evaluation, evaluate_rollout
 from harnessevolve.execute.executor import Executor, Rollout
 from harnessevolve.execute.runners import runner_identity
 from harnessevolve.execute.workspace import remove_workspace
 from harnessevolve.harness.model import Harness
 from harnessevolve.models.usage import current_scope
-from harnessevolve.pipeline.rollout_cache import RolloutCache, rollout_key
+from harnessevolve.pipeline.infra import InfraFailure, InfraTally
+from harnessevolve.pipeline.rollout_cache import RolloutCache, rollout_environment, rollout_key
 from harnessevolve.pipeline.sandboxed_checks import sandboxed_runner
 
 
@@ -37,6 +40,8 @@ class TaskResult:
     signal: ErrorSignal | None
     trajectory: Trajectory
     tokens: int
+    infra: str | None = None
+    """Set when the rollout failed on the machine (``core/infra.py``): scored 0, counted apart."""
 
 
 def mean_score(results: Sequence[TaskResult]) -> float:
@@ -56,9 +61,15 @@ class Scorer:
         out_dir: Path | None = None,
         on_progress: Callable[[str, int], Callable[[], None]] | None = None,
         cache: RolloutCache | None = None,
+        infra: InfraTally | None = None,
+        adapter: str = "",
     ) -> None:
         self.executor = executor
         self.cache = cache
+        self.adapter = adapter
+        """The benchmark's adapter ``name@version`` (part of the cache key, with the sandbox)."""
+        self.infra = infra or InfraTally()
+        """Machine failures, counted apart (shared by every scorer of a run: ``pipeline/infra.py``)."""
         self.check_runner = sandboxed_runner(executor.sandbox)
         """Effect checks run the agent's command: in the executor's sandbox."""
         self.model = model
@@ -92,40 +103,67 @@ class Scorer:
             else:
                 todo.append(task)
         if todo:
-            advance = self.on_progress(label, len(todo)) if self.on_progress else None
-            by_id = {t.id: t for t in todo}
-            evaluating: dict[str, asyncio.Future[TaskResult]] = {}
-            context = contextvars.copy_context()  # the usage scope, whatever context on_done runs in
-
-            def finished(rollout: Rollout) -> None:
-                # Scored and cached the moment it ends (checks run sandboxed programs: off the event
-                # loop), so a kill mid-batch loses no finished rollout.
-                if advance:
-                    advance()
-                work = asyncio.to_thread(
-                    self._evaluate, by_id[rollout.task_id], rollout, harness.content_hash(), model
-                )
-                evaluating[rollout.task_id] = asyncio.get_running_loop().create_task(
-                    work, context=context.copy()
-                )
-
-            try:
-                rollouts = await self.executor.run(
-                    harness, todo, model=model, seed=self.seed, on_done=finished
-                )
-            finally:
-                if evaluating:  # an interrupted batch still scores (and caches) what finished
-                    await asyncio.gather(*evaluating.values(), return_exceptions=True)
-            for rollout in rollouts:
-                pending = evaluating.get(rollout.task_id)
-                self.memo[(key, rollout.task_id)] = (
-                    await pending
-                    if pending is not None
-                    else await asyncio.to_thread(
-                        self._evaluate, by_id[rollout.task_id], rollout, harness.content_hash(), model
-                    )
-                )
+            await self._run(harness, todo, label, key, model)
         return [self.memo[(key, t.id)] for t in tasks]
+
+    async def _run(self, harness: Harness, todo: list[Task], label: str, key: str, model: str) -> None:
+        """Run and score ``todo``; a rollout that failed on the machine is retried once (nothing of
+        it was scored: its checker never ran), then stands as ``infra``, scored 0."""
+        advance = self.on_progress(label, len(todo)) if self.on_progress else None
+        by_id = {t.id: t for t in todo}
+        evaluating: dict[str, asyncio.Future[TaskResult]] = {}
+        retry: list[Task] = []
+        context = contextvars.copy_context()  # the usage scope, whatever context on_done runs in
+        harness_hash = harness.content_hash()
+        handled: set[tuple[bool, str]] = set()
+        recorded: set[str] = set()
+        """Tasks whose rollout failed on the machine (told to the tally as it ended)."""
+
+        def finished(rollout: Rollout, *, last_try: bool) -> None:
+            # Scored and cached the moment it ends (checks run sandboxed programs: off the event
+            # loop), so a kill mid-batch loses no finished rollout.
+            if (last_try, rollout.task_id) in handled:
+                return
+            handled.add((last_try, rollout.task_id))
+            if advance:
+                advance()
+            reason = infra_reason(rollout.trajectory)
+            if reason is not None:
+                failure = InfraFailure(
+                    rollout.task_id, harness_hash, reason, infra_detail(rollout.trajectory), not last_try
+                )
+                self.infra.failed(failure)
+                recorded.add(rollout.task_id)
+                if not last_try:
+                    retry.append(by_id[rollout.task_id])
+                    if rollout.workspace is not None:
+                        remove_workspace(rollout.workspace)
+                    return
+            self.infra.counted()
+            work = asyncio.to_thread(self._evaluate, by_id[rollout.task_id], rollout, harness_hash, model)
+            evaluating[rollout.task_id] = asyncio.get_running_loop().create_task(work, context=context.copy())
+
+        try:
+            for attempt, last_try in ((todo, False), (retry, True)):
+                if not attempt:
+                    continue
+
+                def done(rollout: Rollout, last_try: bool = last_try) -> None:
+                    finished(rollout, last_try=last_try)
+
+                for rollout in await self.executor.run(
+                    harness, list(attempt), model=model, seed=self.seed, on_done=done
+                ):
+                    done(rollout)  # an executor that did not call on_done (handled ones are skipped)
+        finally:
+            if evaluating:  # an interrupted batch still scores (and caches) what finished
+                await asyncio.gather(*evaluating.values(), return_exceptions=True)
+        for task in todo:
+            result = self.memo[(key, task.id)] = await evaluating[task.id]
+            if result.infra and task.id not in recorded:  # its checks' sandbox could not start
+                detail = str(result.trajectory.extra.get("infra_detail", ""))
+                self.infra.failed(InfraFailure(task.id, harness_hash, result.infra, detail, False))
+        self.infra.check()
 
     def _cache_key(self, task: Task, harness_hash: str, model: str) -> str:
         return rollout_key(
@@ -158,6 +196,8 @@ class Scorer:
 
     def _evaluate(self, task: Task, rollout: Rollout, harness_hash: str, model: str) -> TaskResult:
         try:
+        infra = infra_reason(rollout.trajectory)
+        trajectory = rollout.trajectory
             evaluation = evaluate_rollout(
                 task,
                 rollout.trajectory,
@@ -166,18 +206,27 @@ class Scorer:
                 runner=self.check_runner,
             )
         finally:
+        except SandboxError as exc:  # the checks' sandbox could not start: the machine, not the agent
+            evaluation = Evaluation(task.id, 0.0, False, (f"checks not run: {exc.one_line()}",))
+            infra = infra or "sandbox_start"
+            trajectory = trajectory.with_extra(infra=infra, infra_detail=exc.one_line()[:300])
             if rollout.workspace is not None:
                 remove_workspace(rollout.workspace)
-        trajectory = rollout.trajectory.with_extra(score=evaluation.score, passed=evaluation.passed)
+        if infra is not None:  # the machine failed: 0 for the gates, no signal for an edit, not cached
+            evaluation = replace(evaluation, score=0.0, passed=False, signal=None)
+        trajectory = trajectory.with_extra(score=evaluation.score, passed=evaluation.passed)
         tokens = _tokens(trajectory)
         if self.executor.meters_remotely:
             meter_remote_rollout(trajectory, model)
         self.rollouts += 1
         self.tokens += tokens
-        self._save(task, trajectory, evaluation.to_dict(), harness_hash)
-        if self.cache is not None:
+        record = {**evaluation.to_dict(), **({"infra": infra} if infra else {})}
+        self._save(task, trajectory, record, harness_hash)
+        if self.cache is not None and infra is None:
             self.cache.put(self._cache_key(task, harness_hash, model), trajectory, evaluation.to_dict())
-        return TaskResult(task.id, evaluation.score, evaluation.passed, evaluation.signal, trajectory, tokens)
+        return TaskResult(
+            task.id, evaluation.score, evaluation.passed, evaluation.signal, trajectory, tokens, infra
+        )
 
     def _save(self, task: Task, trajectory: Trajectory, evaluation: dict, harness_hash: str) -> None:
         if self.out_dir is not None:

@@ -19,7 +19,9 @@ from harnessevolve.models.usage import UsageMeter
 from harnessevolve.optimize.proposal import ProposerChain
 from harnessevolve.pipeline.budget import Budget, BudgetExhausted, BudgetGuard, metering
 from harnessevolve.pipeline.evolve_env import EnvironmentEvolver, EvolveSettings
-from harnessevolve.pipeline.loop import GenerationLoop
+from harnessevolve.pipeline.infra import ledger_infra_tally
+from harnessevolve.pipeline.loop import GenerationLoop, LoopParts
+from harnessevolve.pipeline.policies import LoopPolicies, PolicyInputs
 from harnessevolve.pipeline.net_change import NetChange, net_change
 from harnessevolve.pipeline.refgen import load_regret
 from harnessevolve.pipeline.resume import ResumePoint
@@ -86,7 +88,14 @@ def run_generations(
         references=checked.references,
         out_dir=run_dir,
         on_progress=hooks.on_progress,
-        cache=RolloutCache(checked.harness_dir / STATE_DIR / "cache" / "rollouts") if options.cache else None,
+        cache=RolloutCache(checked.harness_dir / STATE_DIR / "cache" / "rollouts") if scoring.cache else None,
+        adapter=checked.benchmark.adapter,
+        infra=ledger_infra_tally(ledger, options.budget.max_infra_share),
+    )
+    limits = options.budget
+    budget = Budget(limits.max_cost_usd, limits.max_tokens, limits.max_hours)
+    parts = LoopParts(
+        checked.harness_dir, repo, checked.benchmark, scorer, checked.proposer, checked.gates, ledger, run_dir, state
     )
     budget = Budget(options.max_cost_usd, options.max_tokens, options.max_hours)
     loop = GenerationLoop(
@@ -163,6 +172,7 @@ def _drive(
     try:
         with metering(meter), budget_check(loop.guard.exhausted if loop.guard else None):
             interrupts.run_async(loop.run(options.generations, point))
+            infra=scorer.infra.to_dict(),
     except BudgetExhausted as exc:
         loop.abandon_pending(f"budget reached ({exc})")
         ledger.append(BudgetExhaustedEvent(generation=state.generation, stage=state.stage, **exc.to_dict()))
