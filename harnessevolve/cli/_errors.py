@@ -13,7 +13,11 @@ from rich.console import Console
 from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.core.redact import redact
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INFRA, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+"""Exit codes: 0 ok; 1 a gate failed / the run found nothing; 2 bad input (a config, a benchmark
+whose floor is too high, a checker that passes everything: ``validate --floor``); 3 the machine
+failed (more than ``--max-infra-share`` of the rollouts failed on the sandbox, tool server,
+endpoint or executor: ``InfraFailureError``, ``core/infra.py``); 130 interrupted (Ctrl-C, SIGTERM)."""
 
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 F = TypeVar("F", bound=Callable[..., Any])

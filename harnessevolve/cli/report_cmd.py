@@ -12,11 +12,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from harnessevolve.cli._errors import handle_errors
+from harnessevolve.cli.final_view import print_final
 from harnessevolve.cli.options import HarnessDir, JsonOut, Model, Seed
 from harnessevolve.cli.ui import console, progress_hooks, score
 from harnessevolve.core.containment import check_output_path
-from harnessevolve.pipeline.final import RunRecord, score_test_split
+from harnessevolve.pipeline.final import load_run, score_test_split
 from harnessevolve.report.html import write_html_report
+from harnessevolve.report.infra_view import infra_counts
 from harnessevolve.report.run_view import load_run_view
 from harnessevolve.report.runs import harness_of, resolve_run
 from harnessevolve.report.tracking import MlflowTracker, make_tracker, mirror_run
@@ -38,8 +40,42 @@ def report(
     harness: HarnessDir = Path("."),
     run: Annotated[str | None, typer.Option("--run", help="Run id, as RUN (kept for older scripts).")] = None,
     final: Annotated[
-        bool, typer.Option("--final", help="Score the seed and evolved harness on the sealed test split.")
+        bool,
+        typer.Option(
+            "--final",
+            help="Score the seed and evolved harness on the sealed test split, beside the matched-budget "
+            "control: the seed's best-of-k at the rollouts the run spent (k = round(run rollouts / test "
+            "tasks); self-consistency pick, and the pass@k oracle marked as such), with 95% intervals.",
+        ),
     ] = False,
+    control_k: Annotated[
+        int | None,
+        typer.Option(
+            "--control-k",
+            min=0,
+            help="With --final: samples per test task of the control instead of the matched k (then marked "
+            "'not matched'); 0 leaves the control out.",
+        ),
+    ] = None,
+    control_temperature: Annotated[
+        float | None,
+        typer.Option(
+            "--control-temperature",
+            min=0.0,
+            help="With --final: the control's sampling temperature (default: the seed's own when it "
+            "samples, else 0.7).",
+        ),
+    ] = None,
+    variants: Annotated[
+        int,
+        typer.Option(
+            "--variants",
+            min=0,
+            help="With --final: also score seed and evolved on up to N synthesized variants of each test "
+            "task (chained test tasks; one more bug for synthesized SWE tasks; only variants whose gold "
+            "passes), and report the drop from original to variant for both.",
+        ),
+    ] = 0,
     html: Annotated[
         Path | None,
         typer.Option(
@@ -60,7 +96,9 @@ def report(
     seed: Seed = 0,
     as_json: JsonOut = False,
 ) -> None:
-    """Summarise a run from its ledger: accepted and reverted edits, scores per generation.
+    """Summarise a run from its ledger: accepted and reverted edits, scores per generation; with
+    --final, the sealed test split beside the matched-budget control (the seed's best-of-k at the
+    run's own rollout count). docs/reading-results.md says what each number controls for.
 
     Examples: [cyan]harnessevolve report -H DIR[/] (latest run), [cyan]harnessevolve report RUN-ID -H DIR
     --html report.html[/], [cyan]harnessevolve report DIR/.harnessevolve/runs/RUN-ID --html .[/]
@@ -70,10 +108,21 @@ def report(
     run_dir = resolve_run(run_ref or run, harness)
     harness_dir = harness_of(run_dir, read_ledger(run_dir / "ledger.jsonl"))
     final_scores = None
+    if (control_k is not None or variants or control_temperature is not None) and not final:
+        raise typer.BadParameter("needs --final", param_hint="--control-k/--variants/--control-temperature")
     if final:
-        record = RunRecord(run_dir.name, run_dir, read_ledger(run_dir / "ledger.jsonl"))
         with progress_hooks(enabled=not as_json) as hooks:
-            final_scores = score_test_split(harness_dir, record, model=model, seed=seed, hooks=hooks)
+            final_scores = score_test_split(
+                harness_dir,
+                load_run(run_dir),
+                model=model,
+                seed=seed,
+                hooks=hooks,
+                control=control_k != 0,
+                control_samples=control_k or None,
+                control_temperature=control_temperature,
+                variants=variants,
+            )
     view = load_run_view(run_dir)
     html_path = write_html_report(view, html) if html is not None else None
     tracker = make_tracker(track, harness_dir, run_dir=run_dir)
@@ -116,14 +165,10 @@ def report(
     if net is not None and not net.get("changed"):
         console.print("[yellow]no net change: the final harness equals the seed[/]")
     if final_scores:
-        table = Table(
-            "harness", "revision", "test score", title=f"test split ({final_scores['tasks']} tasks)"
-        )
-        for name in ("seed", "evolved"):
-            table.add_row(name, final_scores["revisions"][name][:8], f"{final_scores['scores'][name]:.3f}")
-        console.print(table)
-        gain = final_scores["scores"]["evolved"] - final_scores["scores"]["seed"]
-        console.print(f"test-split gain: {gain * 100:+.1f} points")
+        print_final(final_scores)
+    infra = infra_counts(run_dir / "ledger.jsonl")
+    if infra.failures or infra.retried:
+        console.print(infra.line(), style="yellow", markup=False)
     if html_path:
         console.print(f"HTML report: {html_path}")
     if isinstance(tracker, MlflowTracker):

@@ -17,10 +17,11 @@ from typing import Protocol
 
 from harnessevolve.core.atif import Step, Trajectory
 from harnessevolve.core.enums import StopReason
+from harnessevolve.core.errors import SandboxError
 from harnessevolve.core.tasks import Task
 from harnessevolve.execute.runners import runner_for
 from harnessevolve.sandbox.base import Sandbox
-from harnessevolve.execute.workspace import WorkspaceError, create_workspace
+from harnessevolve.execute.workspace import WorkspaceError, create_workspace, remove_workspace_async
 from harnessevolve.harness.model import Harness
 
 
@@ -103,25 +104,38 @@ async def run_one(
     commands run in ``sandbox``."""
     try:
         workspace = await create_workspace(task, sandbox=sandbox)
+    except SandboxError as exc:  # the machine, not the task: infra (core/infra.py)
+        return _failed_start(harness, task, model, seed, StopReason.SANDBOX_ERROR, exc.one_line())
     except (WorkspaceError, OSError, TimeoutError) as exc:
-        trajectory = Trajectory(
-            session_id=f"setup-{task.id}",
-            agent_name="harnessevolve",
-            agent_version="",
-            model_name=model,
-            steps=(Step(1, "system", "", extra={"error": f"setup_error: {exc}"}),),
-            extra={
-                "task_id": task.id,
-                "stop_reason": StopReason.SETUP_ERROR,
-                "answer": None,
-                "harness_hash": harness.content_hash(),
-                "seed": seed,
-            },
-        )
-        return Rollout(task.id, trajectory, None)
+        return _failed_start(harness, task, model, seed, StopReason.SETUP_ERROR, str(exc))
     runner = runner_for(harness)
-    trajectory = await runner.run(harness, task, workspace, model=model, seed=seed, sandbox=sandbox)
+    try:
+        trajectory = await runner.run(harness, task, workspace, model=model, seed=seed, sandbox=sandbox)
+    except SandboxError as exc:  # a command's sandbox could not start mid-rollout
+        await remove_workspace_async(workspace)
+        return _failed_start(harness, task, model, seed, StopReason.SANDBOX_ERROR, exc.one_line())
     return Rollout(task.id, trajectory, workspace)
+
+
+def _failed_start(
+    harness: Harness, task: Task, model: str, seed: int, stop: StopReason, error: str
+) -> Rollout:
+    """A rollout that never got to run its agent: no workspace, the reason as its one step."""
+    trajectory = Trajectory(
+        session_id=f"setup-{task.id}",
+        agent_name="harnessevolve",
+        agent_version="",
+        model_name=model,
+        steps=(Step(1, "system", "", extra={"error": f"{stop.value}: {error}"}),),
+        extra={
+            "task_id": task.id,
+            "stop_reason": stop,
+            "answer": None,
+            "harness_hash": harness.content_hash(),
+            "seed": seed,
+        },
+    )
+    return Rollout(task.id, trajectory, None)
 
 
 def _ray_executor(concurrency: int, sandbox: Sandbox | None = None) -> Executor:

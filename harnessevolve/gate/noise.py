@@ -56,6 +56,7 @@ import math
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import Any
 
 from harnessevolve.core.enums import Outcome
@@ -140,6 +141,30 @@ def paired_gain_ci(
     lo = stats[max(0, math.floor(tail * resamples))]
     hi = stats[min(resamples - 1, math.ceil((1 - tail) * resamples) - 1)]
     return round(lo, 4) + 0.0, round(hi, 4) + 0.0  # + 0.0: never print -0.0
+
+
+def mean_ci(
+    values: Sequence[float], confidence: float, *, resamples: int = CI_RESAMPLES, seed: int = 0
+) -> tuple[float, float] | None:
+    """Interval of a mean score over tasks: the Wilson score interval when every value is 0 or 1 (a
+    pass rate; closed form, ``statistics.NormalDist`` for the quantile, good at small n and at 0 or
+    1, where the normal interval collapses), else a percentile bootstrap over the values; ``None``
+    for no values. Deterministic for a given ``seed``."""
+    n = len(values)
+    if n == 0:
+        return None
+    if all(v in (0.0, 1.0) for v in values):
+        z = NormalDist().inv_cdf(1 - (1 - confidence) / 2)
+        p = sum(values) / n
+        centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+        half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+        return round(max(0.0, centre - half), 4) + 0.0, round(min(1.0, centre + half), 4) + 0.0
+    rng = random.Random(seed)
+    stats = sorted(math.fsum(rng.choices(values, k=n)) / n for _ in range(resamples))
+    tail = (1 - confidence) / 2
+    lo = stats[max(0, math.floor(tail * resamples))]
+    hi = stats[min(resamples - 1, math.ceil((1 - tail) * resamples) - 1)]
+    return round(lo, 4) + 0.0, round(hi, 4) + 0.0
 
 
 def _counts(pairs: Sequence[Pair]) -> tuple[int, int, int]:

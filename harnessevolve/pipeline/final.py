@@ -1,5 +1,13 @@
 """The sealed test split: scored only here (``harnessevolve report --final``), once per call, and
-every evaluation is written to the run's ledger."""
+every evaluation is written to the run's ledger.
+
+Beside the seed and the evolved harness it scores the **matched-budget control**: the seed's
+best-of-k at the rollouts the run spent (``pipeline/best_of_k.py``: k = round(B / test tasks),
+B = the run's ``rollouts`` + ``cached_rollouts``), as the self-consistency pick (deployable) and
+the pass@k oracle (labelled as such), each with a confidence interval. ``--variants N`` also
+scores both harnesses on synthesized variants of the test tasks (``pipeline/heldout_variants.py``).
+Rollouts that failed on the machine are scored 0 and counted apart (``infra``).
+"""
 
 from __future__ import annotations
 
@@ -7,38 +15,57 @@ import asyncio
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from harnessevolve.adapters import load_benchmark_spec
 from harnessevolve.core.errors import HarnessEvolveError
+from harnessevolve.gate.noise import mean_ci
 from harnessevolve.gate.performance import mean
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
+from harnessevolve.pipeline.best_of_k import BestOfK, matched_k, seed_control
+from harnessevolve.pipeline.heldout_variants import make_test_variants, variant_drop
 from harnessevolve.pipeline.references import load_references
 from harnessevolve.pipeline.rollout_cache import RolloutCache
 from harnessevolve.pipeline.run import RunHooks
 from harnessevolve.pipeline.scorer_setup import ScorerSetup
-from harnessevolve.runs import events as ev
-from harnessevolve.runs.events import TestEvaluated
-from harnessevolve.runs.ledger import Ledger, read_ledger
+from harnessevolve.runs.events import Event, RunFinished, RunStarted, TestEvaluated
+from harnessevolve.runs.ledger import Ledger, read_events
+from harnessevolve.runs.run_config import RunConfig
 from harnessevolve.runs.rundir import STATE_DIR
 from harnessevolve.runs.tempdirs import run_tempdir
+
+CONFIDENCE = 0.95
+"""Level of every interval ``report --final`` shows."""
+E = TypeVar("E", bound=Event)
 
 
 @dataclass(frozen=True)
 class RunRecord:
     run_id: str
     root: Path
-    events: list[dict[str, Any]]
+    events: list[Event]
 
-    def first(self, event: str) -> dict[str, Any] | None:
-        return next((e for e in self.events if e["event"] == event), None)
+    def first(self, kind: type[E]) -> E | None:
+        return next((r for r in self.events if isinstance(r, kind)), None)
 
-    def last(self, event: str) -> dict[str, Any] | None:
-        return next((e for e in reversed(self.events) if e["event"] == event), None)
+    def last(self, kind: type[E]) -> E | None:
+        return next((r for r in reversed(self.events) if isinstance(r, kind)), None)
 
-    def all(self, event: str) -> list[dict[str, Any]]:
-        return [e for e in self.events if e["event"] == event]
+    def all(self, kind: type[E]) -> list[E]:
+        return [r for r in self.events if isinstance(r, kind)]
+
+    @property
+    def rollouts(self) -> int | None:
+        """Every rollout the run used (run, cached, ``run_finished``); None before it finished."""
+        finished = self.last(RunFinished)
+        if finished is None or finished.rollouts is None:
+            return None
+        return finished.rollouts + (finished.cached_rollouts or 0)
+
+
+def load_run(root: Path) -> RunRecord:
+    return RunRecord(root.name, root, read_events(root / "ledger.jsonl"))
 
 
 def find_run(harness_dir: Path, run_id: str | None) -> RunRecord:
@@ -62,15 +89,61 @@ def find_run(harness_dir: Path, run_id: str | None) -> RunRecord:
             field="--run",
             hint="start one with `harnessevolve run`",
         )
-    root = candidates[-1]
-    return RunRecord(root.name, root, read_ledger(root / "ledger.jsonl"))
+    return load_run(candidates[-1])
+
+
+def run_ending_at(harness_dir: Path, sha: str) -> RunRecord | None:
+    """The latest finished run of this harness whose final revision is ``sha`` (what ``gate``
+    matches its control to)."""
+    runs = harness_dir / STATE_DIR / "runs"
+    folders = sorted(p for p in runs.glob("*") if (p / "ledger.jsonl").is_file()) if runs.is_dir() else []
+    for folder in reversed(folders):
+        record = load_run(folder)
+        finished = record.last(RunFinished)
+        if finished is not None and finished.rev == sha:
+            return record
+    return None
+
+
+def control_k(tasks: int, run_rollouts: int | None, given: int | None) -> tuple[int, int | None]:
+    """(k, matched_to): ``given`` when set (not matched), else matched to the run's rollouts."""
+    if given is not None:
+        return given, None
+    if run_rollouts is None:
+        raise HarnessEvolveError(
+            "the run records no rollout count to match the control to",
+            field="--control-k",
+            hint="give the samples per task by hand with --control-k K (the control is then not matched)",
+        )
+    return matched_k(run_rollouts, tasks), run_rollouts
+
+
+def control_numbers(control: BestOfK, evolved: list[float]) -> dict[str, Any]:
+    """The control's numbers, and evolved minus the control's pick (per task paired, with its CI)."""
+    gain, gain_ci = control.gain_over_sc(evolved)
+    return {
+        **control.to_dict(),
+        "evolved_minus_sc": gain,
+        "evolved_minus_sc_ci": list(gain_ci) if gain_ci else None,
+    }
 
 
 def score_test_split(
-    harness_dir: Path, run: RunRecord, *, model: str | None, seed: int, hooks: RunHooks
-) -> dict:
-    """Score the run's seed revision and its final revision on the test split; log it in the ledger."""
-    started, finished = run.first(ev.RunStarted.NAME), run.last(ev.RunFinished.NAME)
+    harness_dir: Path,
+    run: RunRecord,
+    *,
+    model: str | None,
+    seed: int,
+    hooks: RunHooks,
+    control: bool = True,
+    control_samples: int | None = None,
+    control_temperature: float | None = None,
+    variants: int = 0,
+) -> dict[str, Any]:
+    """Score the run's seed revision and its final revision on the test split, the matched-budget
+    control beside them (``control``), and ``variants`` synthesized variants per test task; log
+    it all in the ledger and return what was logged."""
+    started, finished = run.first(RunStarted), run.last(RunFinished)
     if started is None or finished is None:
         raise HarnessEvolveError(
             "the run has not finished",
@@ -78,19 +151,24 @@ def score_test_split(
             hint="resume or wait for it first",
         )
     repo = HarnessRepo(harness_dir)
-    options = started.get("options", {})
-    benchmark = load_benchmark_spec(
-        options.get("benchmark") or started["benchmark"], tuple(options.get("adapters", ()))
-    )
-    tests = benchmark.split("test")
-    revisions = {"seed": started["rev"], "evolved": finished["rev"]}
-    scores: dict[str, float] = {}
+    config = RunConfig.from_json(started.options or {})  # what the run was asked to do, typed
+    benchmark = load_benchmark_spec(config.benchmark or started.benchmark, config.adapters)
+    tests = list(benchmark.split("test"))
+    if not tests:
+        raise HarnessEvolveError(
+            f"benchmark {benchmark.name} has no test split",
+            field="--final",
+            hint="give tasks `split: test` to score a sealed test split",
+        )
+    k, matched_to = control_k(len(tests), run.rollouts, control_samples) if control else (0, None)
+    revisions = {"seed": started.rev, "evolved": finished.rev}
+    doc: dict[str, Any] = {}
     # every temp folder in one per-process folder: a killed report leaves nothing for long
     with run_tempdir(f"final-{run.root.name}"), tempfile.TemporaryDirectory(prefix="he-final-") as tmp:
-        harnesses = {k: load_harness(repo.export(rev, Path(tmp) / k)) for k, rev in revisions.items()}
-        agent_model = model or options.get("model") or harnesses["seed"].model
+        harnesses = {k_: load_harness(repo.export(rev, Path(tmp) / k_)) for k_, rev in revisions.items()}
+        agent_model = model or config.scoring.model or harnesses["seed"].model
         # the run's own executor, sandbox, limits and concurrency (run_started.options)
-        scorer = ScorerSetup.from_options(options).build(
+        scorer = ScorerSetup.from_config(config.execution).build(
             benchmark=benchmark,
             model=agent_model,
             default_model=agent_model,
@@ -99,19 +177,66 @@ def score_test_split(
             out_dir=run.root / "final",
             on_progress=hooks.on_progress,
             cache=RolloutCache(harness_dir / STATE_DIR / "cache" / "rollouts")
-            if options.get("cache", True)
+            if config.scoring.cache
             else None,
         )
 
-        async def score_both() -> None:
-            for name, harness in harnesses.items():
-                results = await scorer.score(harness, tests, f"test split: {name} harness")
-                scores[name] = mean([r.score for r in results])
+        async def score_all() -> None:
+            results = {
+                name: await scorer.score(harness, tests, f"test split: {name} harness")
+                for name, harness in harnesses.items()
+            }
+            per_task = {name: [r.score for r in rs] for name, rs in results.items()}
+            doc["scores"] = {name: mean(v) for name, v in per_task.items()}
+            doc["intervals"] = {name: list(mean_ci(v, CONFIDENCE) or ()) for name, v in per_task.items()}
+            if k:
+                best = await seed_control(
+                    scorer,
+                    harnesses["seed"],
+                    tests,
+                    results["seed"],
+                    k=k,
+                    matched_to=matched_to,
+                    work_dir=Path(tmp),
+                    temperature=control_temperature,
+                )
+                doc["control"] = control_numbers(best, per_task["evolved"])
+            if variants:
+                made = await make_test_variants(
+                    benchmark,
+                    variants,
+                    seed=seed,
+                    sandbox=scorer.executor.sandbox,
+                    folder=run.root / "final" / "variants",
+                )
+                found: dict[str, Any] = {
+                    "per_task": variants,
+                    "variants": len(made.tasks),
+                    "parents": len(set(made.parents.values())),
+                    "makers": made.makers,
+                    "skipped": made.skipped,
+                }
+                if made.tasks:
+                    for name, harness in harnesses.items():
+                        on_variants = await scorer.score(
+                            harness, list(made.tasks), f"test variants: {name} harness"
+                        )
+                        found[name] = variant_drop(made, results[name], on_variants)
+                doc["variants"] = found
 
-        asyncio.run(score_both())
+        asyncio.run(score_all())
     ledger = Ledger(run.root / "ledger.jsonl")
-    record = ledger.append(
-        TestEvaluated(split="test", tasks=len(tests), revisions=revisions, scores=scores, model=agent_model)
+    record = TestEvaluated(
+        split="test",
+        tasks=len(tests),
+        revisions=revisions,
+        scores=doc["scores"],
+        model=agent_model,
+        control=doc.get("control"),
+        intervals=doc["intervals"],
+        variants=doc.get("variants"),
+        infra=scorer.infra.to_dict() if scorer.infra.failures or scorer.infra.retried else None,
     )
+    ledger.append(record)
     ledger.close()
-    return record
+    return {"event": TestEvaluated.NAME, **record.fields()}

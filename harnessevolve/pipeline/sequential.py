@@ -37,6 +37,8 @@ class RepeatedScorer:
                 out_dir=base.out_dir / "repeats" / f"r{repetition}" if base.out_dir else None,
                 on_progress=base.on_progress,
                 cache=base.cache,
+                infra=base.infra,
+                adapter=base.adapter,
             )
         return self.scorers[repetition]
 

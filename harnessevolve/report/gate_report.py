@@ -88,6 +88,20 @@ def verdict_headline(verdict: GateVerdict) -> str:
             f"{n['split']} {n['current']:.3f} -> {n['candidate']:.3f}, drop {n['drop']:+.3f}"
             f"{_ci(n.get('drop_ci'), n.get('confidence', 0.95))}, max {n['max_drop']}; {n['tasks']} tasks"
         )
+    if verdict.gate == "control" and "sc" in n:
+        level = n.get("confidence", 0.95)
+        matched = (
+            f"matched to {n['matched_to']} run rollouts"
+            if n.get("matched_to") is not None
+            else "k NOT matched"
+        )
+        sc_ci = f" ({_pct(level)} CI {n['sc_ci'][0]:.3f} to {n['sc_ci'][1]:.3f})" if n.get("sc_ci") else ""
+        return (
+            f"candidate {n['candidate']:.3f} vs baseline best-of-{n['k']} (sc) {n['sc']:.3f}{sc_ci}, "
+            f"gain {n['evolved_minus_sc']:+.3f}{_ci(n.get('evolved_minus_sc_ci'), level)}; "
+            f"pass@{n['k']} oracle {n['oracle']:.3f}; {matched}; "
+            + ("required" if n.get("required") else "not required")
+        )
     return ", ".join(f"{k} {v}" for k, v in n.items() if not isinstance(v, list | dict))
 
 
