@@ -1,8 +1,10 @@
 """Align a failed run with its reference trajectory and find the first divergent action.
 
 Reads only the ATIF content plus the tool definitions when present (``actions.py`` says how
-actions, finishes and turns are read; ``call_match.py`` when two calls are the same). The actions
-are compared in order; at the first mismatch:
+actions, finishes and turns are read; ``call_match.py`` when two calls are the same). Two calls
+whose text differs still match when their **effect** is the same (``effect_match.py``): the same
+informative observation, or, given an effect oracle (tasks with an ``effect`` check), the same
+stdout, exit status and files. The actions are compared in order; at the first mismatch:
 
 1. a malformed reply or non-JSON arguments (``format_error``), a tool no definition offers, a call
    missing a required argument as the loop recorded it, or a provider failure decides the cause;
@@ -10,7 +12,10 @@ are compared in order; at the first mismatch:
    or recovered from (the reference's action follows within ``RECOVERY_WINDOW`` actions) is not a
    divergence; one the run went on from is ``tool_error_ignored``, on the step that went on;
 3. ``LOOP_REPEATS`` identical calls (after normalisation) are ``step_limit``;
-4. a finish while the reference still had calls is ``premature_finish``;
+4. a finish while the reference still had calls is ``premature_finish``, and so is a finish without
+   the answer the reference's finishing call gave (a plain message where it called ``submit``);
+   a submitted answer that differs from the reference's is ``wrong_argument`` on the submit, its
+   hint saying what was submitted instead (an observation's text, another call's argument);
 5. a one-step look-ahead (and the turn each action belongs to) tells a skipped step from an extra
    one; an unneeded *read-only* call is not counted while a later divergence explains the failure;
 6. otherwise ``unknown_tool`` / ``wrong_tool`` / ``missing_argument`` / ``wrong_argument``.
@@ -28,7 +33,7 @@ step, ``step == reference_step``.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harnessevolve.core.atif import Trajectory
@@ -41,6 +46,7 @@ from harnessevolve.evaluate.call_match import (
     difference,
     operands,
 )
+from harnessevolve.evaluate.effect_match import EffectOracle, same_observation
 from harnessevolve.evaluate.no_reference import signal_without_reference
 from harnessevolve.evaluate.side_by_side import GAP_COST, OTHER_TOOL_COST, SAME_TOOL_COST, AlignedRow, align
 from harnessevolve.evaluate.tool_schemas import ToolSet, canonical_call, offered_tools
@@ -105,6 +111,11 @@ class _Context:
     """The run's first user step (a skipped first action belonged right after it)."""
     steps: list[tuple[int, int, str]]
     """The run's steps as (step_id, turn, source); a user step belongs to the turn it opens."""
+    answered: bool = True
+    """Whether the run gave an answer at all (its finishing call's, or its runner's)."""
+    oracle: EffectOracle | None = None
+    effects: dict[tuple[int, int], bool] = field(default_factory=dict)
+    """Effect comparisons made so far, by (id of the run action, id of the reference action)."""
 
     def signal(
         self, cause: Cause, act: Action | None, exp: Action | None, hint: str, *, step: int | None = None
@@ -126,7 +137,23 @@ class _Context:
         )
 
     def differs(self, a: Action, b: Action) -> Difference | None:
-        return difference(a, b, self.tools.get(b.tool))
+        if a.is_finish and b.is_finish and a.tool is None and not self.answered and b.arguments.get("answer"):
+            return Difference("tool", None, "finished without an answer")
+        diff = difference(a, b, self.tools.get(b.tool))
+        if diff is None or a.is_finish or b.is_finish or a.tool is None or b.tool is None:
+            return diff
+        return None if self.same_effect(a, b) else diff
+
+    def same_effect(self, a: Action, b: Action) -> bool:
+        """``a`` does what ``b`` did though its call differs (see ``effect_match``)."""
+        key = (id(a), id(b))
+        if key not in self.effects:
+            found = same_observation(a, b)
+            if not found and self.oracle is not None:
+                index = next((k for k, r in enumerate(self.ref) if r is b), len(self.ref))
+                found = self.oracle(a, b, self.ref[:index]) is True
+            self.effects[key] = found
+        return self.effects[key]
 
     def same(self, a: Action | None, b: Action | None) -> bool:
         return a is not None and b is not None and self.differs(a, b) is None
@@ -179,11 +206,14 @@ def first_divergence(
     *,
     score: float = 0.0,
     tools: Iterable[Any] | None = None,
+    oracle: EffectOracle | None = None,
 ) -> ErrorSignal:
     """The first step where the failed run leaves the reference's path, with cause and hint.
 
     ``tools``: tool definitions the caller knows (the harness's or the task's), added to those the
-    trajectories carry."""
+    trajectories carry. ``oracle``: tells whether two differing calls have the same effect
+    (``effect_check.effect_oracle`` for tasks with an effect check); observations are compared
+    without one."""
     offered = offered_tools(trajectory, reference, tools=tools)
     run_list, ref_list = read_actions(trajectory, offered), read_actions(reference, offered)
     ctx = _Context(
@@ -196,6 +226,9 @@ def first_divergence(
         turns_comparable=run_list.turns == ref_list.turns,
         opening=next((s.step_id for s in trajectory.steps if s.source == "user"), None),
         steps=_step_turns(trajectory),
+        answered=bool(trajectory.extra.get("answer"))
+        or any(a.arguments.get("answer") for a in run_list.actions),
+        oracle=oracle,
     )
     return _walk(ctx, trajectory)
 
@@ -294,6 +327,8 @@ def _classify(ctx: _Context, i: int, j: int, diff: Difference, last: Action | No
     if exp.is_finish and not act.is_finish:
         hint = f"step {act.step_id}: {_describe(act)} after the reference had finished"
         return ctx.signal(Cause.EXTRA_STEP, act, None, hint)
+    if act.is_finish and exp.is_finish:
+        return _finish_signal(ctx, i, act, exp, diff)
     if act.is_finish and not exp.is_finish:
         return ctx.signal(
             Cause.PREMATURE_FINISH,
@@ -335,6 +370,43 @@ def _classify(ctx: _Context, i: int, j: int, diff: Difference, last: Action | No
     detail = f" ({diff.detail})" if diff.detail else ""
     hint = f"step {act.step_id}: {_describe(act)} where the reference did {_describe(exp)}{detail}"
     return ctx.signal(Cause.WRONG_ARGUMENT, act, exp, hint)
+
+
+def _finish_signal(ctx: _Context, i: int, act: Action, exp: Action, diff: Difference) -> ErrorSignal:
+    """Both finished, differently: without the reference's answer, or with another one."""
+    if diff.kind == "tool":
+        hint = (
+            f"step {act.step_id}: ended with {'a plain message' if act.tool is None else _describe(act)} "
+            f"instead of {_describe(exp)} as the reference did, so no answer reached the checker"
+        )
+        return ctx.signal(Cause.PREMATURE_FINISH, act, exp, hint)
+    answer = " ".join(str(act.arguments.get("answer", "")).split())
+    expected = " ".join(str(exp.arguments.get("answer", "")).split())
+    what = _answer_source(ctx.run[:i], answer)
+    reference_what = _answer_source(ctx.ref[: next(k for k, r in enumerate(ctx.ref) if r is exp)], expected)
+    hint = f"step {act.step_id}: submitted {_short(answer)!r}"
+    if what:
+        hint += f" ({what})"
+    hint += f" where the reference submitted {_short(expected)!r}"
+    if reference_what:
+        hint += f" ({reference_what})"
+    return ctx.signal(Cause.WRONG_ARGUMENT, act, exp, hint)
+
+
+def _answer_source(before: list[Action], answer: str) -> str:
+    """Where an answer came from among the earlier calls: a call's own argument (a command it
+    ran), or the text a call observed (its output)."""
+    if not answer:
+        return "an empty answer"
+    low = answer.lower()
+    for a in reversed(before):
+        if any(" ".join(str(v).split()).lower() == low for v in a.arguments.values()):
+            return f"the argument of its call at step {a.step_id}"
+    for a in reversed(before):
+        seen = " ".join((a.observation or "").split()).lower()
+        if len(low) >= 2 and seen and low in seen:
+            return f"the output of step {a.step_id} instead of the call that produced it"
+    return ""
 
 
 def _without_divergent_action(

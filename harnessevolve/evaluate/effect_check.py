@@ -1,6 +1,10 @@
 """The ``effect`` check (NL2Bash): the agent's submitted command must do what the gold command
 does -- same exit status, same stdout, same files -- in two identical copies of the task's setup.
 
+``effect_oracle`` applies the same comparison to the *steps* of a failed run for alignment: a shell
+call whose text differs from the reference's call but that does the same in the same starting state
+(the set-up plus the reference's earlier shell commands) matches it (``evaluate/effect_match.py``).
+
 Both commands (and the setup) run through the ``CommandRunner`` the caller passes, in a scratch
 folder it provides (``runner.scratch``); the pipeline's runs them in the agent's sandbox, in a folder
 bounded like a workspace, since the submitted command is LLM-written.
@@ -14,11 +18,14 @@ import os
 import re
 import shutil
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from harnessevolve.core.tasks import Check, Task
+from harnessevolve.evaluate.actions import Action
 from harnessevolve.evaluate.checkers import MINIMAL_PATH, CommandRunner, quote
+from harnessevolve.evaluate.effect_match import EffectOracle, shell_command
 
 MAX_TREE_ENTRIES = 50_000
 _FENCE = re.compile(r"\A```[\w-]*\n(.*?)\n?```\Z", re.DOTALL)
@@ -77,6 +84,56 @@ def check_effect(
     if problems:
         return False, f"{quote(command)}: " + "; ".join(problems)
     return True, f"{quote(command)} has the gold command's effect (stdout, exit status and files)"
+
+
+MAX_ORACLE_COMPARISONS = 8
+"""Pairs of commands one oracle runs at most (each runs the set-up and both commands)."""
+
+
+def effect_oracle(
+    task: Task, *, timeout_s: float, runner: CommandRunner, limit: int = MAX_ORACLE_COMPARISONS
+) -> EffectOracle | None:
+    """An oracle for alignment when ``task`` has an ``effect`` check, else None: two shell calls
+    match when, run in fresh copies of the set-up after the reference's earlier shell commands, they
+    give the same stdout, exit status and files. Answers None for other calls and after ``limit``
+    comparisons (then text and observations decide); never raises."""
+    if not any(c.type == "effect" for c in task.checks):
+        return None
+    cache: dict[tuple[tuple[str, ...], str, str], bool | None] = {}
+
+    def oracle(run: Action, ref: Action, before: Sequence[Action]) -> bool | None:
+        mine, theirs = shell_command(run), shell_command(ref)
+        if mine is None or theirs is None:
+            return None
+        prefix = tuple(c for c in (shell_command(a) for a in before) if c is not None)
+        key = (prefix, mine, theirs)
+        if key not in cache:
+            if len(cache) >= limit:
+                return None
+            cache[key] = _same_effect(task, prefix, mine, theirs, timeout_s=timeout_s, runner=runner)
+        return cache[key]
+
+    return oracle
+
+
+def _same_effect(
+    task: Task, prefix: tuple[str, ...], mine: str, theirs: str, *, timeout_s: float, runner: CommandRunner
+) -> bool | None:
+    try:
+        with runner.scratch(f"he-step-effect-{task.id}-") as base:
+            start = base / "start"
+            if _set_up(task, start, timeout_s=timeout_s, runner=runner):
+                return None
+            for command in prefix:
+                runner(command, start, _effect_env(start), timeout_s=timeout_s, fresh=True)
+            theirs_effect, _ = command_effect(start, base / "run", theirs, timeout_s=timeout_s, runner=runner)
+            _remove_tree(base / "run")
+            mine_effect, _ = command_effect(start, base / "run", mine, timeout_s=timeout_s, runner=runner)
+    except OSError:
+        return None
+    if theirs_effect is None or mine_effect is None:
+        return None
+    return theirs_effect == mine_effect
 
 
 def _effect_env(workspace: Path) -> dict[str, str]:

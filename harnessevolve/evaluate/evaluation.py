@@ -17,6 +17,10 @@ from harnessevolve.core.signals import ErrorSignal
 from harnessevolve.core.tasks import Task
 from harnessevolve.evaluate.alignment import first_divergence, signal_without_reference
 from harnessevolve.evaluate.checkers import CommandRunner, run_checks
+from harnessevolve.evaluate.effect_check import effect_oracle
+
+STEP_EFFECT_TIMEOUT_S = 10.0
+"""Per command, when alignment re-runs a step and its reference step to compare their effects."""
 
 
 @dataclass(frozen=True)
@@ -50,7 +54,9 @@ def evaluate_rollout(
     (``pipeline.sandboxed_checks``); there is no host default. ``tools``: every tool definition
     the agent was offered (harness and task), for the offered-tool check and schema-typed argument
     comparison when the trajectory does not carry them (ATIF v1.5 ``agent.tool_definitions``);
-    give all or none, since a call of a tool missing from the list counts as ``unknown_tool``."""
+    give all or none, since a call of a tool missing from the list counts as ``unknown_tool``.
+    A task with an ``effect`` check has its steps matched by effect too (``effect_check.effect_oracle``:
+    commands re-run in fresh copies of its set-up, through ``runner``)."""
     if workspace is None:
         score, passed = 0.0, False
         details: tuple[str, ...] = ("workspace setup failed",)
@@ -63,7 +69,13 @@ def evaluate_rollout(
     signal = None
     if not passed:
         signal = (
-            first_divergence(trajectory, reference, score=score, tools=tools)
+            first_divergence(
+                trajectory,
+                reference,
+                score=score,
+                tools=tools,
+                oracle=effect_oracle(task, timeout_s=STEP_EFFECT_TIMEOUT_S, runner=runner),
+            )
             if reference is not None
             else signal_without_reference(trajectory, score=score, tools=tools)
         )
