@@ -35,6 +35,20 @@ _SPECIFIC = re.compile(
 )
 _IDENTIFIER = re.compile(r"(?<![\w-])\w*(?:_|\d)\w*(?![\w-])")
 """Names with a digit or an underscore (``notes_2024``, ``dir1``): a task's own, not the language's."""
+COMMON_WORDS = frozenset(
+    """
+    a an the this that these those it its is are was were be been being to of in on at by for from
+    with without into onto over under about as and or not no nor but if then than so do does did
+    done all any each every some one two other same only also just more most less least very can
+    could should would will must may might shall use used using run runs call calls answer answers
+    submit command commands output outputs result results file files folder folders directory
+    directories path paths line lines word words text name names value values number numbers string
+    strings first last next new old current correct exact exactly right wrong always never when
+    where what which who how why you your agent task tasks tool tools step steps print show list
+    find count make copy move delete remove write read check give get set
+    """.split()  # noqa: SIM905 - a word list reads best as words
+)
+"""Words of any rule: a quoted one (``grep 'the'``) is still not a task literal."""
 
 SYSTEM = (
     "You improve the system prompt of a command-line AI agent. Given one failed run, you write ONE "
@@ -107,10 +121,17 @@ def task_specific_terms(signal: ErrorSignal, instruction: str, *others: str) -> 
     for source in sources:
         for found in _SPECIFIC.findall(source):
             term = found.strip("'\"").strip()
-            if len(term) >= 2 and not term.startswith("-") and term not in (".", "./", ".."):
+            literal = len(term) >= 2 and not term.startswith("-") and term not in (".", "./", "..")
+            if literal and not _common_words_only(term):
                 terms.add(term.lower())
         terms.update(w.lower() for w in _IDENTIFIER.findall(source) if re.search(r"[A-Za-z]", w))
     return terms
+
+
+def _common_words_only(term: str) -> bool:
+    """A quoted value made only of ordinary words (``'the'``, ``"the file"``): no literal of a task."""
+    words = re.findall(r"[^\W\d_]+|\S", term.lower())
+    return bool(words) and all(w in COMMON_WORDS for w in words)
 
 
 def specific_term_in(rule: str, terms: set[str]) -> str | None:

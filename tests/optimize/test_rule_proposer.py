@@ -179,3 +179,21 @@ def test_chosen_by_name_and_needs_a_model() -> None:
     assert [p.name for p in chain.proposers] == ["llm-rule", "rules"]
     with pytest.raises(HarnessEvolveError, match="the llm-rule proposer needs a model"):
         make_proposer(["llm-rule"], None)
+
+
+def test_common_words_are_not_task_literals(script) -> None:
+    """A quoted common word in a task ('the') does not make every rule task-specific; a quoted task
+    literal ('timeout') still does."""
+    instruction = "Count the lines that contain the word 'the' in notes.txt, and those with 'timeout'."
+    terms = task_specific_terms(signal(), instruction)
+    assert "the" not in terms and "timeout" in terms and "notes.txt" in terms
+    rule = "Always use the correct command in the submit answer."
+    proposer = SmallModelRuleProposer(script([f"RULE: {rule}"]), signals=1)
+    ctx = context(instructions={"t1": instruction, "t2": instruction})
+    candidate = asyncio.run(proposer.propose(ctx))
+    assert candidate is not None and candidate.evidence == (rule,)
+    proposer = SmallModelRuleProposer(
+        script(["RULE: Search for timeout before you count the lines."]), signals=1
+    )
+    with pytest.raises(ProposalFailed, match="names 'timeout'"):
+        asyncio.run(proposer.propose(ctx))
