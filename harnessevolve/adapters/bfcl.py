@@ -276,6 +276,7 @@ class BFCLAdapter:
             root=data_root(),
             tasks=tuple(replace(t, split=splits[t.id]) for t in tasks),
             description=f"BFCL v4 multi-turn ({category}) from bfcl-eval",
-            references=paths.builtin_dir("trajectories") / name,
+            references=paths.builtin_dir("trajectories") / "bfcl",
             source=f"bfcl:{spec}" if spec else "bfcl",
+            shared_references=True,  # task ids name their category: one folder serves every subset
         )

@@ -14,7 +14,9 @@ Here the workspace stands for that ``/``:
   paths masked), success and resulting files (paths, kinds, modes, contents) match
   (``evaluate/checkers.py``);
 - the gold solution is that command as one bash call, then ``submit`` with it, which
-  ``harnessevolve refs import`` replays into the reference trajectory;
+  ``harnessevolve refs import`` replays into the reference trajectory; those replays are shipped
+  in ``trajectories/nl2bash/`` (one folder for every subset: task ids are unique across them),
+  each one checked by the task's own effect check before it was written;
 - ``gold2`` is not used; splits come from ``suite.assign_splits`` (icalfa has none); tags are
   ``nl2bash-fs<n>`` and ``difficulty-<d>``.
 
@@ -137,8 +139,9 @@ def load_nl2bash(subset: str = "") -> AdaptedBenchmark:
         root=assets / "datasets",
         tasks=tuple(replace(t, split=splits[t.id]) for t in tasks),
         description=f"NL2Bash (icalfa), file systems {','.join(map(str, filesystems))}: {len(tasks)} tasks",
-        references=paths.builtin_dir("trajectories") / name,
+        references=paths.builtin_dir("trajectories") / "nl2bash",
         source=f"nl2bash:{subset}",
+        shared_references=True,
     )
 
 

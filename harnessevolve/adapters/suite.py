@@ -34,6 +34,9 @@ class AdaptedBenchmark(Benchmark):
     references: Path | None = None
     source: str = ""
     """The spec it was loaded from (``harbor:/path``, ``nl2bash:5``), for messages and the ledger."""
+    shared_references: bool = False
+    """``references`` holds the references of every subset the adapter loads (task ids are unique
+    across them): a subset reads those of its own tasks and skips the rest."""
 
     @property
     def references_dir(self) -> Path:

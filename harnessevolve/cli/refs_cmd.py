@@ -31,7 +31,7 @@ from harnessevolve.core.tasks import Benchmark as BenchmarkSuite
 from harnessevolve.execute.sandbox import make_sandbox
 from harnessevolve.execute.tool_server import benchmark_sandbox
 from harnessevolve.harness.load import load_harness
-from harnessevolve.pipeline.references import import_atif, replay_gold, save_reference
+from harnessevolve.pipeline.references import import_atif, replay_gold, save_reference, user_references_dir
 from harnessevolve.pipeline.refgen import Generated, generate_reference, write_regret
 from harnessevolve.pipeline.scorer_setup import parse_limits
 
@@ -44,9 +44,10 @@ OUT_HELP = (
 def reference_output_dir(bench: BenchmarkSuite, out: Path | None) -> Path:
     """Where references are written: ``--out``, else next to the suite (``<suite>/trajectories``).
 
-    Never into the installed package; a built-in suite of the checkout keeps its references in the
-    checkout's ``trajectories/<name>`` (that is how they are maintained); a built-in suite of an
-    installed package needs ``--out``."""
+    Never into the installed package: a built-in suite (or adapter) of an installed package writes
+    to the user's reference folder (``pipeline.references.user_references_dir``), which ``run``
+    reads too; a built-in suite of the checkout keeps its references in the checkout's
+    ``trajectories/<name>`` (that is how they are maintained)."""
     if out is not None:
         check_output_path(out, option="--out", kind="folder")
         if paths.inside_package(out):
@@ -58,22 +59,14 @@ def reference_output_dir(bench: BenchmarkSuite, out: Path | None) -> Path:
             )
         return out
     default = bench.references_dir
-    if (
-        isinstance(bench, AdaptedBenchmark)
-        and bench.references is not None
-        and not paths.inside_package(default)
-    ):
+    if paths.inside_package(default):
+        return user_references_dir(bench)  # the installed package is read-only; run reads this one too
+    if isinstance(bench, AdaptedBenchmark) and bench.references is not None:
         return default  # the adapter chose it (nl2bash, bfcl: the checkout's trajectories/<name>)
     if not paths.is_builtin(default):
         return default
     if not paths.is_builtin(bench.root):
         return bench.root / "trajectories"
-    if paths.inside_package(default):
-        raise BenchmarkError(
-            f"{bench.name} is a built-in suite of the installed package; its reference folder is read-only",
-            field="--out",
-            hint="pass --out DIR (and copy the suite there to run on it with those references)",
-        )
     return default
 
 

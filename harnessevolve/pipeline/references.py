@@ -1,10 +1,24 @@
 """Reference trajectories: loading them for a benchmark, and building them by replaying gold
-tool calls through the real agent loop (so every observation is real)."""
+tool calls through the real agent loop (so every observation is real).
+
+Where they are read from, in order (a task's first file wins):
+
+1. the benchmark's own folder (``Benchmark.references_dir``: ``<suite>/trajectories``, or the
+   shipped ``trajectories/<name>`` -- inside the wheel for an installed package);
+2. the user's reference folder (``user_references_dir``: ``$HARNESSEVOLVE_REFERENCES/<name>``, else
+   ``$XDG_CACHE_HOME/harnessevolve/references/<name>``), where ``refs import`` / ``refs generate``
+   write when the benchmark's folder is read-only (a built-in suite of an installed package).
+
+An adapter whose references folder serves every subset it loads (``AdaptedBenchmark.
+shared_references``: ``trajectories/nl2bash`` for ``nl2bash:5`` as for ``nl2bash``) has the files
+of tasks outside the subset skipped; anywhere else a file for an unknown task is an error.
+"""
 
 from __future__ import annotations
 
 import itertools
 import json
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,23 +28,61 @@ from harnessevolve.core.errors import BenchmarkError, TrajectoryError
 from harnessevolve.core.tasks import Benchmark, Task
 from harnessevolve.evaluate.checkers import run_checks
 from harnessevolve.execute.agent import run_agent
-from harnessevolve.execute.sandbox import Sandbox
 from harnessevolve.execute.workspace import create_workspace, remove_workspace
 from harnessevolve.harness.model import Harness
 from harnessevolve.models.scripted import register_script, unregister_script
 from harnessevolve.pipeline.sandboxed_checks import sandboxed_runner
+from harnessevolve.sandbox.base import Sandbox
 
 _counter = itertools.count()
 
 
+REFERENCES_ENV = "HARNESSEVOLVE_REFERENCES"
+"""Overrides the user's reference folder (default ``$XDG_CACHE_HOME/harnessevolve/references``)."""
+
+
+def user_references_dir(benchmark: Benchmark) -> Path:
+    """The user's own reference folder for ``benchmark`` (see the module docstring)."""
+    override = os.environ.get(REFERENCES_ENV, "").strip()
+    if override:
+        return Path(override) / _folder_name(benchmark)
+    base = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
+    return Path(base) / "harnessevolve" / "references" / _folder_name(benchmark)
+
+
+def _folder_name(benchmark: Benchmark) -> str:
+    from harnessevolve.adapters.suite import AdaptedBenchmark
+
+    if isinstance(benchmark, AdaptedBenchmark) and benchmark.shared_references:
+        return benchmark.references_dir.name  # every subset shares the adapter's folder
+    return benchmark.name
+
+
+def _shared(benchmark: Benchmark) -> bool:
+    from harnessevolve.adapters.suite import AdaptedBenchmark
+
+    return isinstance(benchmark, AdaptedBenchmark) and benchmark.shared_references
+
+
 def load_references(benchmark: Benchmark) -> dict[str, Trajectory]:
-    """Every ``<task-id>.json`` of the benchmark's references; a file for an unknown task is an error."""
-    folder = benchmark.references_dir
+    """Every ``<task-id>.json`` of the benchmark's references (its folder, then the user's); a file
+    for an unknown task is an error, except in a folder shared by an adapter's subsets."""
+    out: dict[str, Trajectory] = {}
+    for folder in dict.fromkeys((benchmark.references_dir, user_references_dir(benchmark))):
+        for task_id, trajectory in _load_folder(benchmark, folder).items():
+            out.setdefault(task_id, trajectory)
+    return out
+
+
+def _load_folder(benchmark: Benchmark, folder: Path) -> dict[str, Trajectory]:
     if not folder.is_dir():
         return {}
     known = {t.id for t in benchmark.tasks}
+    shared = _shared(benchmark)
     out: dict[str, Trajectory] = {}
     for path in sorted(p for p in folder.glob("*.json") if p.name != "regret.json"):
+        if path.stem not in known and shared:
+            continue  # another subset's task
         if path.stem not in known:
             raise BenchmarkError(
                 f"reference for unknown task {path.stem!r}",
