@@ -26,7 +26,12 @@ Concurrency = Annotated[
 ]
 BatchSize = Annotated[int, typer.Option("--batch-size", min=1, help="Train tasks per minibatch.")]
 GatesFile = Annotated[
-    Path | None, typer.Option("--gates", help="Gate thresholds YAML (default gates/default.yaml).")
+    Path | None,
+    typer.Option(
+        "--gates",
+        help="Gate thresholds YAML, or a shipped one by name: default, paper (accept-on-tie). "
+        "Default: gates/default.yaml.",
+    ),
 ]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of tables.")]
 Sandbox = Annotated[

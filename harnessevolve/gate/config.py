@@ -65,6 +65,10 @@ class PerformanceConfig:
     max_rollouts_per_task: int = 32
     """sequential: repetitions per task before the gate gives up (and rejects); stochastic
     harnesses only: at temperature 0 every task is run once."""
+    accept_ties: bool = False
+    """fixed mode: keep a candidate that ties on its batch (gain 0) and gains nothing on validation.
+    Off by default (a tie is no evidence of a gain); HarnessEvolve's rule accepts it
+    (``gates/paper.yaml``)."""
 
 
 @dataclass(frozen=True)
@@ -72,13 +76,13 @@ class HeldoutConfig:
     split: str = "validation"
     max_drop: float = 0.025
     """epsilon: the worst allowed drop of the validation score."""
+    require_control: bool = False
+    """``gate --split test``: fail unless the candidate beats the baseline's best-of-k (the
+    self-consistency pick) at the rollouts its run spent (the matched-budget control)."""
 
 
 @dataclass(frozen=True)
 class GateConfig:
-    require_control: bool = False
-    """``gate --split test``: fail unless the candidate beats the baseline's best-of-k (the
-    self-consistency pick) at the rollouts its run spent (the matched-budget control)."""
     source: str = "(defaults)"
     quality: QualityConfig = field(default_factory=QualityConfig)
     leakage: LeakageConfig = field(default_factory=LeakageConfig)
@@ -86,8 +90,19 @@ class GateConfig:
     heldout: HeldoutConfig = field(default_factory=HeldoutConfig)
 
 
+def builtin_gates(name: str) -> Path | None:
+    """A shipped gates file named without folder or suffix (``paper`` -> ``gates/paper.yaml``)."""
+    if "/" in name or name.endswith((".yaml", ".yml")):
+        return None
+    found = paths.builtin_dir("gates") / f"{name}.yaml"
+    return found if found.is_file() else None
+
+
 def load_gate_config(path: Path | None = None) -> GateConfig:
-    """``None`` -> the built-in ``gates/default.yaml`` when present, else the defaults."""
+    """``None`` -> the built-in ``gates/default.yaml`` when present, else the defaults. A name that
+    is no file (``paper``) is a shipped gates file (``gates/paper.yaml``)."""
+    if path is not None and not Path(path).exists():
+        path = builtin_gates(str(path)) or path
     if path is None:
         default = paths.builtin_dir("gates") / "default.yaml"
         if not default.is_file():

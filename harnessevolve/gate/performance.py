@@ -16,6 +16,7 @@ from harnessevolve.gate.verdict import GateVerdict
 __all__ = [
     "TOLERANCE",
     "accepted_on_tie",
+    "refuse_tie",
     "heldout_gate",
     "is_tie",
     "mean",
@@ -85,6 +86,26 @@ def is_tie(numbers: dict[str, Any]) -> bool:
 def accepted_on_tie(verdicts: Sequence[GateVerdict]) -> bool:
     """Whether a candidate passed the performance gate on a tie (see ``is_tie``)."""
     return any(v.gate == "performance" and v.passed and v.numbers.get("tie") for v in verdicts)
+
+
+def refuse_tie(performance: GateVerdict, heldout: GateVerdict, config: PerformanceConfig) -> GateVerdict:
+    """Ties are not gains: a performance pass on a tie (``is_tie``) whose held-out gate shows no
+    gain either (candidate <= current on validation) becomes a failed performance verdict, unless
+    ``config.accept_ties`` (HarnessEvolve's ``gain >= 0``, shipped as ``gates/paper.yaml``).
+    Any other verdict is returned unchanged."""
+    if config.accept_ties or not (performance.passed and performance.numbers.get("tie")):
+        return performance
+    before, after = heldout.numbers.get("current"), heldout.numbers.get("candidate")
+    if before is None or after is None or float(after) > float(before) + TOLERANCE:
+        return performance  # a validation gain: the tie on the batch is not the whole evidence
+    numbers = {**performance.numbers, "tie_refused": True}
+    reason = (
+        f"tie: no gain on its batch ({numbers.get('gain', 0.0):+.3f}: {numbers.get('wins', 0)} wins, "
+        f"{numbers.get('losses', 0)} losses, {numbers.get('ties', 0)} ties) and none on "
+        f"{heldout.numbers.get('split', 'validation')} ({float(before):.3f} -> {float(after):.3f}); "
+        "ties are not gains (accept_ties: true, as in gates/paper.yaml, accepts them)"
+    )
+    return GateVerdict("performance", False, reason, numbers)
 
 
 def heldout_gate(

@@ -20,7 +20,13 @@ from harnessevolve.core.tasks import Benchmark, Task
 from harnessevolve.gate.config import GateConfig
 from harnessevolve.gate.leakage import aleakage_gate
 from harnessevolve.gate.noise import Decision
-from harnessevolve.gate.performance import heldout_gate, mean, performance_gate, performance_verdict
+from harnessevolve.gate.performance import (
+    heldout_gate,
+    mean,
+    performance_gate,
+    performance_verdict,
+    refuse_tie,
+)
 from harnessevolve.gate.quality import quality_gate
 from harnessevolve.gate.verdict import GateVerdict
 from harnessevolve.harness.load import load_harness
@@ -88,11 +94,15 @@ class CandidateJudge:
         seed: int,
         heldout_split: str = "validation",
         keep_going: bool = False,
+        refuse_ties: bool = True,
     ) -> None:
         """``ledger``: where sequential increments are logged (None: nowhere). ``heldout_split``:
         the held-out gate's tasks (``gate --split test`` looks at the sealed split; a run never
         does). ``keep_going``: after a failed performance gate, still run the held-out gate, so a
-        CI report shows every number (a run stops at the first failure and saves the rollouts)."""
+        CI report shows every number (a run stops at the first failure and saves the rollouts).
+        ``refuse_ties``: a candidate with no gain on its batch and none on the held-out split fails
+        the performance gate (``gate.performance.refuse_tie``; ``accept_ties`` in the gates file
+        turns it off); ``harnessevolve gate`` passes False (there a neutral change is no regression)."""
         self.benchmark = benchmark
         self.scorer = scorer
         self.repeated = RepeatedScorer(scorer)
@@ -101,6 +111,7 @@ class CandidateJudge:
         self.seed = seed
         self.heldout_split = heldout_split
         self.keep_going = keep_going
+        self.refuse_ties = refuse_ties
 
     async def screen(self, current: Harness, candidate_dir: Path, smoke_task: Task, label: str) -> Judgement:
         """The quality gate: schemas, editable paths, size; then leakage; then a one-task smoke run."""
@@ -175,6 +186,11 @@ class CandidateJudge:
         )
         judgement.verdicts.append(held)
         judgement.table["heldout"] = held.passed
+        if self.refuse_ties:
+            refused = refuse_tie(perf, held, config)
+            if refused is not perf:
+                judgement.verdicts[judgement.verdicts.index(perf)] = refused
+                judgement.table["performance"] = False
         judgement.validation = val_candidate
         return judgement
 

@@ -1,5 +1,6 @@
 """`gate` with no -H and no -b checks the harness in the current folder against the benchmark of its
-latest run, and a pass on a tie says so (text and --json)."""
+latest run, and a pass on a tie says so (text and --json). A run refuses ties by default; the
+shipped ``--gates paper`` (HarnessEvolve's accept-on-tie) keeps them; ``gate`` in CI passes a tie."""
 
 from __future__ import annotations
 
@@ -18,6 +19,12 @@ def test_gate_defaults_and_a_tie_is_labelled(cli, harness_dir: Path, monkeypatch
     assert result.exit_code == 2 and "no --benchmark given" in result.output, result.output
     ran = cli.invoke(
         app, ["run", "-b", "shell-basics", "-n", "1", "--batch-size", "4", "--proposer", "demo", *model]
+    )
+    assert "reverted by performance" in ran.output and "accepted" not in ran.output, ran.output
+    ran = cli.invoke(
+        app,
+        ["run", "-b", "shell-basics", "-n", "1", "--batch-size", "4", "--proposer", "demo", "--gates", "paper"]
+        + model,
     )
     assert "accepted (tie)" in ran.output, ran.output
     result = cli.invoke(app, ["gate", "--batch-size", "4", *model])

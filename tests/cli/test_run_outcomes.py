@@ -1,6 +1,7 @@
 """Outcomes say what happened: acceptances on ties are labelled (table, ledger), and the summary
 states the net change since the seed; a run whose final harness equals the seed exits 1 with
-"no net change", and one changed only by ties exits 1 with "no net gain"."""
+"no net change", and one changed only by ties exits 1 with "no net gain" (those under the shipped
+``--gates paper``, HarnessEvolve's accept-on-tie); by default a tie with no validation gain is refused."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def test_an_edit_and_its_undo_accepted_on_ties_is_no_net_change(
     cli, harness_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(registry.PROPOSERS, "toggle", TogglePrompt)
-    result = run(cli, harness_dir, "-n", "2", "--proposer", "toggle")
+    result = run(cli, harness_dir, "-n", "2", "--proposer", "toggle", "--gates", "paper")
     assert result.exit_code == 1, result.output
     out = result.output
     assert out.count("accepted (tie)") >= 2, out
@@ -44,11 +45,22 @@ def test_an_edit_and_its_undo_accepted_on_ties_is_no_net_change(
 
 
 def test_a_harness_changed_only_by_ties_is_no_net_gain(cli, harness_dir: Path) -> None:
-    result = run(cli, harness_dir, "-n", "1", "--proposer", "demo")
+    result = run(cli, harness_dir, "-n", "1", "--proposer", "demo", "--gates", "paper")
     assert result.exit_code == 1, result.output
     assert "net change since the seed" in result.output and "prompts/examples.md" in result.output
     assert "validation 0.000 -> 0.000 (+0.000)" in result.output
     assert "no net gain: every accepted edit was a tie" in result.output
+
+
+def test_ties_are_refused_by_default(cli, harness_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(registry.PROPOSERS, "toggle", TogglePrompt)
+    result = run(cli, harness_dir, "-n", "2", "--proposer", "toggle")
+    assert "accepted" not in result.output.replace("0 accepted", ""), result.output
+    log = events(harness_dir)
+    assert not [e for e in log if e["event"] == "candidate_accepted"]
+    reverted = [e for e in log if e["event"] == "candidate_reverted"]
+    assert reverted and all(e["gate"] == "performance" for e in reverted)
+    assert all("ties are not gains" in e["reason"] for e in reverted), reverted
 
 
 def test_a_real_gain_exits_0_with_its_net_change(cli, harness_dir: Path) -> None:

@@ -70,6 +70,7 @@ def test_ties_and_no_net_change_are_flagged(
 ) -> None:
     monkeypatch.setitem(registry.PROPOSERS, "toggle", TogglePrompt)
     args = ["run", "-H", str(harness_dir), "-b", "shell-basics", "--batch-size", "4", "-n", "2"]
+    args += ["--gates", "paper"]  # HarnessEvolve's accept-on-tie: the default refuses ties
     assert cli.invoke(app, [*args, "-m", "scripted/policy:gives_up", "--proposer", "toggle"]).exit_code == 1
     result = cli.invoke(app, ["report", "-H", str(harness_dir), "--html", str(tmp_path / "r.html")])
     assert result.exit_code == 0, result.output
