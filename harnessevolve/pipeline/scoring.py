@@ -109,7 +109,7 @@ class Scorer:
     async def _run(self, harness: Harness, todo: list[Task], label: str, key: str, model: str) -> None:
         """Run and score ``todo``; a rollout that failed on the machine is retried once (nothing of
         it was scored: its checker never ran), then stands as ``infra``, scored 0."""
-        advance = self.on_progress(label, len(todo)) if self.on_progress else None
+        progress = {False: self.on_progress(label, len(todo)) if self.on_progress else None}
         by_id = {t.id: t for t in todo}
         evaluating: dict[str, asyncio.Future[TaskResult]] = {}
         retry: list[Task] = []
@@ -125,6 +125,7 @@ class Scorer:
             if (last_try, rollout.task_id) in handled:
                 return
             handled.add((last_try, rollout.task_id))
+            advance = progress.get(last_try)
             if advance:
                 advance()
             reason = infra_reason(rollout.trajectory)
@@ -147,6 +148,8 @@ class Scorer:
             for attempt, last_try in ((todo, False), (retry, True)):
                 if not attempt:
                     continue
+                if last_try and self.on_progress:
+                    progress[True] = self.on_progress(f"{label} (retry: the machine failed)", len(attempt))
 
                 def done(rollout: Rollout, last_try: bool = last_try) -> None:
                     finished(rollout, last_try=last_try)
@@ -173,6 +176,7 @@ class Scorer:
             seed=self.seed,
             reference=self.references.get(task.id),
             runner=self.runners.get(harness_hash, "builtin@1"),
+            environment=rollout_environment(self.executor.sandbox, self.adapter),
         )
 
     def _from_cache(self, task: Task, harness_hash: str, model: str) -> TaskResult | None:
@@ -195,9 +199,9 @@ class Scorer:
         )
 
     def _evaluate(self, task: Task, rollout: Rollout, harness_hash: str, model: str) -> TaskResult:
-        try:
         infra = infra_reason(rollout.trajectory)
         trajectory = rollout.trajectory
+        try:
             evaluation = evaluate_rollout(
                 task,
                 rollout.trajectory,
@@ -205,11 +209,11 @@ class Scorer:
                 self.references.get(task.id),
                 runner=self.check_runner,
             )
-        finally:
         except SandboxError as exc:  # the checks' sandbox could not start: the machine, not the agent
             evaluation = Evaluation(task.id, 0.0, False, (f"checks not run: {exc.one_line()}",))
             infra = infra or "sandbox_start"
             trajectory = trajectory.with_extra(infra=infra, infra_detail=exc.one_line()[:300])
+        finally:
             if rollout.workspace is not None:
                 remove_workspace(rollout.workspace)
         if infra is not None:  # the machine failed: 0 for the gates, no signal for an edit, not cached
