@@ -28,13 +28,14 @@ benchmark.yaml) first. Anything else is an unknown benchmark.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from harnessevolve.adapters.bfcl import BFCLAdapter
 from harnessevolve.adapters.harbor import HarborAdapter, builtin_suites
 from harnessevolve.adapters.nl2bash import NL2BashAdapter
-from harnessevolve.core.errors import BenchmarkError
+from harnessevolve.core.errors import BenchmarkError, HarnessEvolveError
 from harnessevolve.core.files import read_yaml
 from harnessevolve.core.schema import check
 from harnessevolve.core.tasks import (
@@ -78,7 +79,7 @@ class NativeAdapter:
             from harnessevolve.adapters.external import folder_adapter
 
             search = benchmark_settings(meta, root, str(meta_file)).python_path
-            return folder_adapter(root, meta, str(meta_file), search).load(str(root))  # type: ignore[attr-defined]
+            return load_with(folder_adapter(root, meta, str(meta_file), search), str(root))  # type: ignore[arg-type]
         return load_benchmark(spec)
 
 
@@ -122,15 +123,59 @@ def installed_adapters() -> dict[str, BenchmarkAdapter]:
     return found
 
 
+def adapter_identity(adapter: object) -> str:
+    """``name@version`` of an adapter (``version`` optional, default ``0``): the rollout cache key's."""
+    return f"{getattr(adapter, 'name', type(adapter).__name__)}@{getattr(adapter, 'version', '0')}"
+
+
+def _failed(adapter: object, call: str, exc: Exception) -> BenchmarkError:
+    first = (str(exc).strip().splitlines() or [""])[0][:300]
+    return BenchmarkError(
+        f"adapter {getattr(adapter, 'name', type(adapter).__name__)!r} ({type(adapter).__module__}) "
+        f"{call} raised {type(exc).__name__}: {first}",
+        field="--benchmark",
+        hint="the adapter's own code failed; fix it (HARNESSEVOLVE_DEBUG=1 shows the traceback)",
+    )
+
+
+def detect_with(adapter: BenchmarkAdapter, spec: str) -> bool:
+    """``adapter.detect(spec)``; an exception from the adapter's own code names the adapter."""
+    try:
+        return bool(adapter.detect(spec))
+    except BenchmarkError:
+        raise
+    except Exception as exc:
+        raise _failed(adapter, f"detect({spec!r})", exc) from exc
+
+
+def load_with(adapter: BenchmarkAdapter, spec: str) -> Benchmark:
+    """``adapter.load(spec)``, checked to be a ``Benchmark`` and stamped with the adapter's
+    identity; an exception from the adapter's own code names the adapter."""
+    try:
+        benchmark = adapter.load(spec)
+    except HarnessEvolveError:
+        raise
+    except Exception as exc:
+        raise _failed(adapter, f"load({spec!r})", exc) from exc
+    if not isinstance(benchmark, Benchmark):
+        raise BenchmarkError(
+            f"adapter {getattr(adapter, 'name', '?')!r} load({spec!r}) returned "
+            f"{type(benchmark).__name__}, not a Benchmark",
+            field="--benchmark",
+            hint="load(spec) must return harnessevolve.core.tasks.Benchmark; see docs/adapters.md",
+        )
+    return benchmark if benchmark.adapter else replace(benchmark, adapter=adapter_identity(adapter))
+
+
 def _resolve(spec: str, adapters: dict[str, BenchmarkAdapter]) -> Benchmark | None:
     prefix, colon, rest = spec.partition(":")
     if colon and prefix in adapters:
-        return adapters[prefix].load(rest)
+        return load_with(adapters[prefix], rest)
     if spec in adapters and not Path(spec).exists():
-        return adapters[spec].load("")
+        return load_with(adapters[spec], "")
     for adapter in adapters.values():
-        if adapter.detect(spec):
-            return adapter.load(spec)
+        if detect_with(adapter, spec):
+            return load_with(adapter, spec)
     return None
 
 

@@ -34,7 +34,7 @@ SPLITS: tuple[Split, ...] = ("train", "validation", "test")
 
 @dataclass(frozen=True)
 class Check:
-    """One checker step: ``answer``, ``file``, ``command``, ``effect`` or ``python`` (see
+    """One checker step: ``answer``, ``file``, ``command``, ``effect``, ``python`` or ``judge`` (see
     task.schema.json)."""
 
     type: str
@@ -51,6 +51,10 @@ class Check:
     """A ``python`` check scored once per user turn (with that turn's tool state), not at the end."""
     args: dict[str, Any] = field(default_factory=dict)
     """JSON handed to a ``python`` check as ``CheckInput.args``."""
+    assertion: str = ""
+    """What a ``judge`` check asks its model about the conversation."""
+    model: str = ""
+    """The litellm model of a ``judge`` check."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,21 @@ class Task:
     """Absolute folders where the task's Python code (tools, checks) is imported from."""
     read_only_paths: tuple[str, ...] = ()
     """More host paths the rollout's sandbox shows read-only (benchmark.yaml ``sandbox_ro``)."""
+    context: str = ""
+    """Task-level system context (a policy, a domain's rules): the benchmark's, rendered ahead of
+    the harness's own prompt (``system_message``), never editable, counted apart in the prompt budget."""
+
+    def system_message(self, harness_prompt: str) -> str:
+        """The rollout's system message: the task's context, then the harness's assembled prompt."""
+        return "\n\n".join(part for part in (self.context.strip(), harness_prompt) if part)
+
+    @property
+    def opening_text(self) -> str:
+        """What the task asks, for demonstrations, proposers and the leakage gate: the instruction,
+        or, for a task whose simulated user opens the conversation, that user's scenario."""
+        if self.instruction:
+            return self.instruction
+        return self.user.instructions if self.user is not None else ""
 
     @property
     def user_turns(self) -> tuple[str, ...]:
@@ -104,6 +123,9 @@ class Benchmark:
     root: Path
     tasks: tuple[Task, ...]
     description: str = ""
+    adapter: str = field(default="", compare=False)
+    """The adapter that loaded it, ``name@version`` (set by ``load_benchmark_spec``; part of the
+    rollout cache key)."""
 
     @property
     def references_dir(self) -> Path:
@@ -210,6 +232,7 @@ def load_task(path: Path, settings: BenchmarkSettings | None = None) -> Task:
             field="instruction",
             hint="give an instruction, a non-empty turns list, or a simulated user",
         )
+    context = _task_context(doc, path)
     gold = gold_calls(doc)
     bad_turn = next((g for g in gold if g.turn >= max(1, len(turns))), None)
     if bad_turn is not None and tool_use["user"] is None:
@@ -237,7 +260,41 @@ def load_task(path: Path, settings: BenchmarkSettings | None = None) -> Task:
         mcp_servers=tool_use["mcp_servers"],
         python_path=settings.python_path,
         read_only_paths=settings.read_only_paths,
+        context=context,
     )
+
+
+MAX_CONTEXT_CHARS = 200_000
+"""A task context longer than this is refused: it would be sent with every model call."""
+
+
+def _task_context(doc: dict[str, Any], path: Path) -> str:
+    """``context`` (text) or ``context_file`` (a file of the benchmark folder, e.g. a shared policy)."""
+    if "context_file" not in doc:
+        return str(doc.get("context", ""))
+    if "context" in doc:
+        raise BenchmarkError(
+            "context and context_file are both given", file=str(path), field="context_file", hint="keep one"
+        )
+    root = path.parent.parent
+    rel = _safe_relative(doc["context_file"], file=str(path), field="context_file")
+    source = (root / rel).resolve()
+    if not source.is_relative_to(root.resolve()) or not source.is_file():
+        raise BenchmarkError(
+            f"context_file {rel!r} is not a file of the benchmark folder",
+            file=str(path),
+            field="context_file",
+            hint=f"paths are relative to {root}",
+        )
+    text = source.read_text(encoding="utf-8", errors="replace")
+    if len(text) > MAX_CONTEXT_CHARS:
+        raise BenchmarkError(
+            f"context_file {rel!r} has {len(text)} chars > {MAX_CONTEXT_CHARS}",
+            file=str(path),
+            field="context_file",
+            hint="a task context is sent with every model call: keep it to the rules the agent needs",
+        )
+    return text
 
 
 def load_benchmark(name_or_dir: str) -> Benchmark:

@@ -3,9 +3,14 @@
 The key is the hash of everything a rollout's outcome depends on: the harness files it ran
 (``Harness.content_hash``), the agent runner's kind and version, the task (instruction, setup,
 checks, answer), the agent model, the rollout seed, the reference trajectory the failure was
-aligned against, and the cache format version. Re-scoring an unchanged harness on the same task
-therefore makes no model call, in this run or any later one, and a cached entry keeps the full
-trajectory and evaluation.
+aligned against, the cache format version, and the rollout's environment
+(``rollout_environment``): the sandbox's kind, its limits and what it shows read-only (a tighter
+``--sandbox-limits`` or ``--unsafe-no-sandbox`` is a different rollout), the code that serves the
+task's Python tools and checks (harnessevolve's tool server and check runner, and the task's own
+``python_path`` modules), and the adapter (name and version) that loaded the benchmark.
+Re-scoring an unchanged harness on the same task in the same environment therefore makes no
+model call, in this run or any later one, and a cached entry keeps the full trajectory and
+evaluation.
 
 Rollouts that ended in a provider or setup failure are not cached: they say nothing about the
 harness, and the next attempt may succeed. Entries live under
@@ -15,8 +20,11 @@ overwritten.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -29,7 +37,7 @@ from harnessevolve.core.files import atomic_write_json
 from harnessevolve.core.redact import redact_obj
 from harnessevolve.core.tasks import Task
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 UNCACHED_STOPS = tuple(INFRASTRUCTURE_STOPS)  # model_error, setup_error, budget_exhausted
 
 
@@ -40,6 +48,90 @@ def task_fingerprint(task: Task) -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
 
 
+MAX_CODE_FILES = 5000
+"""Python files of a task's ``python_path`` hashed into its key (more: the count and names only)."""
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as deterministic JSON data: dataclasses, paths, tuples and sets become plain
+    values; anything else (a lock, a client) only by its type's name, never its address."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, Path):
+        return str(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (set, frozenset)):
+        return sorted((_plain(v) for v in value), key=repr)
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return f"<{type(value).__module__}.{type(value).__qualname__}>"
+
+
+def sandbox_identity(sandbox: Any) -> dict[str, Any]:
+    """What of ``sandbox`` can change a rollout: its kind (``name``), its limits and every other
+    setting it holds (read-only paths, code-only paths, its view, a docker image). None is the
+    default sandbox (bwrap with the default limits)."""
+    if sandbox is None:
+        from harnessevolve.sandbox.launch import SandboxLimits
+
+        return {"kind": "bwrap", "limits": _plain(SandboxLimits())}
+    held = getattr(sandbox, "__dict__", {})
+    settings = {k: v for k, v in held.items() if not k.startswith("_") and k not in ("name", "limits")}
+    return {
+        "kind": getattr(sandbox, "name", type(sandbox).__name__),
+        "limits": _plain(getattr(sandbox, "limits", None)),
+        "settings": _plain(settings),
+    }
+
+
+@functools.lru_cache(maxsize=1)
+def serving_code() -> str:
+    """Hash of the code that runs a task's Python tools and checks inside the sandbox (the tool
+    server and the check runner) and of the package version: a change there is a new rollout."""
+    from harnessevolve import __version__
+    from harnessevolve.evaluate import python_check_main
+    from harnessevolve.execute import tool_server_main
+
+    digest = hashlib.sha256(__version__.encode())
+    for module in (tool_server_main, python_check_main):
+        digest.update(Path(str(module.__file__)).read_bytes())
+    return digest.hexdigest()
+
+
+def task_code(folders: tuple[str, ...]) -> str | None:
+    """Hash of the ``*.py`` files under a task's ``python_path`` (its tools and checks): names and
+    contents, read once per process. None when the task has no Python code folders."""
+    return _code_hash(tuple(folders)) if folders else None
+
+
+@functools.lru_cache(maxsize=256)
+def _code_hash(folders: tuple[str, ...]) -> str:
+    digest = hashlib.sha256()
+    for folder in folders:
+        root = Path(folder)
+        try:
+            files = sorted(p for p in root.rglob("*.py") if p.is_file() and not p.is_symlink())
+        except OSError:
+            files = []
+        digest.update(f"{folder}\0{len(files)}\0".encode())
+        for path in files[:MAX_CODE_FILES]:
+            digest.update(str(path.relative_to(root)).encode() + b"\0")
+            try:
+                digest.update(hashlib.sha256(path.read_bytes()).digest())
+            except OSError:
+                digest.update(b"unreadable")
+    return digest.hexdigest()
+
+
+def rollout_environment(sandbox: Any, adapter: str = "") -> dict[str, Any]:
+    """The rollout's environment as its cache key holds it (module docstring): the sandbox, the
+    code serving Python tools and checks, and the benchmark's adapter ``name@version``."""
+    return {"sandbox": sandbox_identity(sandbox), "serving": serving_code(), "adapter": adapter}
+
+
 def rollout_key(
     *,
     harness_hash: str,
@@ -48,12 +140,16 @@ def rollout_key(
     seed: int,
     reference: Trajectory | None,
     runner: str = "builtin@1",
+    environment: Mapping[str, Any] | None = None,
 ) -> str:
-    """``runner``: the agent runner's ``kind@version`` (``execute.runners.runner_identity``)."""
+    """``runner``: the agent runner's ``kind@version`` (``execute.runners.runner_identity``);
+    ``environment``: ``rollout_environment(...)`` of the run (None: the default one)."""
     parts = {
         "v": CACHE_VERSION,
         "harness": harness_hash,
         "runner": runner,
+        "environment": dict(environment) if environment is not None else rollout_environment(None),
+        "task_code": task_code(task.python_path),
         "task": task_fingerprint(task),
         "model": model,
         "seed": seed,
