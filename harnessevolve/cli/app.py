@@ -6,6 +6,7 @@ import typer
 
 from harnessevolve import __version__
 from harnessevolve.cli import (
+    clean_cmd,
     diff_cmd,
     gate_cmd,
     harness_cmds,
@@ -40,6 +41,7 @@ app.add_typer(tasks_cmd.app, name="tasks")
 app.add_typer(models_cmd.app, name="models")
 app.command()(diff_cmd.diff)
 app.command()(train_cmd.train)
+app.command()(clean_cmd.clean)
 
 
 def _version(value: bool) -> None:

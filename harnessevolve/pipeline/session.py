@@ -135,8 +135,10 @@ def run_generations(
     journal = SpendJournal(run_dir, meter)  # spend on disk as it happens: budgets hold across kills
     try:
         with run_tempdir(run_id) as (_folder, swept):
-            if swept:
-                hooks.log(f"removed {len(swept)} temp folder(s) left by killed runs")
+            if swept.removed:
+                hooks.log(f"removed {len(swept.removed)} temp folder(s) left by killed runs")
+            for path, reason in swept.left:
+                hooks.log(f"could not remove {path} (left by a killed run): {reason}")
             stopped = _drive(loop, options, point, meter, ledger, repo, state)
     finally:
         journal.close()

@@ -329,17 +329,41 @@ def unmount_workspace(folder: Path) -> None:
 
 @functools.lru_cache(maxsize=1)
 def _sweep_stale_workspaces() -> None:
+    sweep_stale_workspaces()
+
+
+def sweep_stale_workspaces() -> list[str]:
     """Unmount (and remove the empty folder of) every workspace tmpfs whose harnessevolve process is
-    gone: its source names the pid, so nothing but our own mounts is touched."""
+    gone: its source names the pid, so nothing but our own mounts is touched. The mount points
+    really unmounted."""
     libc = _libc()
     if libc is None:
-        return
+        return []
+    done = []
     for point, source in workspace_mounts().items():
         pid = source.removeprefix(f"{MOUNT_SOURCE}-")
         stale = pid.isdigit() and not _alive(int(pid))
         if stale and libc.umount2(point.encode(), MNT_DETACH) == 0:
+            done.append(point)
             with contextlib.suppress(OSError):
                 os.rmdir(point)
+    return done
+
+
+def unmount_workspaces_under(folder: Path) -> tuple[list[str], list[str]]:
+    """Unmount every workspace tmpfs at or below ``folder``: (unmounted, still mounted) mount points."""
+    top = os.path.abspath(folder)
+    libc = _libc()
+    done: list[str] = []
+    left: list[str] = []
+    for point in workspace_mounts():
+        if point != top and not point.startswith(top + os.sep):
+            continue
+        if libc is not None and libc.umount2(point.encode(), MNT_DETACH) == 0:
+            done.append(point)
+        else:
+            left.append(point)
+    return done, left
 
 
 def workspace_full(folder: Path) -> set[str]:

@@ -46,7 +46,7 @@ def test_a_dead_run_folder_is_swept_and_a_live_one_kept(tmp_path: Path) -> None:
     live.mkdir()
     stranger = tmp_path / "he-someone-else"
     stranger.mkdir()
-    assert sweep_dead(tmp_path) == [dead.name]
+    assert sweep_dead(tmp_path).removed == [dead.name]
     assert not dead.exists() and live.exists() and stranger.exists()
 
 
@@ -55,7 +55,7 @@ def test_the_run_tempdir_holds_every_temp_folder_and_goes_away(tmp_path: Path, m
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     (tmp_path / f"{PREFIX}{DEAD_PID}-old").mkdir()
     with run_tempdir("rid") as (folder, swept):
-        assert swept == [f"{PREFIX}{DEAD_PID}-old"]
+        assert swept.removed == [f"{PREFIX}{DEAD_PID}-old"]
         made = Path(tempfile.mkdtemp(prefix="he-x-"))
         assert made.parent == folder
         child = subprocess.run(
