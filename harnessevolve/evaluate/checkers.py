@@ -140,12 +140,16 @@ def run_checks(
             )
             outcomes.append(CheckOutcome(index, check.type, value == 1.0, message, score=value))
             continue
+        elif check.type == "judge":
+            from harnessevolve.evaluate.judge_check import check_judge
+
+            ok, message = check_judge(check, trajectory)
         else:
             raise BenchmarkError(
                 f"unknown check type {check.type!r}",
                 file=task.id,
                 field=where,
-                hint="check types are answer, file, command, effect and python",
+                hint="check types are answer, file, command, effect, python and judge",
             )
         outcomes.append(CheckOutcome(index=index, type=check.type, ok=ok, message=message))
     score = sum(float(o.ok) if o.score is None else o.score for o in outcomes) / len(outcomes)

@@ -21,6 +21,11 @@ first must not count as leaking the second. A protected text made only of public
 answer 'coral' that is also a train task's answer) cannot be told from a legitimate copy and
 scores at most 0.5.
 
+A task's ``context`` (its system context, e.g. a policy) is the benchmark's, rendered by the task
+itself: an edit that copies any paragraph of it (scored like an instruction, any split) is refused
+as touching the task context, since the copy would be editable and count twice in the prompt.
+A task opened by its simulated user is scored on that user's scenario (``Task.opening_text``).
+
 The edit is rejected when a *protected* task
 scores ``>= threshold`` (default 0.8, HarnessEvolve's). Validation and test tasks are always
 protected. Train tasks are protected only with ``allow_train_demonstrations: false``: by default
@@ -152,7 +157,7 @@ def public_text(tasks: Iterable[Task]) -> WordIndex:
     """What an edit may carry honestly: train tasks' instructions, answers, files and gold calls."""
     chunks = []
     for task in tasks:
-        chunks.append(words(task.instruction))
+        chunks.append(words(task.opening_text))
         chunks += [words(a) for a in task_answers(task)]
         chunks += [words(text) for text in task.setup_files.values()]
         chunks += [words(json.dumps(g.arguments, ensure_ascii=False)) for g in task.gold]
@@ -161,7 +166,7 @@ def public_text(tasks: Iterable[Task]) -> WordIndex:
 
 def score_task(task: Task, added: WordIndex, config: LeakageConfig, public: WordIndex | None) -> TaskLeak:
     best = TaskLeak(task.id, task.split, 0.0, "")
-    instruction = words(task.instruction)
+    instruction = words(task.opening_text)
     if len(instruction) >= MIN_INSTRUCTION_WORDS:
         found = leak_score(instruction, added, config.ngram, public)
         if found > 0:
@@ -181,6 +186,24 @@ def added_index(before: Mapping[str, str], after: Mapping[str, str]) -> WordInde
         if before.get(path) != after[path]:
             chunks += added_chunks(before.get(path, ""), after[path])
     return WordIndex(chunks)
+
+
+def context_copy(tasks: Sequence[Task], added: WordIndex, config: LeakageConfig) -> TaskLeak | None:
+    """The worst copy of a task context's paragraph in the added text (each distinct context once)."""
+    worst: TaskLeak | None = None
+    seen: set[str] = set()
+    for task in tasks:
+        if not task.context or task.context in seen:
+            continue
+        seen.add(task.context)
+        for number, paragraph in enumerate(task.context.split("\n\n"), start=1):
+            tokens = words(paragraph)
+            if len(tokens) < config.ngram:
+                continue
+            found = leak_score(tokens, added, config.ngram, None)
+            if found > 0 and (worst is None or found > worst.score):
+                worst = TaskLeak(task.id, task.split, found, f"context paragraph {number}")
+    return worst
 
 
 def is_protected(task: Task, config: LeakageConfig) -> bool:
@@ -219,6 +242,17 @@ def ngram_verdict(
         "allow_train_demonstrations": config.allow_train_demonstrations,
         "train_demonstrations": demonstrated,
     }
+    copied = context_copy(tasks, added, config) if added.size else None
+    if copied is not None:
+        numbers["context_copy"] = copied.to_dict()
+    if copied is not None and copied.score >= config.threshold - 1e-9:
+        return GateVerdict(
+            "leakage",
+            False,
+            f"copies task {copied.task_id}'s {copied.via} (scores {copied.score:.2f}): a task's context is "
+            "the benchmark's, rendered by the task itself, and not editable",
+            numbers,
+        )
     if worst is not None and worst.score >= config.threshold - 1e-9:  # 4/5 of the n-grams is 0.8
         return GateVerdict(
             "leakage",
@@ -253,7 +287,7 @@ def judge_candidates(added: WordIndex, tasks: Sequence[Task], limit: int) -> lis
     vocabulary = set(added.grams(1))
 
     def coverage(task: Task) -> float:
-        text = " ".join([task.instruction, *task_answers(task)])
+        text = " ".join([task.opening_text, *task_answers(task)])
         distinct = {(w,) for w in words(text) if w not in COMMON_WORDS}
         return len(distinct & vocabulary) / len(distinct) if distinct else 0.0
 
@@ -262,7 +296,7 @@ def judge_candidates(added: WordIndex, tasks: Sequence[Task], limit: int) -> lis
 
 def judge_messages(added_text: str, tasks: Sequence[Task]) -> list[dict[str, str]]:
     listed = "\n".join(
-        f"- id: {t.id}\n  question: {t.instruction.strip()}\n"
+        f"- id: {t.id}\n  question: {t.opening_text.strip()}\n"
         f"  answer: {', '.join(task_answers(t)) or '(none)'}"
         for t in tasks
     )
