@@ -22,8 +22,10 @@ from typing import Any
 from harnessevolve.core import atif
 from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.core.files import read_yaml
+from harnessevolve.core.python_refs import check_ref, parse_ref
 from harnessevolve.core.schema import all_errors
-from harnessevolve.core.tasks import SPLITS, Benchmark, benchmark_settings, load_task
+from harnessevolve.core.task_tools import python_check
+from harnessevolve.core.tasks import SPLITS, Benchmark, Task, benchmark_settings, load_task
 
 
 @dataclass(frozen=True)
@@ -240,7 +242,60 @@ def validate_spec(spec: str) -> BenchmarkReport | None:
     if is_benchmark_folder(benchmark.root) and not names_adapter(benchmark.root):
         return validate_benchmark(benchmark.root)
     references, problems = _references(benchmark, {t.id for t in benchmark.tasks})
+    for task in benchmark.tasks:
+        problems += _python_ref_problems(task, spec)
     by_split: dict[str, int] = {s: len(benchmark.split(s)) for s in SPLITS}
+    notes = _reference_notes(benchmark, references, spec)
     return BenchmarkReport(
-        benchmark.root, benchmark.name, len(benchmark.tasks), by_split, len(references), tuple(problems), ()
+        benchmark.root,
+        benchmark.name,
+        len(benchmark.tasks),
+        by_split,
+        len(references),
+        tuple(problems),
+        tuple(notes),
     )
+
+
+def _python_ref_problems(task: Task, spec: str) -> list[Problem]:
+    """Every Python reference of an adapter-made task (checks, tools, tool set-ups), located and
+    parsed without importing it, as the loader of native task files does."""
+    where = f"{spec} task {task.id}"
+    refs = [(f"checker[{i}].python", c.python, "check") for i, c in enumerate(task.checks) if c.python]
+    refs += [
+        (f"tools[{i}].implementation.python", t.python, "") for i, t in enumerate(task.tools) if t.python
+    ]
+    refs += [(f"tool_setup.{s.owner}", s.owner, "") for s in task.tool_setup]
+    out = []
+    for field, text, kind in refs:
+        try:
+            if kind == "check":
+                python_check(text, task.python_path, file=where, field=field)
+            else:
+                check_ref(parse_ref(text, file=where, field=field), task.python_path, file=where, field=field)
+        except HarnessEvolveError as exc:
+            out.append(_problem(exc, where))
+    return out
+
+
+def _reference_notes(benchmark: Benchmark, references: set[str], spec: str) -> list[str]:
+    """Tasks with neither a reference nor gold (their failures get only the generic signal), and
+    tasks with gold but no reference yet (``refs import`` builds them)."""
+    notes = []
+    bare = sorted(t.id for t in benchmark.tasks if t.id not in references and not t.gold)
+    buildable = sorted(t.id for t in benchmark.tasks if t.id not in references and t.gold)
+    if bare:
+        notes.append(
+            f"{len(bare)} task(s) with no reference trajectory and no gold ({_some(bare)}): their failed "
+            "runs get only the generic signal"
+        )
+    if buildable:
+        notes.append(
+            f"{len(buildable)} task(s) with gold but no reference yet ({_some(buildable)}): "
+            f"build them with `harnessevolve refs import -b {spec}`"
+        )
+    return notes
+
+
+def _some(ids: list[str]) -> str:
+    return ", ".join(ids[:3]) + (", ..." if len(ids) > 3 else "")

@@ -28,12 +28,12 @@ from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.containment import check_output_path
 from harnessevolve.core.errors import BenchmarkError
 from harnessevolve.core.tasks import Benchmark as BenchmarkSuite
-from harnessevolve.execute.sandbox import make_sandbox
 from harnessevolve.execute.tool_server import benchmark_sandbox
 from harnessevolve.harness.load import load_harness
 from harnessevolve.pipeline.references import import_atif, replay_gold, save_reference, user_references_dir
 from harnessevolve.pipeline.refgen import Generated, generate_reference, write_regret
 from harnessevolve.pipeline.scorer_setup import parse_limits
+from harnessevolve.sandbox.base import make_sandbox
 
 OUT_HELP = (
     "Folder to write <task-id>.json into (default: the suite's trajectories/ folder, next to its tasks; "
@@ -136,6 +136,14 @@ def import_gold(
     for task_id, trajectory in built:
         save_reference(trajectory, folder, task_id)
     console.print(f"wrote {len(built)} reference trajectories to {folder}")
+    skipped = [t.id for t in tasks if not t.gold]
+    if skipped:
+        shown = ", ".join(skipped[:10]) + (f", ... ({len(skipped) - 10} more)" if len(skipped) > 10 else "")
+        console.print(
+            f"skipped {len(skipped)} task(s) with no gold solution to replay: {shown}\n"
+            "  build theirs with `harnessevolve refs generate` (the agent, hinted with the answer) "
+            "or import ATIF runs with --from-atif"
+        )
 
 
 @app.command("generate")

@@ -97,3 +97,49 @@ def test_a_folder_that_is_neither_says_what_validate_takes(tmp_path: Path) -> No
     result = CliRunner().invoke(app, ["validate", str(tmp_path)])
     assert result.exit_code == 2
     assert "harness directory (harness.yaml) or a benchmark folder (benchmark.yaml)" in result.output
+
+
+ADAPTER = """
+from harnessevolve.core.tasks import Benchmark, Check, Task
+from harnessevolve.core.task_tools import TaskTool
+
+
+class Loader:
+    name = "probe-adapter"
+
+    def detect(self, spec):
+        return False
+
+    def load(self, spec):
+        from pathlib import Path
+
+        root = Path(spec)
+        py = (str(root),)
+        tool = TaskTool(name="look", description="look", parameters={"type": "object", "properties": {}},
+                        python="shop:Shop.no_such_method")
+        return Benchmark(name="probe", root=root, tasks=(
+            Task(id="sound", instruction="hi", split="train", python_path=py,
+                 checks=(Check(type="python", python="checks:passes"),)),
+            Task(id="broken", instruction="hi", split="validation", python_path=py,
+                 checks=(Check(type="python", python="checks:no_such_function"),), tools=(tool,)),
+        ))
+"""
+
+
+def test_an_adapter_suite_has_every_python_reference_checked(tmp_path: Path) -> None:
+    root = tmp_path / "adapted"
+    root.mkdir()
+    (root / "benchmark.yaml").write_text("version: 1\nname: probe\nadapter: loader:Loader\n")
+    (root / "loader.py").write_text(ADAPTER)
+    (root / "checks.py").write_text("def passes(inp):\n    return 1.0\n")
+    (root / "shop.py").write_text("class Shop:\n    def look(self):\n        return 'ok'\n")
+    result = CliRunner().invoke(app, ["validate", str(root)])
+    assert result.exit_code == 2, result.output
+    assert "task broken" in result.output and "checker[0].python" in result.output
+    assert "no_such_function" in result.output
+    assert "task sound" not in result.output
+    result = CliRunner().invoke(app, ["validate", str(root), "--json"])
+    report = json.loads(result.output)
+    fields = sorted(p["field"] for p in report["problems"])
+    assert fields == ["checker[0].python", "tools[0].implementation.python"]
+    assert any("no reference trajectory and no gold" in note for note in report["notes"])

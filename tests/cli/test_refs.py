@@ -57,3 +57,20 @@ def test_unknown_task_or_invalid_file_is_one_line_exit_2_and_writes_nothing(cli,
         assert result.output.splitlines()[0].startswith(f"Error: {bad}: "), result.output
         assert message in result.output
         assert not out.exists()
+
+
+def test_import_lists_the_tasks_it_skipped_and_why(cli, tmp_path: Path) -> None:
+    suite = tmp_path / "suite"
+    (suite / "tasks").mkdir(parents=True)
+    (suite / "benchmark.yaml").write_text("version: 1\nname: skip-probe\n")
+    base = "version: 1\nsplit: train\ninstruction: Answer hi.\nchecker: [{type: answer, expected: hi}]\n"
+    (suite / "tasks" / "with-gold.yaml").write_text(
+        base + "id: with-gold\ngold: [{tool: submit, arguments: {answer: hi}}]\n"
+    )
+    (suite / "tasks" / "no-gold.yaml").write_text(base + "id: no-gold\n")
+    out = tmp_path / "refs"
+    result = cli.invoke(app, ["refs", "import", "-b", str(suite), "--split", "all", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert [p.name for p in out.iterdir()] == ["with-gold.json"]
+    assert "skipped 1 task(s) with no gold solution to replay: no-gold" in result.output
+    assert "refs generate" in result.output
