@@ -91,6 +91,9 @@ class Candidate:
     """0 for a first proposal; n after n quality-gate rejections answered by ``Proposer.revise``."""
     feedback: tuple[str, ...] = ()
     """The gate reasons the revisions answered, oldest first (``len(feedback) == revision``)."""
+    trajectory: str | None = None
+    """Where the proposer's own trajectory is saved, relative to the run folder (the optimizer
+    agent's, ``--proposer agent``); a ``Proposer-Trajectory`` trailer of the commit names it."""
 
     def commit_message(self, *, run_id: str, generation: int) -> str:
         trailers = [
@@ -104,6 +107,8 @@ class Candidate:
         if self.edits:
             trailers.append(f"Edit-Ops: {', '.join(e['op'] for e in self.edits)}")
         trailers += [f"Evidence: {' '.join(line.split())}" for line in self.evidence]
+        if self.trajectory:
+            trailers.append(f"Proposer-Trajectory: {self.trajectory}")
         if self.revision:
             trailers.append(f"Revision: {self.revision}")
             trailers += [f"Revision-Reason: {' '.join(reason.split())}" for reason in self.feedback]

@@ -16,7 +16,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from harnessevolve.models.usage import UsageMeter, usage_scope
+from harnessevolve.models.usage import Usage, UsageMeter, usage_scope
 
 _METER: ContextVar[UsageMeter | None] = ContextVar("harnessevolve_meter", default=None)
 
@@ -105,3 +105,46 @@ class BudgetGuard:
             raise BudgetExhausted("tokens", totals.tokens, budget.max_tokens)
         if budget.max_hours is not None and self.hours() >= budget.max_hours:
             raise BudgetExhausted("hours", round(self.hours(), 4), budget.max_hours)
+
+
+PROPOSER_STAGE = "optimizer_agent"
+"""The stage the optimizer agent's model calls are metered under (``--proposer agent``): its spend
+shows apart from the agent's (``execute``, ``gate``) and the other proposers' (``optimize``)."""
+
+
+@dataclass(frozen=True)
+class ProposerBudget:
+    """``--max-proposer-cost-usd`` / ``--max-proposer-tokens``: what the optimizer agent may spend
+    over the run, on top of (and counted within) the run's own budget."""
+
+    max_cost_usd: float | None = None
+    max_tokens: int | None = None
+
+    @property
+    def limited(self) -> bool:
+        return self.max_cost_usd is not None or self.max_tokens is not None
+
+    def spent(self, meter: UsageMeter) -> Usage:
+        """What the optimizer agent has spent so far (its stage's rows of ``meter``)."""
+        return sum((u for (stage, _p, _m), u in meter.rows().items() if stage == PROPOSER_STAGE), Usage())
+
+    def exhausted(self, meter: UsageMeter) -> str | None:
+        """Why the optimizer agent may not spend more (``proposer tokens budget reached: ...``), or None."""
+        spent = self.spent(meter)
+        if self.max_cost_usd is not None and spent.cost_usd >= self.max_cost_usd:
+            return f"proposer cost_usd budget reached: {spent.cost_usd:g} of {self.max_cost_usd:g}"
+        if self.max_tokens is not None and spent.tokens >= self.max_tokens:
+            return f"proposer tokens budget reached: {spent.tokens} of {self.max_tokens}"
+        return None
+
+
+def spend_line(by_stage: dict[str, dict[str, float]]) -> str:
+    """The run's spend in one line, the optimizer agent's share apart (what ``status`` shows)."""
+    total_tokens = sum(int(row.get("tokens", 0)) for row in by_stage.values())
+    total_cost = sum(float(row.get("cost_usd", 0.0)) for row in by_stage.values())
+    line = f"{total_tokens} tokens, ${total_cost:.4f}"
+    agent = by_stage.get(PROPOSER_STAGE)
+    if agent:
+        tokens, cost = int(agent.get("tokens", 0)), float(agent.get("cost_usd", 0.0))
+        line += f"; optimizer agent {tokens} tokens, ${cost:.4f} in {int(agent.get('calls', 0))} call(s)"
+    return line
