@@ -9,7 +9,7 @@ edits) are opt-in by name: they need tools/*.yaml or harness.yaml to be editable
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.optimize.ablation import AblationProposer
@@ -72,16 +72,23 @@ class ChainProposer:
             raise
 
 
-def make_proposer(names: Sequence[str], optimizer_model: str | None = None) -> ChainProposer:
-    """``auto`` means ``llm`` first when an optimizer model is given, then the deterministic ones."""
+def make_proposer(
+    names: Sequence[str],
+    optimizer_model: str | None = None,
+    extra: Mapping[str, Callable[[], Proposer]] | None = None,
+) -> ChainProposer:
+    """``auto`` means ``llm`` first when an optimizer model is given, then the deterministic ones.
+    ``extra``: proposers the pipeline makes (``agent``, the optimizer agent, which runs through
+    execute/ and so cannot live here), by name; each factory is called only when named."""
+    extra = extra or {}
     if list(names) in ([], ["auto"]):
         names = (["llm"] if optimizer_model else []) + list(DEFAULT_PROPOSERS)
-    unknown = [n for n in names if n not in PROPOSERS and n not in MODEL_PROPOSERS]
+    unknown = [n for n in names if n not in PROPOSERS and n not in MODEL_PROPOSERS and n not in extra]
     if unknown:
         raise HarnessEvolveError(
             f"unknown proposer {unknown[0]!r}",
             field="--proposer",
-            hint=f"choose from: auto, {', '.join(MODEL_PROPOSERS)}, {', '.join(PROPOSERS)}",
+            hint=f"choose from: auto, {', '.join([*MODEL_PROPOSERS, *extra, *PROPOSERS])}",
         )
     needs_model = next((n for n in names if n in MODEL_PROPOSERS), None)
     if needs_model and not optimizer_model:
@@ -91,7 +98,11 @@ def make_proposer(names: Sequence[str], optimizer_model: str | None = None) -> C
             hint="pass --optimizer-model (any litellm model)",
         )
     chain: list[Proposer] = [
-        MODEL_PROPOSERS[n](optimizer_model) if n in MODEL_PROPOSERS and optimizer_model else PROPOSERS[n]()
+        extra[n]()
+        if n in extra
+        else MODEL_PROPOSERS[n](optimizer_model)
+        if n in MODEL_PROPOSERS and optimizer_model
+        else PROPOSERS[n]()
         for n in names
     ]
     return ChainProposer(chain)
