@@ -47,6 +47,18 @@ class FailingSandbox(UnsafeNoSandbox):
             yield launch
 
 
+def runs_a_command(messages, tools) -> dict:
+    """A scripted agent that runs one shell command (through the sandbox), then submits."""
+    if not any(m["role"] == "assistant" for m in messages):
+        return {"tool_calls": [{"name": "bash", "arguments": {"command": "wc -l list.txt"}}]}
+    return {"tool_calls": [{"name": "submit", "arguments": {"answer": "11"}}]}
+
+
+@pytest.fixture
+def commander(scripts) -> str:
+    return scripts("commander", runs_a_command)
+
+
 @pytest.fixture
 def failing_sandbox(monkeypatch: pytest.MonkeyPatch):
     def make(broken: tuple[str, ...] | None) -> type[FailingSandbox]:
@@ -91,7 +103,7 @@ def test_tally_stops_only_when_machine_failures_dominate() -> None:
 
 
 def test_a_rollout_whose_sandbox_fails_is_infra_retried_once_and_not_cached(
-    tmp_path: Path, harness_dir: Path, shell_basics: Benchmark, learner
+    tmp_path: Path, harness_dir: Path, shell_basics: Benchmark, commander: str
 ) -> None:
     tasks = list(shell_basics.split("train")[:3])
     broken = tasks[0].id
@@ -100,7 +112,7 @@ def test_a_rollout_whose_sandbox_fails_is_infra_retried_once_and_not_cached(
     cache = RolloutCache(tmp_path / "cache")
     scorer = Scorer(
         LocalExecutor(1, sandbox),
-        model=learner,
+        model=commander,
         seed=0,
         references={},
         cache=cache,
@@ -121,11 +133,11 @@ def test_a_rollout_whose_sandbox_fails_is_infra_retried_once_and_not_cached(
 
 
 def test_run_summary_counts_a_sandbox_that_fails_to_start_as_infra_not_as_an_agent_failure(
-    harness_dir: Path, cli, learner, shell_basics: Benchmark, failing_sandbox
+    harness_dir: Path, cli, commander: str, shell_basics: Benchmark, failing_sandbox
 ) -> None:
     broken = shell_basics.split("validation")[0].id
     failing_sandbox((broken,))
-    result = cli.invoke(app, run_args(harness_dir, learner, "-n", "1", "--floor-sample", "0"))
+    result = cli.invoke(app, run_args(harness_dir, commander, "-n", "1", "--floor-sample", "0"))
     assert result.exit_code in (0, 1), result.output
     assert not isinstance(result.exception, Exception), repr(result.exception)
     runs = list((harness_dir / ".harnessevolve" / "runs").iterdir())
@@ -149,10 +161,10 @@ def test_run_summary_counts_a_sandbox_that_fails_to_start_as_infra_not_as_an_age
 
 
 def test_a_run_whose_sandbox_cannot_start_stops_with_exit_code_3(
-    harness_dir: Path, cli, learner, failing_sandbox
+    harness_dir: Path, cli, commander: str, failing_sandbox
 ) -> None:
     failing_sandbox(None)
-    result = cli.invoke(app, run_args(harness_dir, learner, "-n", "1", "--floor-sample", "0"))
+    result = cli.invoke(app, run_args(harness_dir, commander, "-n", "1", "--floor-sample", "0"))
     assert result.exit_code == 3, result.output
     assert "failed on the machine, not in the agent" in result.output
     assert "sandbox_start" in result.output
