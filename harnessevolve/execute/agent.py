@@ -13,35 +13,66 @@ Tasks with Python or MCP tools get a tool server for the rollout (``tool_server.
 after each user turn is kept in ``extra.tool_states`` (one per turn), its call log in
 ``extra.tool_calls`` and each turn's count of calls in ``extra.turn_call_counts``: the inputs of
 Python checks.
+
+The loop is cut where runtime components and harness hooks run (``LoopHooks``): each model call
+is ``query -> execute_actions -> record`` (``AgentLoop.step``); the hooks run before the query
+and between the actions and their record, and hear why the rollout stopped. The conversation is
+one ``core.transcript.Transcript``: the messages the model is shown are its source of truth, the
+trajectory's steps are derived from them. Ending a user turn (``TurnEnded``) and ending the
+rollout (``Stopped``, carrying its ``StopReason``) are exceptions raised where they happen.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 import uuid
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from harnessevolve import __version__
 from harnessevolve.core.atif import ObservationResult, Step, ToolCall, Trajectory
 from harnessevolve.core.enums import StopReason
 from harnessevolve.core.tasks import Task
+from harnessevolve.core.transcript import NO_TOOL_NUDGE, PARSE_NUDGE, Transcript
 from harnessevolve.execute.rollout_tools import OfferedTool, dispatch, rollout_tools
-from harnessevolve.sandbox.base import Sandbox, resolve_sandbox
 from harnessevolve.execute.simulated_user import next_user_turn
 from harnessevolve.execute.tool_server import ToolServer, ToolServerError, agent_view, with_read_only
 from harnessevolve.harness.model import Harness
 from harnessevolve.models import ModelReply, acomplete
+from harnessevolve.sandbox.base import Sandbox, resolve_sandbox
 
-NO_TOOL_NUDGE = "You did not call a tool. Call one of the tools; call submit with your final answer."
-PARSE_NUDGE = "Your reply could not be read as a tool call ({error}). Reply with exactly one tool call."
+__all__ = [
+    "NO_TOOL_NUDGE",
+    "PARSE_NUDGE",
+    "Actions",
+    "AgentLoop",
+    "LoopHooks",
+    "NoHooks",
+    "Rollout",
+    "Stopped",
+    "TurnEnded",
+    "repeats_last",
+    "run_agent",
+]
 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class TurnEnded(Exception):
+    """The agent ended its user turn (multi-turn tasks): the user speaks next."""
+
+
+class Stopped(Exception):
+    """The rollout ends, for ``reason`` (``extra.stop_reason`` of the trajectory)."""
+
+    def __init__(self, reason: StopReason) -> None:
+        super().__init__(str(reason))
+        self.reason = reason
 
 
 def repeats_last(steps: list[Step], times: int) -> bool:
@@ -71,74 +102,275 @@ def _token_ids(reply: ModelReply) -> dict[str, Any]:
     return {k: reply.extra[k] for k in ("prompt_token_ids", "completion_token_ids") if k in reply.extra}
 
 
-def _agent_step(
-    step_id: int,
-    reply: ModelReply,
-    model: str,
-    *,
-    error: str | None = None,
-    calls: list[ToolCall] | None = None,
-    observations: list[ObservationResult] | None = None,
-) -> Step:
-    """The agent step of one model reply: its tool calls and their observations, usage, token ids
-    and ``extra.error`` when something went wrong."""
-    return Step(
-        step_id,
-        "agent",
-        reply.content,
-        tool_calls=tuple(calls or ()),
-        observations=tuple(observations or ()),
-        metrics=_metrics(reply),
-        extra={**({"error": error} if error else {}), **_token_ids(reply)},
-        timestamp=_now(),
-        model_name=model,
-    )
+@dataclass
+class Rollout:
+    """The mutable state of one rollout while the loop runs (what hooks see and may extend)."""
 
+    transcript: Transcript
+    answer: str | None = None
+    last_end: str = ""
+    """How the agent ended its last turn: ``submit`` or ``message``."""
+    closing: str = ""
+    """The agent's last message content (what a simulated user answers)."""
+    states: list[Any] = field(default_factory=list)
+    call_counts: list[int] = field(default_factory=list)
+    exchanges: list[tuple[str, str]] = field(default_factory=list)
+    offered: tuple[dict[str, Any], ...] = ()
+    """The OpenAI-style definitions of every tool offered (harness and task tools)."""
+    model_calls: int = 0
+    """Model calls made so far (each seeds its call with ``seed + index``)."""
 
-class _Rollout:
-    """The mutable state of one rollout while the loop runs."""
-
-    def __init__(self, system: str) -> None:
-        self.messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
-        self.steps: list[Step] = [Step(1, "system", system, timestamp=_now())]
-        self.answer: str | None = None
-        self.last_end = ""
-        """How the agent ended its last turn: ``submit`` or ``message``."""
-        self.closing = ""
-        """The agent's last message content (what a simulated user answers)."""
-        self.states: list[Any] = []
-        self.call_counts: list[int] = []
-        self.exchanges: list[tuple[str, str]] = []
-        self.offered: tuple[dict[str, Any], ...] = ()
-        """The OpenAI-style definitions of every tool offered (harness and task tools)."""
+    @classmethod
+    def opening(cls, system: str) -> Rollout:
+        transcript = Transcript()
+        transcript.add_text("system", system, timestamp=_now())
+        return cls(transcript)
 
     def add_user(self, text: str, extra: dict[str, Any]) -> None:
-        self.messages.append({"role": "user", "content": text})
-        self.steps.append(Step(len(self.steps) + 1, "user", text, extra=extra, timestamp=_now()))
+        self.transcript.add_text("user", text, extra=extra, timestamp=_now())
+
+    def add_failed_user(self, turn: int, error: str) -> None:
+        """A simulated user turn that failed: a user step the model never sees."""
+        entry = {"turn": turn, "error": error}
+        self.transcript.add({"role": "user", "content": ""}, extra=entry, in_chat=False)
+
+    def steps(self) -> list[Step]:
+        return self.transcript.steps()
+
+    def last_user_text(self) -> str:
+        return next(
+            e.message["content"]
+            for e in reversed(self.transcript.entries)
+            if e.message["role"] == "user" and not e.nudge
+        )
+
+
+@dataclass(frozen=True)
+class Actions:
+    """What ``execute_actions`` did with one reply's tool calls."""
+
+    calls: tuple[ToolCall, ...] = ()
+    observations: tuple[ObservationResult, ...] = ()
+    errors: tuple[str, ...] = ()
+    submitted: bool = False
+
+
+class LoopHooks(Protocol):
+    """Where runtime components (memory, recovery rules, a world model) and harness hooks run in
+    the builtin loop. Every method may read and extend ``rollout`` (e.g. add a message to its
+    transcript); none may raise except ``Stopped`` to end the rollout for its own reason.
+
+    - ``before_query``: before each model call (retrieve memory, consult a world model);
+    - ``after_actions``: after a reply's tool calls ran, before the step is recorded (recovery
+      rules on loop events: a tool error, a repeated call);
+    - ``on_stop``: once, with the reason the rollout ended.
+    """
+
+    async def before_query(self, rollout: Rollout) -> None: ...
+
+    async def after_actions(self, rollout: Rollout, reply: ModelReply, actions: Actions) -> None: ...
+
+    async def on_stop(self, rollout: Rollout, reason: StopReason) -> None: ...
+
+
+class NoHooks:
+    """The default: the loop as it is, nothing added at any cut point."""
+
+    async def before_query(self, rollout: Rollout) -> None:
+        return None
+
+    async def after_actions(self, rollout: Rollout, reply: ModelReply, actions: Actions) -> None:
+        return None
+
+    async def on_stop(self, rollout: Rollout, reason: StopReason) -> None:
+        return None
+
+
+class AgentLoop:
+    """One user turn of the builtin agent: ``step`` (query -> execute_actions -> record) until the
+    agent ends its turn (``TurnEnded``) or the rollout stops (``Stopped``)."""
+
+    def __init__(
+        self,
+        harness: Harness,
+        tools: dict[str, OfferedTool],
+        rollout: Rollout,
+        workspace: Path,
+        *,
+        model: str,
+        seed: int,
+        server: ToolServer | None,
+        sandbox: Sandbox | None,
+        multi_turn: bool,
+        hooks: LoopHooks,
+    ) -> None:
+        self.loop = harness.loop
+        self.tools = tools
+        self.rollout = rollout
+        self.workspace = workspace
+        self.model = model
+        self.seed = seed
+        self.server = server
+        self.sandbox = sandbox
+        self.multi_turn = multi_turn
+        self.hooks = hooks
+        self.schemas = [t.spec.openai_schema() for t in tools.values()]
+        # Grammar-constrained tool calls are a feature of the embedded provider only.
+        self.extra_params = (
+            {"grammar_tools": True} if self.loop.json_grammar and model.startswith("local/") else None
+        )
+
+    async def run_turn(self) -> None:
+        """Model calls until the agent ends its turn; raises ``TurnEnded`` (multi-turn) or ``Stopped``."""
+        for _ in range(self.loop.max_steps):
+            await self.step()
+        raise Stopped(StopReason.STEP_LIMIT)
+
+    async def step(self) -> None:
+        """One model call: query -> execute_actions -> record, the hooks between. A hook that
+        raises ``Stopped`` still has the step recorded, and its reason wins."""
+        await self.hooks.before_query(self.rollout)
+        reply = await self.query()
+        actions = await self.execute_actions(reply)
+        stopped: Stopped | None = None
+        try:
+            await self.hooks.after_actions(self.rollout, reply, actions)
+        except Stopped as exc:
+            stopped = exc
+        try:
+            self.record(reply, actions)
+        except (TurnEnded, Stopped):
+            if stopped is None:
+                raise
+        if stopped is not None:
+            raise stopped
+
+    async def query(self) -> ModelReply:
+        """One model call on the transcript so far; a provider fault is recorded and stops the rollout."""
+        rollout = self.rollout
+        index, rollout.model_calls = rollout.model_calls, rollout.model_calls + 1
+        try:
+            return await acomplete(
+                self.model,
+                rollout.transcript.messages(),
+                tools=self.schemas,
+                temperature=self.loop.temperature,
+                max_tokens=self.loop.max_tokens,
+                seed=self.seed + index,
+                extra_params=self.extra_params,
+            )
+        except Exception as exc:  # noqa: BLE001 - provider faults are recorded, never raised
+            text = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+            failed = {"error": f"model_error: {text}", "retries": getattr(exc, "harnessevolve_retries", [])}
+            rollout.transcript.add(
+                {"role": "assistant", "content": ""},
+                extra=failed,
+                timestamp=_now(),
+                model_name=self.model,
+                in_chat=False,
+            )
+            raise Stopped(StopReason.MODEL_ERROR) from None
+
+    async def execute_actions(self, reply: ModelReply) -> Actions:
+        """Run the reply's tool calls; unknown tools and bad arguments become error observations."""
+        if reply.parse_error or not reply.tool_calls:
+            return Actions()
+        calls, observations, errors = [], [], []
+        submitted = False
+        for call in reply.tool_calls:
+            tool = self.tools.get(call.name)
+            arguments = call.arguments if call.arguments is not None else {}
+            calls.append(ToolCall(call.id, call.name, arguments))
+            if tool is None:
+                output = f"error: unknown tool {call.name!r}; tools: {', '.join(self.tools)}"
+                errors.append(f"unknown_tool: {call.name}")
+            elif call.arguments is None:
+                output = f"error: arguments of {call.name} are not a JSON object: {call.raw_arguments[:200]}"
+                errors.append(f"bad_arguments: {call.name}")
+            else:
+                result = await dispatch(
+                    tool,
+                    arguments,
+                    self.workspace,
+                    server=self.server,
+                    timeout_s=self.loop.command_timeout_s,
+                    limit=self.loop.tool_output_limit,
+                    sandbox=self.sandbox,
+                )
+                output = result.output
+                if result.error:
+                    errors.append(f"tool_error: {result.error}")
+                if result.submitted is not None:
+                    self.rollout.answer = result.submitted
+                    submitted = True
+            observations.append(ObservationResult(call.id, output))
+        return Actions(tuple(calls), tuple(observations), tuple(errors), submitted)
+
+    def record(self, reply: ModelReply, actions: Actions) -> None:
+        """The reply and its results join the transcript; raises when the turn or rollout ends."""
+        rollout, transcript = self.rollout, self.rollout.transcript
+        meta: dict[str, Any] = {"metrics": _metrics(reply), "timestamp": _now(), "model_name": self.model}
+        token_ids = _token_ids(reply)
+        if self.multi_turn and not reply.parse_error and not reply.tool_calls:
+            # A reply without a tool call ends the agent's turn: the user speaks next.
+            transcript.add_reply(reply.content, extra=token_ids, **meta)
+            rollout.last_end, rollout.closing = "message", reply.content or ""
+            raise TurnEnded
+        if reply.parse_error or not reply.tool_calls:
+            error = f"parse_error: {reply.parse_error}" if reply.parse_error else "no_tool_call"
+            transcript.add_reply(reply.content, extra={"error": error, **token_ids}, **meta)
+            nudge = PARSE_NUDGE.format(error=reply.parse_error) if reply.parse_error else NO_TOOL_NUDGE
+            transcript.add_text("user", nudge, nudge=True)
+            return
+        failed = "; ".join(actions.errors)
+        extra = {**({"error": failed} if failed else {}), **token_ids}
+        transcript.add_reply(reply.content, actions.calls, extra=extra, **meta)
+        transcript.add_results(actions.observations, self.loop.observation_note or "")
+        if actions.submitted:
+            rollout.last_end, rollout.closing = "submit", reply.content or rollout.answer or ""
+            if self.multi_turn:
+                raise TurnEnded
+            raise Stopped(StopReason.SUBMITTED)
+        if repeats_last(rollout.steps(), self.loop.stop_on_repeat):
+            raise Stopped(StopReason.REPEATED)
+
+
+NO_HOOKS = NoHooks()
 
 
 async def run_agent(
-    harness: Harness, task: Task, workspace: Path, *, model: str, seed: int, sandbox: Sandbox | None = None
+    harness: Harness,
+    task: Task,
+    workspace: Path,
+    *,
+    model: str,
+    seed: int,
+    sandbox: Sandbox | None = None,
+    hooks: LoopHooks = NO_HOOKS,
 ) -> Trajectory:
     """Run the harness's agent on ``task`` in ``workspace``; returns the full trajectory.
 
     Its commands run in ``sandbox`` (the default sandbox when None), with the task's read-only
-    paths added; Python and MCP tools run in a tool server inside that sandbox.
+    paths added; Python and MCP tools run in a tool server inside that sandbox. ``hooks`` run at
+    the loop's cut points (``LoopHooks``).
     """
     started = time.monotonic()
     if task.read_only_paths or task.needs_tool_server:
         sandbox = with_read_only(resolve_sandbox(sandbox), task.read_only_paths)
     commands = agent_view(sandbox)  # the agent's commands never see the benchmark's code paths
     multi_turn = bool(task.turns) or task.user is not None
-    rollout = _Rollout(harness.assembled_prompt())
+    rollout = Rollout.opening(task.system_message(harness.assembled_prompt()))
     extra: dict[str, Any] = {}
-    stop: str | None = None
-    if task.instruction:
-        rollout.add_user(task.instruction, {"turn": 0} if multi_turn else {})
-    else:  # a simulated user opens the conversation
-        stop = await _simulated_turn(task, rollout, 0, seed)
+    stop: StopReason | None = None
+    try:
+        if task.instruction:
+            rollout.add_user(task.instruction, {"turn": 0} if multi_turn else {})
+        else:  # a simulated user opens the conversation
+            await _simulated_turn(task, rollout, 0, seed)
+    except Stopped as exc:
+        stop = exc.reason
+    server = None
     async with contextlib.AsyncExitStack() as stack:
-        server = None
         if stop is None and task.needs_tool_server:
             try:
                 server = await stack.enter_async_context(
@@ -155,9 +387,8 @@ async def run_agent(
                 stop = StopReason.TOOL_ERROR
         tools = rollout_tools(harness, task, server.offered if server else [])
         rollout.offered = tuple(t.spec.openai_schema() for t in tools.values())
-        turn = 0
-        while stop is None:
-            stop = await _agent_turn(
+        if stop is None:
+            loop = AgentLoop(
                 harness,
                 tools,
                 rollout,
@@ -167,178 +398,81 @@ async def run_agent(
                 server=server,
                 sandbox=commands,
                 multi_turn=multi_turn,
+                hooks=hooks,
             )
-            if server is not None:
-                state = await server.state()
-                rollout.states.append(state["objects"] if state else None)
-                rollout.call_counts.append(len(state["calls"]) if state else -1)
-                if state:
-                    extra["tool_calls"] = state["calls"]
-            if stop is not None:
-                break
-            rollout.exchanges.append((rollout.steps[_last_user(rollout.steps)].message, rollout.closing))
-            turn += 1
-            if task.user is not None:
-                stop = await _simulated_turn(task, rollout, turn, seed)
-            elif turn < len(task.turns):
-                rollout.add_user(task.turns[turn], {"turn": turn})
-            else:
-                stop = StopReason.SUBMITTED if rollout.last_end == "submit" else StopReason.ENDED
+            try:
+                await _conversation(loop, task, server, extra, seed)
+            except Stopped as exc:
+                stop = exc.reason
+    stop = stop or StopReason.STEP_LIMIT
+    await hooks.on_stop(rollout, stop)
     if server is not None:
         extra.update(tool_states=rollout.states, turn_call_counts=rollout.call_counts)
+    steps = rollout.steps()
     if multi_turn:
-        extra["turns"] = sum(1 for s in rollout.steps if s.source == "user" and "turn" in s.extra)
-    return _trajectory(harness, task, model, seed, rollout, stop, started, extra)
+        extra["turns"] = sum(1 for s in steps if s.source == "user" and "turn" in s.extra)
+    return _trajectory(harness, task, model, seed, rollout, steps, stop, started, extra)
 
 
-def _last_user(steps: list[Step]) -> int:
-    return max(i for i, s in enumerate(steps) if s.source == "user")
+async def _keep_tool_state(server: ToolServer | None, rollout: Rollout, extra: dict[str, Any]) -> None:
+    """The tool server's state after a user turn (the inputs of Python checks)."""
+    if server is None:
+        return
+    state = await server.state()
+    rollout.states.append(state["objects"] if state else None)
+    rollout.call_counts.append(len(state["calls"]) if state else -1)
+    if state:
+        extra["tool_calls"] = state["calls"]
 
 
-async def _simulated_turn(task: Task, rollout: _Rollout, turn: int, seed: int) -> str | None:
-    """Ask the simulated user for turn ``turn``: None when it was delivered, else the stop reason."""
+async def _conversation(
+    loop: AgentLoop, task: Task, server: ToolServer | None, extra: dict[str, Any], seed: int
+) -> None:
+    """The agent's turns, each followed by the next user turn, until ``Stopped`` is raised."""
+    rollout, turn = loop.rollout, 0
+    while True:
+        stopped: Stopped | None = None
+        try:
+            await loop.run_turn()
+        except TurnEnded:
+            pass
+        except Stopped as exc:
+            stopped = exc
+        await _keep_tool_state(server, rollout, extra)
+        if stopped is not None:
+            raise stopped
+        rollout.exchanges.append((rollout.last_user_text(), rollout.closing))
+        turn += 1
+        if task.user is not None:
+            await _simulated_turn(task, rollout, turn, seed)
+        elif turn < len(task.turns):
+            rollout.add_user(task.turns[turn], {"turn": turn})
+        else:
+            raise Stopped(StopReason.SUBMITTED if rollout.last_end == "submit" else StopReason.ENDED)
+
+
+async def _simulated_turn(task: Task, rollout: Rollout, turn: int, seed: int) -> None:
+    """Ask the simulated user for turn ``turn`` and deliver it; ``Stopped`` when it ends the rollout."""
     user = task.user
     assert user is not None
     if turn >= user.max_turns:
-        return StopReason.USER_TURN_LIMIT
+        raise Stopped(StopReason.USER_TURN_LIMIT)
     try:
         reply = await next_user_turn(user, rollout.exchanges, seed=seed + 10_000 + turn)
     except Exception as exc:  # noqa: BLE001 - a failing user model is recorded, never raised
-        error = f"user_error: {type(exc).__name__}: {exc}".splitlines()[0][:500]
-        rollout.steps.append(Step(len(rollout.steps) + 1, "user", "", extra={"turn": turn, "error": error}))
-        return StopReason.USER_ERROR
+        rollout.add_failed_user(turn, f"user_error: {type(exc).__name__}: {exc}".splitlines()[0][:500])
+        raise Stopped(StopReason.USER_ERROR) from None
     if reply.stopped:
-        return StopReason.SUBMITTED if rollout.last_end == "submit" else StopReason.ENDED
+        raise Stopped(StopReason.SUBMITTED if rollout.last_end == "submit" else StopReason.ENDED)
     if not reply.text:
-        error = "user_error: the simulated user wrote nothing"
-        rollout.steps.append(Step(len(rollout.steps) + 1, "user", "", extra={"turn": turn, "error": error}))
-        return StopReason.USER_ERROR
+        rollout.add_failed_user(turn, "user_error: the simulated user wrote nothing")
+        raise Stopped(StopReason.USER_ERROR)
     metrics = {
         "prompt_tokens": reply.prompt_tokens,
         "completion_tokens": reply.completion_tokens,
         "cost_usd": reply.cost_usd,
     }
     rollout.add_user(reply.text, {"turn": turn, "simulated_user": user.model, "user_metrics": metrics})
-    return None
-
-
-async def _agent_turn(
-    harness: Harness,
-    tools: dict[str, OfferedTool],
-    rollout: _Rollout,
-    workspace: Path,
-    *,
-    model: str,
-    seed: int,
-    server: ToolServer | None,
-    sandbox: Sandbox | None,
-    multi_turn: bool,
-) -> str | None:
-    """Model calls until the agent ends its turn; None when it did (multi-turn), else why the
-    rollout stops (``submitted`` for a one-turn task, the step limit, a model error ...)."""
-    loop = harness.loop
-    schemas = [t.spec.openai_schema() for t in tools.values()]
-    messages, steps = rollout.messages, rollout.steps
-    # Grammar-constrained tool calls are a feature of the embedded provider only.
-    extra_params = {"grammar_tools": True} if loop.json_grammar and model.startswith("local/") else None
-    for _ in range(loop.max_steps):
-        call_index = sum(1 for s in steps if s.source == "agent")
-        try:
-            reply = await acomplete(
-                model,
-                messages,
-                tools=schemas,
-                temperature=loop.temperature,
-                max_tokens=loop.max_tokens,
-                seed=seed + call_index,
-                extra_params=extra_params,
-            )
-        except Exception as exc:  # noqa: BLE001 - provider faults are recorded, never raised
-            text = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
-            steps.append(
-                Step(
-                    len(steps) + 1,
-                    "agent",
-                    "",
-                    extra={
-                        "error": f"model_error: {text}",
-                        "retries": getattr(exc, "harnessevolve_retries", []),
-                    },
-                    timestamp=_now(),
-                    model_name=model,
-                )
-            )
-            return StopReason.MODEL_ERROR
-        step_id = len(steps) + 1
-        if multi_turn and not reply.parse_error and not reply.tool_calls:
-            # A reply without a tool call ends the agent's turn: the user speaks next.
-            steps.append(_agent_step(step_id, reply, model))
-            messages.append({"role": "assistant", "content": reply.content})
-            rollout.last_end, rollout.closing = "message", reply.content or ""
-            return None
-        if reply.parse_error or not reply.tool_calls:
-            error = f"parse_error: {reply.parse_error}" if reply.parse_error else "no_tool_call"
-            steps.append(_agent_step(step_id, reply, model, error=error))
-            messages.append({"role": "assistant", "content": reply.content})
-            nudge = PARSE_NUDGE.format(error=reply.parse_error) if reply.parse_error else NO_TOOL_NUDGE
-            messages.append({"role": "user", "content": nudge})
-            continue
-        calls, observations, errors = [], [], []
-        submitted = False
-        for call in reply.tool_calls:
-            tool = tools.get(call.name)
-            arguments = call.arguments if call.arguments is not None else {}
-            calls.append(ToolCall(call.id, call.name, arguments))
-            if tool is None:
-                output = f"error: unknown tool {call.name!r}; tools: {', '.join(tools)}"
-                errors.append(f"unknown_tool: {call.name}")
-            elif call.arguments is None:
-                output = f"error: arguments of {call.name} are not a JSON object: {call.raw_arguments[:200]}"
-                errors.append(f"bad_arguments: {call.name}")
-            else:
-                result = await dispatch(
-                    tool,
-                    arguments,
-                    workspace,
-                    server=server,
-                    timeout_s=loop.command_timeout_s,
-                    limit=loop.tool_output_limit,
-                    sandbox=sandbox,
-                )
-                output = result.output
-                if result.error:
-                    errors.append(f"tool_error: {result.error}")
-                if result.submitted is not None:
-                    rollout.answer = result.submitted
-                    submitted = True
-            observations.append(ObservationResult(call.id, output))
-        failed = "; ".join(errors) or None
-        steps.append(_agent_step(step_id, reply, model, error=failed, calls=calls, observations=observations))
-        messages.append(
-            {
-                "role": "assistant",
-                "content": reply.content or None,
-                "tool_calls": [
-                    {
-                        "id": c.tool_call_id,
-                        "type": "function",
-                        "function": {"name": c.function_name, "arguments": json.dumps(c.arguments)},
-                    }
-                    for c in calls
-                ],
-            }
-        )
-        note = f"\n{loop.observation_note}" if loop.observation_note else ""
-        messages += [
-            {"role": "tool", "tool_call_id": o.source_call_id, "content": o.content + note}
-            for o in observations
-        ]
-        if submitted:
-            rollout.last_end, rollout.closing = "submit", reply.content or rollout.answer or ""
-            return None if multi_turn else StopReason.SUBMITTED
-        if repeats_last(steps, loop.stop_on_repeat):
-            return StopReason.REPEATED
-    return StopReason.STEP_LIMIT
 
 
 def _trajectory(
@@ -346,12 +480,12 @@ def _trajectory(
     task: Task,
     model: str,
     seed: int,
-    rollout: _Rollout,
-    stop: str | None,
+    rollout: Rollout,
+    steps: list[Step],
+    stop: StopReason,
     started: float,
     extra: dict[str, Any],
 ) -> Trajectory:
-    steps = rollout.steps
     agent_steps = [s for s in steps if s.source == "agent"]
     return Trajectory(
         session_id=uuid.uuid4().hex,
@@ -363,12 +497,14 @@ def _trajectory(
         steps=tuple(steps),
         extra={
             "task_id": task.id,
-            "stop_reason": stop or StopReason.STEP_LIMIT,
+            "stop_reason": stop,
             "answer": rollout.answer,
             "harness": harness.name,
             "harness_hash": harness.content_hash(),
             "seed": seed,
             "wall_s": round(time.monotonic() - started, 3),
+            # what the loop appended to every tool result the model saw (the trainer replays it)
+            "observation_note": harness.loop.observation_note or "",
             **extra,
         },
         final_metrics={

@@ -14,7 +14,8 @@ Two ways to get the tokens, tried in this order:
    Where a reply did not end with ``<|im_end|>`` (stopped after a complete call), the closing
    ``<|im_end|>\\n`` is inserted with mask 0.
 2. **Chat-template fallback** (references, llama.cpp or API rollouts, scripted runs): the chat is
-   rebuilt as the agent loop sent it (system, task, assistant tool calls, tool results, nudges),
+   replayed as the agent loop sent it (system, task, assistant tool calls, tool results, nudges:
+   ``core.transcript``, the loop's own mapping, from what the trajectory recorded),
    turned into plain turns as the local provider does (:func:`to_plain_messages`, with the
    harness's tools prompt), and tokenised turn by turn in ChatML — SmolLM2's chat template and the
    format both local backends render. In an assistant turn the opening ``<|im_start|>assistant\\n``
@@ -25,12 +26,12 @@ Two ways to get the tokens, tried in this order:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from harnessevolve.core.atif import Step, Trajectory
+from harnessevolve.core.transcript import Transcript
 from harnessevolve.models.local import IM_END, IM_START, chatml_turn
 from harnessevolve.models.tool_text import call_prefill, to_plain_messages
 
@@ -146,43 +147,25 @@ def recorded_tokens(trajectory: Trajectory, tokenizer: Any) -> tuple[list[int], 
 
 
 def chat_messages(trajectory: Trajectory, style: PromptStyle) -> list[dict[str, Any]]:
-    """The OpenAI messages the agent loop sent and received, rebuilt from the trajectory."""
-    from harnessevolve.execute.agent import NO_TOOL_NUDGE, PARSE_NUDGE
-
-    system = next((s.message for s in trajectory.steps if s.source == "system"), "")
-    user = next((s.message for s in trajectory.steps if s.source == "user"), "")
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": style.system_prompt if style.system_prompt is not None else system},
-        {"role": "user", "content": user},
+    """The OpenAI messages the agent loop sent and received, replayed from the trajectory by the
+    one chat<->ATIF mapping (``core.transcript``): the nudges the loop recorded on its steps and
+    the observation note it recorded on the trajectory. ``style`` renders it under another
+    harness (its system prompt and note) or fills in what an older trajectory did not record."""
+    recorded = trajectory.extra.get("observation_note")
+    own_note = style.system_prompt is None and isinstance(recorded, str)
+    note = recorded if own_note else style.observation_note
+    agent_steps = _model_steps(trajectory)
+    cut = agent_steps[-1].step_id if agent_steps else 0
+    first_agent = next((s.step_id for s in trajectory.agent_steps), None)
+    steps = [
+        s
+        for s in trajectory.steps
+        if s.step_id <= cut or (s.source != "agent" and (first_agent is None or s.step_id < first_agent))
     ]
-    note = f"\n{style.observation_note}" if style.observation_note else ""
-    for step in _model_steps(trajectory):
-        if not step.tool_calls:
-            error = str(step.extra.get("error", ""))
-            messages.append({"role": "assistant", "content": step.message})
-            parse_error = error.removeprefix("parse_error: ") if error.startswith("parse_error") else None
-            nudge = PARSE_NUDGE.format(error=parse_error) if parse_error else NO_TOOL_NUDGE
-            messages.append({"role": "user", "content": nudge})
-            continue
-        messages.append(
-            {
-                "role": "assistant",
-                "content": step.message or None,
-                "tool_calls": [
-                    {
-                        "id": c.tool_call_id,
-                        "type": "function",
-                        "function": {"name": c.function_name, "arguments": json.dumps(c.arguments)},
-                    }
-                    for c in step.tool_calls
-                ],
-            }
-        )
-        messages += [
-            {"role": "tool", "tool_call_id": o.source_call_id, "content": o.content + note}
-            for o in step.observations
-        ]
-    return messages
+    replay = Transcript.from_steps(
+        steps, observation_note=note, nudges=True, system_prompt=style.system_prompt
+    )
+    return replay.messages()
 
 
 def chat_template_tokens(

@@ -16,82 +16,65 @@ from pathlib import Path
 from typing import Any
 
 from harnessevolve.core import atif
-from harnessevolve.core.atif import ObservationResult, Step, ToolCall, Trajectory
+from harnessevolve.core.atif import Step, Trajectory
 from harnessevolve.core.errors import TrajectoryError
+from harnessevolve.core.transcript import Transcript, text_of
 from harnessevolve.execute.runners.endpoint import ModelCall
 
 MAX_ATIF_BYTES = 32 << 20
 SOURCES = {"system": "system", "developer": "system", "user": "user"}
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content parts
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return "" if content is None else json.dumps(content)
-
-
 def _when(call: ModelCall) -> str:
     return datetime.fromtimestamp(call.timestamp, UTC).isoformat(timespec="milliseconds")
 
 
-def _tool_call(raw: dict[str, Any]) -> ToolCall:
-    text = raw.get("arguments") or "{}"
-    try:
-        parsed = json.loads(text) if isinstance(text, str) else text
-    except json.JSONDecodeError:
-        parsed = None
-    if isinstance(parsed, dict):
-        return ToolCall(str(raw.get("id", "")), str(raw.get("name", "")), parsed)
-    return ToolCall(str(raw.get("id", "")), str(raw.get("name", "")), {}, raw_arguments=str(text))
+def _reply_message(reply: dict[str, Any]) -> dict[str, Any]:
+    """The endpoint's record of a reply (``{"content", "tool_calls": [{"id", "name", "arguments"}]}``)
+    as the assistant message the agent received."""
+    message: dict[str, Any] = {"role": "assistant", "content": reply["content"]}
+    if reply["tool_calls"]:
+        message["tool_calls"] = [
+            {
+                "id": c.get("id", ""),
+                "type": "function",
+                "function": {"name": str(c.get("name", "")), "arguments": c.get("arguments") or "{}"},
+            }
+            for c in reply["tool_calls"]
+        ]
+    return message
+
+
+def transcript_of_calls(calls: list[ModelCall], model: str) -> Transcript:
+    """The conversation the endpoint saw: each call's new system, user and tool messages (a
+    stateless agent resends its prompt each call: a system or user message seen before is not
+    added again), then the model's reply (or the failed call)."""
+    transcript = Transcript()
+    seen: set[tuple[str, str]] = set()
+    for call in calls:
+        when = _when(call)
+        for msg in call.new_messages:
+            role = msg.get("role")
+            if role in SOURCES:
+                key = (SOURCES[role], text_of(msg.get("content")))
+                if key not in seen:
+                    seen.add(key)
+                    transcript.add_text(role, key[1], timestamp=when)
+            elif role == "tool":
+                transcript.add(msg)
+        meta: dict[str, Any] = {"timestamp": when, "model_name": model}
+        if call.reply is not None:
+            extra = {"model_call": call.index, **call.token_ids}
+            transcript.add(_reply_message(call.reply), metrics=dict(call.usage), extra=extra, **meta)
+        elif call.error:
+            failed = {"error": call.error, "model_call": call.index}
+            transcript.add({"role": "assistant", "content": ""}, extra=failed, in_chat=False, **meta)
+    return transcript
 
 
 def steps_from_calls(calls: list[ModelCall], model: str) -> list[Step]:
     """The conversation the endpoint saw, as ATIF steps (see the module docstring)."""
-    steps: list[Step] = []
-    seen: set[tuple[str, str]] = set()
-    owner: dict[str, int] = {}  # tool_call_id -> index of the agent step that made the call
-    for call in calls:
-        for message in call.new_messages:
-            role = message.get("role")
-            if role in SOURCES:
-                key = (SOURCES[role], _text(message.get("content")))
-                if key in seen:  # a stateless agent resends its prompt each call
-                    continue
-                seen.add(key)
-                steps.append(Step(len(steps) + 1, key[0], key[1], timestamp=_when(call)))
-            elif role == "tool" and message.get("tool_call_id") in owner:
-                index = owner.pop(message["tool_call_id"])
-                result = ObservationResult(message["tool_call_id"], _text(message.get("content")))
-                steps[index] = replace(steps[index], observations=(*steps[index].observations, result))
-        if call.reply is not None:
-            tool_calls = tuple(_tool_call(c) for c in call.reply["tool_calls"])
-            steps.append(
-                Step(
-                    len(steps) + 1,
-                    "agent",
-                    call.reply["content"],
-                    tool_calls=tool_calls,
-                    metrics=dict(call.usage),
-                    extra={"model_call": call.index, **call.token_ids},
-                    timestamp=_when(call),
-                    model_name=model,
-                )
-            )
-            owner.update({c.tool_call_id: len(steps) - 1 for c in tool_calls})
-        elif call.error:
-            steps.append(
-                Step(
-                    len(steps) + 1,
-                    "agent",
-                    "",
-                    extra={"error": call.error, "model_call": call.index},
-                    timestamp=_when(call),
-                    model_name=model,
-                )
-            )
-    return steps
+    return transcript_of_calls(calls, model).steps()
 
 
 def read_agent_atif(path: Path) -> Trajectory | None:

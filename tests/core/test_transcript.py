@@ -1,0 +1,91 @@
+"""One chat<->ATIF mapping: messages are the source of truth, steps derived from them, and the
+steps give back the chat the model was shown (nudges and observation notes included)."""
+
+from __future__ import annotations
+
+import pytest
+
+from harnessevolve.core.atif import ObservationResult, Step, ToolCall
+from harnessevolve.core.errors import TrajectoryError
+from harnessevolve.core.transcript import (
+    NO_TOOL_NUDGE,
+    PARSE_NUDGE,
+    Entry,
+    Transcript,
+    legacy_nudge,
+    steps_of,
+)
+
+
+def agent_transcript() -> Transcript:
+    """A rollout as the builtin loop writes it: a reply without a call (nudged), a call whose
+    result carries the loop's observation note, and a failed model call the model never saw."""
+    t = Transcript()
+    t.add_text("system", "be brief", timestamp="t0")
+    t.add_text("user", "make a folder notes")
+    t.add_reply("thinking", metrics={"prompt_tokens": 5}, extra={"error": "no_tool_call"})
+    t.add_text("user", NO_TOOL_NUDGE, nudge=True)
+    t.add_reply("", [ToolCall("c1", "bash", {"command": "mkdir notes"})], model_name="m")
+    t.add_results([ObservationResult("c1", "(no output)")], note="Keep going.")
+    t.add({"role": "assistant", "content": ""}, extra={"error": "model_error: boom"}, in_chat=False)
+    return t
+
+
+def test_steps_are_derived_from_the_messages() -> None:
+    t = agent_transcript()
+    steps = t.steps()
+    assert [s.source for s in steps] == ["system", "user", "agent", "agent", "agent"]
+    assert [s.step_id for s in steps] == [1, 2, 3, 4, 5]
+    nudged, call, failed = steps[2], steps[3], steps[4]
+    assert nudged.extra == {"error": "no_tool_call", "nudge": NO_TOOL_NUDGE}
+    assert nudged.metrics == {"prompt_tokens": 5}
+    assert call.tool_calls == (ToolCall("c1", "bash", {"command": "mkdir notes"}),)
+    # the note the model saw after the result is not part of the observation
+    assert call.observations == (ObservationResult("c1", "(no output)"),)
+    assert call.model_name == "m" and steps[0].timestamp == "t0"
+    assert failed.extra["error"].startswith("model_error")
+    # what the model is sent: the nudge and the note, never the failed call
+    sent = t.messages()
+    assert sent[3] == {"role": "user", "content": NO_TOOL_NUDGE}
+    assert sent[-1] == {"role": "tool", "tool_call_id": "c1", "content": "(no output)\nKeep going."}
+    assert len(sent) == 6  # system, user, reply, nudge, call, result: the failed call is no message
+
+
+def test_the_steps_give_back_the_chat_the_model_was_shown() -> None:
+    t = agent_transcript()
+    shown = t.messages()
+    replay = Transcript.from_steps(t.steps()[:4], observation_note="Keep going.", nudges=True)
+    assert replay.messages() == shown
+    # and without replay options: the plain export (no nudges, no notes)
+    plain = Transcript.from_steps(t.steps()[:4]).messages()
+    assert {"role": "user", "content": NO_TOOL_NUDGE} not in plain
+    assert plain[-1]["content"] == "(no output)"
+
+
+def test_trajectories_written_before_nudges_were_recorded_replay_the_loops_nudges() -> None:
+    old = Step(3, "agent", "x", extra={"error": "parse_error: bad json"})
+    assert legacy_nudge(old) == PARSE_NUDGE.format(error="bad json")
+    assert legacy_nudge(Step(3, "agent", "x", extra={"error": "no_tool_call"})) == NO_TOOL_NUDGE
+    # a multi-turn reply that ended the agent's turn was never nudged
+    assert legacy_nudge(Step(3, "agent", "done")) is None
+    replay = Transcript.from_steps([Step(1, "user", "hi"), old], nudges=True).messages()
+    assert replay[-1] == {"role": "user", "content": PARSE_NUDGE.format(error="bad json")}
+
+
+def test_unreadable_arguments_are_kept_raw_and_sent_back_as_they_were() -> None:
+    message = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "c", "type": "function", "function": {"name": "bash", "arguments": "{oops"}}],
+    }
+    (step,) = steps_of([Entry(message)])
+    assert step.tool_calls == (ToolCall("c", "bash", {}, raw_arguments="{oops"),)
+    assert Transcript.from_steps([step]).messages() == [message]
+
+
+def test_strict_reading_names_the_message_and_lenient_reading_skips_it() -> None:
+    orphan = [Entry({"role": "tool", "tool_call_id": "zz", "content": "x"})]
+    with pytest.raises(TrajectoryError) as caught:
+        steps_of(orphan, strict=True)
+    assert caught.value.field == "messages[0].tool_call_id"
+    assert steps_of(orphan) == []
