@@ -116,8 +116,12 @@ class HarnessRepo:
             ) from None
 
     def _pathspec(self) -> list[str]:
-        """The harness folder, less its run state (never harness content, ignored or not)."""
+        """The harness folder, less its run state (never harness content). Where a .gitignore
+        already ignores the state, the exclusion is left out: ``git add`` refuses a pathspec that
+        names an ignored path."""
         state = RUN_STATE_DIR if self.rel == "." else f"{self.rel.rstrip('/')}/{RUN_STATE_DIR}"
+        if self.repo.ignored(state + "/"):
+            return ["--", self.rel]
         return ["--", self.rel, f":(exclude){state}"]
 
     def dirty_paths(self) -> list[str]:
@@ -235,6 +239,24 @@ class HarnessRepo:
 
     def message(self, rev: str = "HEAD") -> str:
         return self.repo.commit(rev).message
+
+    NOTES_REF = "harnessevolve"
+    """Git notes ref for what is learnt about a commit after it was made (whether an edit fired):
+    ``git log --notes=harnessevolve``. Notes never rewrite the commit."""
+
+    def add_note(self, rev: str, text: str) -> None:
+        """Append ``text`` (trailer lines) to the commit's note under ``NOTES_REF``."""
+        with self._git_errors("add a note to the commit"):
+            self.repo.git.notes("--ref", self.NOTES_REF, "append", "-m", text, rev)
+
+    def note(self, rev: str = "HEAD") -> str:
+        """The commit's note under ``NOTES_REF`` ("" when none)."""
+        import git
+
+        try:
+            return str(self.repo.git.notes("--ref", self.NOTES_REF, "show", rev))
+        except git.GitCommandError:
+            return ""
 
     def discard_changes(self) -> None:
         """Throw away uncommitted changes inside the harness folder (after a failed apply)."""
