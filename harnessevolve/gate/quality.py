@@ -1,14 +1,18 @@
-"""Quality gate: the candidate harness is valid, loads, stays inside its editable paths and is not bloated."""
+"""Quality gate: the candidate harness is valid, loads, stays inside its editable paths and is not
+bloated (``quality_gate``); changed Python compiles and survives a sandboxed smoke run (``code_gate``)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path
+from typing import Any, Protocol
 
 from harnessevolve.gate.config import QualityConfig
 from harnessevolve.gate.verdict import GateVerdict
-from harnessevolve.harness.load import load_harness, validate_harness
+from harnessevolve.harness.load import load_harness, read_files, validate_harness
 from harnessevolve.models.tokens import measure_tokens
 
 EXAMPLE_HEADING = re.compile(r"^## Example\b", re.MULTILINE)
@@ -77,3 +81,76 @@ def quality_gate(
             numbers,
         )
     return GateVerdict("quality", True, "valid, loads, editable paths only, within size caps", numbers)
+
+
+# --- code: changed Python compiles and survives a sandboxed smoke run -------------------------------
+
+CODE_SMOKE_TIMEOUT_S = 30.0
+"""How long the smoke run of changed code may take; past it the candidate is rejected (a hang)."""
+TRACEBACK_CHARS = 600
+
+
+@dataclass(frozen=True)
+class SmokeOutcome:
+    """What a smoke run of changed code did: exit status (None: killed at the timeout) and output."""
+
+    returncode: int | None
+    output: str
+
+
+class CodeSmoke(Protocol):
+    """Runs the smoke script for ``paths`` (changed ``.py`` files of the harness folder
+    ``candidate_dir``) in the sandbox, never in this process, killed after ``timeout_s``.
+
+    The pipeline's implementation is ``pipeline.code_smoke.SandboxedCodeSmoke``: each file is
+    loaded as a module (not as ``__main__``, so an agent script's top level runs -- its imports,
+    reading the task file, building its client -- but not its loop) in a scratch workspace with
+    a task file made from the candidate harness."""
+
+    def __call__(self, candidate_dir: Path, paths: tuple[str, ...], timeout_s: float) -> SmokeOutcome: ...
+
+
+def changed_python(before: Mapping[str, str], after: Mapping[str, str]) -> tuple[str, ...]:
+    """The ``.py`` files an edit created or changed (deleted ones have nothing to run)."""
+    return tuple(p for p in changed_paths(dict(before), dict(after)) if p.endswith(".py") and p in after)
+
+
+def code_gate(
+    candidate_dir: Path,
+    before: Mapping[str, str],
+    smoke: CodeSmoke | None,
+    *,
+    timeout_s: float = CODE_SMOKE_TIMEOUT_S,
+) -> GateVerdict:
+    """Part of the quality gate for code edits: every changed Python file compiles (``compile``
+    only parses, it runs nothing), then they all pass ``smoke`` within ``timeout_s``. A candidate
+    that changes no Python passes at once; ``smoke`` None skips the smoke run (and says so)."""
+    after = read_files(candidate_dir)  # not load_harness: this gate must judge code that does not load
+    paths = changed_python(before, after)
+    numbers: dict[str, Any] = {"python": list(paths), "smoke_timeout_s": timeout_s}
+    if not paths:
+        return GateVerdict("code", True, "no Python changed", numbers)
+    for path in paths:
+        try:
+            compile(after[path], path, "exec")
+        except SyntaxError as exc:
+            return GateVerdict(
+                "code", False, f"{path} does not compile: {exc.msg} (line {exc.lineno})", numbers
+            )
+    if smoke is None:
+        return GateVerdict("code", True, f"{', '.join(paths)} compile (no smoke run here)", numbers)
+    outcome = smoke(candidate_dir, paths, timeout_s)
+    numbers["smoke_returncode"] = outcome.returncode
+    if outcome.returncode is None:
+        return GateVerdict(
+            "code", False, f"the smoke run of {', '.join(paths)} did not finish in {timeout_s:g}s", numbers
+        )
+    if outcome.returncode != 0:
+        tail = " ".join(outcome.output.strip().splitlines()[-3:])[-TRACEBACK_CHARS:]
+        return GateVerdict(
+            "code",
+            False,
+            f"the smoke run of {', '.join(paths)} failed (exit {outcome.returncode}): {tail}",
+            numbers,
+        )
+    return GateVerdict("code", True, f"{', '.join(paths)} compile and load in the sandbox", numbers)

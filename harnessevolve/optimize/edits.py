@@ -28,7 +28,7 @@ from harnessevolve.core.schema import json_path, load_schema
 EDITS_VERSION = 1
 EDIT_OPS = (
     "replace_text", "insert_text", "delete_text", "add_skill", "update_skill", "remove_skill",
-    "edit_tool", "set_loop", "patch_hook", "write_hook",
+    "edit_tool", "set_loop", "patch_hook", "write_hook", "patch_file",
 )  # fmt: skip
 HARNESS_FILE = "harness.yaml"
 EITHER_OR = {
@@ -309,6 +309,25 @@ def _patch_hook(tree: _Tree, edit: dict[str, Any]) -> None:
     tree.write(path, _compiled(tree, path, text.replace(old, new)))
 
 
+def _patch_file(tree: _Tree, edit: dict[str, Any]) -> None:
+    """A unified diff on one editable file (agent code, a hook, a tool, a prompt), located by
+    content (``unified_diff``); Python must still compile. The file headers, if any, must name it."""
+    from harnessevolve.optimize.unified_diff import DiffError, apply_diff, parse_diff
+
+    path = tree.check_path(edit["path"])
+    try:
+        diff = parse_diff(edit["diff"])
+        named = {p for p in (diff.old_path, diff.new_path) if p and p != "/dev/null"}
+        if named - {path}:
+            raise DiffError(f"the diff's file header names {sorted(named - {path})[0]}, not {path}")
+        new = apply_diff(tree.files.get(path), diff)
+    except DiffError as exc:
+        raise tree.fail(f"the patch does not apply to {path}: {exc}", path) from None
+    if new == tree.files.get(path):
+        raise tree.fail(f"the patch leaves {path} unchanged", path)
+    tree.write(path, _compiled(tree, path, new) if new is not None and path.endswith(".py") else new)
+
+
 def _write_hook(tree: _Tree, edit: dict[str, Any]) -> None:
     path = tree.check_path(edit["path"])
     if tree.files.get(path) == edit["code"]:
@@ -327,6 +346,7 @@ APPLY = {
     "set_loop": _set_loop,
     "patch_hook": _patch_hook,
     "write_hook": _write_hook,
+    "patch_file": _patch_file,
 }
 
 

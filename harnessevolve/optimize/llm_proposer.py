@@ -42,9 +42,11 @@ Edit operations (applied in order, all or nothing; only on editable files):
 "command_timeout_s"|"json_grammar"|"stop_on_repeat"|"observation_note", "value": V}
 - {"op": "patch_hook", "path": "hooks/<name>.py", "old": O, "new": N} or \
 {"op": "write_hook", "path": "hooks/<name>.py", "code": C} (must compile)
+- {"op": "patch_file", "path": P, "diff": "<unified diff of P: @@ hunks of ' ', '-', '+' lines>"} \
+(a code edit on any editable file; hunks are found by their unchanged and removed lines)
 When the agent is a program of the harness (agent.py, or a mini-swe-agent YAML config such as \
-mini.yaml) and that file is editable, its code and templates are yours to change with replace_text / \
-insert_text: Python must still compile, YAML must still load and its Jinja templates render."""
+mini.yaml) and that file is editable, its code and templates are yours to change with patch_file / \
+replace_text / insert_text: Python must still compile, YAML must still load and its Jinja templates render."""
 
 
 def render_context(context: ProposalContext) -> str:

@@ -1,11 +1,15 @@
 """Proposers by name (``--proposer demo,rules``); a list is tried in order, first proposal wins.
 
-``auto`` is ``llm`` (when an optimizer model is given), then ``ablate``, ``demo``, ``rules``: the
-ablation proposer only speaks on evidence that a component hurts (a demonstration copied into other
-tasks' failed runs, a prompt near the size cap, a skill no passed run uses) and returns None
-otherwise, so it costs nothing when there is none; and where there is, removing the harmful part
-comes before adding more text to counter it. ``tools`` and ``loop`` (tool-spec and loop-setting
-edits) are opt-in by name: they need tools/*.yaml or harness.yaml to be editable."""
+``auto`` is ``llm`` (when an optimizer model is given), then ``ablate``, ``behaviour``, ``tools``,
+``loop``, ``demo``, ``rules``. The ablation proposer only speaks on evidence that a component hurts
+(a demonstration copied into other tasks' failed runs, a prompt near the size cap, a skill no passed
+run uses), so removing a harmful part comes before adding anything. Then the edits that change
+behaviour, chosen from the diagnosis: ``behaviour`` (offline operators for failure patterns read
+from the trajectories: a repeated call, no submit, the wrong thing submitted, an unknown tool,
+malformed calls; they patch agent code, set loop settings or sharpen tool definitions),
+``tools`` (missing_argument / wrong_tool clusters) and ``loop`` (step_limit clusters). Each returns
+None when its evidence is absent or the harness does not let it edit what it needs (agent code,
+``harness.yaml``, ``tools/*.yaml``), so the prompt proposers ``demo`` and ``rules`` come last."""
 
 from __future__ import annotations
 
@@ -13,7 +17,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.optimize.ablation import AblationProposer
+from harnessevolve.optimize.behaviour_proposer import BehaviourProposer
 from harnessevolve.optimize.llm_proposer import LLMProposer
+from harnessevolve.optimize.patch_proposer import PatchProposer
 from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed, Proposer
 from harnessevolve.optimize.reference_diff import DemoProposer, RuleProposer
 from harnessevolve.optimize.rule_proposer import SmallModelRuleProposer
@@ -21,18 +27,22 @@ from harnessevolve.optimize.settings_proposers import LoopSettingsProposer, Tool
 
 PROPOSERS: dict[str, Callable[[], Proposer]] = {
     "ablate": AblationProposer,
+    "behaviour": BehaviourProposer,
     "demo": DemoProposer,
     "rules": RuleProposer,
     "tools": ToolSpecProposer,
     "loop": LoopSettingsProposer,
 }
-DEFAULT_PROPOSERS = ("ablate", "demo", "rules")
+DEFAULT_PROPOSERS = ("ablate", "behaviour", "tools", "loop", "demo", "rules")
 MODEL_PROPOSERS: dict[str, Callable[[str], Proposer]] = {
     "llm": LLMProposer,
     "llm-rule": SmallModelRuleProposer,
+    "llm-patch": PatchProposer,
 }
-"""Proposers that need ``--optimizer-model``: ``llm`` (edit operations, a capable model) and
-``llm-rule`` (one general rule per failed run, a small model such as local/qwen2.5-coder-1.5b)."""
+"""Proposers that need ``--optimizer-model``: ``llm`` (edit operations, a capable model),
+``llm-rule`` (one general rule per failed run, a small model such as local/qwen2.5-coder-1.5b) and
+``llm-patch`` (one small unified diff per cluster on one editable file -- agent code first -- a
+small model too; malformed diffs go back to it with the error)."""
 
 
 class ChainProposer:

@@ -7,6 +7,7 @@ harness repository untouched."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import shutil
 import tempfile
@@ -27,10 +28,11 @@ from harnessevolve.gate.performance import (
     performance_verdict,
     refuse_tie,
 )
-from harnessevolve.gate.quality import quality_gate
+from harnessevolve.gate.quality import code_gate, quality_gate
 from harnessevolve.gate.verdict import GateVerdict
 from harnessevolve.harness.load import load_harness
 from harnessevolve.harness.model import Harness
+from harnessevolve.pipeline.code_smoke import SandboxedCodeSmoke
 from harnessevolve.pipeline.scoring import Scorer, TaskResult
 from harnessevolve.pipeline.sequential import RepeatedScorer, repetitions, sequential_decision
 from harnessevolve.runs.events import PerformanceIncrement
@@ -121,6 +123,13 @@ class CandidateJudge:
         judgement.table = {"quality": quality.passed, "performance": None, "heldout": None}
         if not quality.passed:
             return judgement
+        smoke = SandboxedCodeSmoke(self.scorer.executor.sandbox)
+        code = await asyncio.to_thread(code_gate, candidate_dir, current.files, smoke)
+        if code.numbers["python"]:  # only code edits show this verdict
+            judgement.verdicts.append(code)
+            judgement.table["quality"] = code.passed
+            if not code.passed:
+                return judgement
         candidate = load_harness(candidate_dir)
         leakage = await aleakage_gate(
             current.files, candidate.files, self.benchmark.tasks, self.gates.leakage

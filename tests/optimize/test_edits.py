@@ -91,6 +91,12 @@ EVERY_EDIT = {
         "new": "return dict(step)",
     },
     "write_hook": {"op": "write_hook", "path": "hooks/notes.py", "code": "NOTE = 'submit when done'\n"},
+    "patch_file": {  # a code edit: a unified diff
+        "op": "patch_file",
+        "path": "hooks/steps.py",
+        "diff": "--- a/hooks/steps.py\n+++ b/hooks/steps.py\n@@ -1,2 +1,3 @@\n def after_step(step):\n"
+        "+    step = dict(step)\n     return step\n",
+    },
 }
 
 
@@ -217,6 +223,19 @@ BAD = [
     ),
     ({"op": "write_hook", "path": "hooks/x.py", "code": "def f(:\n"}, "would not compile"),
     ({"op": "write_hook", "path": "prompts/x.py", "code": "x = 1\n"}, "does not match"),
+    (  # a code edit (unified diff) that breaks the syntax
+        {"op": "patch_file", "path": "hooks/steps.py", "diff": "@@\n-    return step\n+    return (s\n"},
+        "would not compile",
+    ),
+    (  # a patch that does not apply
+        {"op": "patch_file", "path": "hooks/steps.py", "diff": "@@\n-    return st\n+    return 1\n"},
+        "does not apply",
+    ),
+    (  # a patch whose header names another file than the edit's path
+        {"op": "patch_file", "path": "hooks/steps.py", "diff": "--- a/x.py\n+++ b/x.py\n@@\n-a\n+b\n"},
+        "names x.py",
+    ),
+    ({"op": "patch_file", "path": "hooks/steps.py", "diff": "no diff here"}, "no hunks"),
     ({"op": "replace_text", "path": "../outside.md", "old": "a", "new": "b"}, "inside the harness"),
     ({"op": "replace_text", "path": "harness.yaml", "old": "submit]", "new": "]"}, "does not validate"),
     ({"op": "frobnicate", "path": "x"}, "is not one of"),
@@ -249,6 +268,7 @@ def test_forbidden_paths_are_refused_even_for_set_loop_and_edit_tool(harness: Pa
         (EVERY_EDIT["edit_tool"], "tools/read_file.yaml"),
         (EVERY_EDIT["add_skill"], "skills/read-first/SKILL.md"),
         (EVERY_EDIT["write_hook"], "hooks/notes.py"),
+        (EVERY_EDIT["patch_file"], "hooks/steps.py"),  # a code edit on a file that is not editable
     ]:
         with pytest.raises(EditError) as info:
             apply_edits(files, [edit], prompts_only)

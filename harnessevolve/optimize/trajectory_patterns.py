@@ -1,0 +1,229 @@
+"""Recurring failure patterns read from a batch's trajectories, with no model and no benchmark knowledge.
+
+Each detector looks only at the runs' tool calls (``ProposalContext.failed_runs``), the reference
+runs' calls (``references``), the error clusters and the harness's own tool list:
+
+* ``repeated_call``: a failed run makes the same call (tool and arguments) more than once;
+* ``never_submits``: a failed run ends without calling the harness's finishing tool (``builtin: submit``);
+* ``wrong_submission``: the finishing call's answer is copied from an earlier call's *result*,
+  while the reference runs' answer is an earlier call's *argument* (the output submitted instead
+  of what was asked for);
+* ``unknown_tool``: a failed run calls a tool the harness does not have;
+* ``malformed_call``: replies that are not tool calls, or calls without their required arguments
+  (``format_error`` / ``missing_argument`` clusters).
+
+A :class:`Pattern` names the runs that show it; ``optimize.behaviour_proposer`` turns it into an
+edit of the loop, the tools or the agent's code.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from harnessevolve.core.signals import Cause
+from harnessevolve.optimize.proposal import ProposalContext, ReferenceAction
+
+MIN_ANSWER_CHARS = 2
+"""Shorter answers are matched against results by chance (a '0', a 'y')."""
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """One recurring failure: its kind, the failed runs showing it, and what it is about."""
+
+    kind: str
+    tasks: tuple[str, ...]
+    detail: dict[str, Any]
+    """Kind-specific facts: the repeated tool, the answer's source (tool, argument), the unknown name..."""
+
+    def evidence(self) -> str:
+        facts = ", ".join(f"{k}={v}" for k, v in sorted(self.detail.items()))
+        runs = ", ".join(self.tasks[:4])
+        return f"{self.kind} in {len(self.tasks)} failed run(s) ({runs}){': ' + facts if facts else ''}"
+
+
+@dataclass(frozen=True)
+class HarnessTools:
+    """The harness's tools as the detectors need them: names, the finishing tool and its answer argument."""
+
+    names: tuple[str, ...]
+    submit: str | None
+    answer_argument: str | None
+    required: dict[str, tuple[str, ...]]
+
+
+def harness_tools(context: ProposalContext) -> HarnessTools:
+    import yaml
+
+    names, submit, answer, required = [], None, None, {}
+    for path, text in sorted(context.files.items()):
+        if not (path.startswith("tools/") and path.endswith(".yaml")):
+            continue
+        try:
+            doc = yaml.safe_load(text)
+        except yaml.YAMLError:
+            continue
+        if not isinstance(doc, dict) or not isinstance(doc.get("name"), str):
+            continue
+        params = doc.get("parameters") if isinstance(doc.get("parameters"), dict) else {}
+        names.append(doc["name"])
+        required[doc["name"]] = tuple(params.get("required") or ())
+        if doc.get("builtin") == "submit":
+            submit = doc["name"]
+            props = list(params.get("properties") or {})
+            answer = "answer" if "answer" in props else (props[0] if props else None)
+    return HarnessTools(tuple(names), submit, answer, required)
+
+
+def _key(action: ReferenceAction) -> str:
+    return f"{action.tool} {json.dumps(action.arguments, sort_keys=True)}"
+
+
+def repeated_call(context: ProposalContext, tools: HarnessTools) -> Pattern | None:
+    runs, repeated = [], Counter[str]()
+    for task, actions in context.failed_runs.items():
+        counts = Counter(_key(a) for a in actions if a.tool != tools.submit)
+        twice = [k for k, n in counts.items() if n > 1]
+        if twice:
+            runs.append(task)
+            repeated.update(k.split(" ", 1)[0] for k in twice)
+    if not runs:
+        return None
+    return Pattern("repeated_call", tuple(runs), {"tool": repeated.most_common(1)[0][0]})
+
+
+def never_submits(context: ProposalContext, tools: HarnessTools) -> Pattern | None:
+    """Failed runs with calls and no submit, where one was due: the task's reference run submits,
+    or (no reference) the run was stopped by the step limit. A conversation a reference ends
+    without submit (a multi-turn task) does not count."""
+    if tools.submit is None:
+        return None
+    stopped = {s.task_id for c in context.clusters if c.cause == Cause.STEP_LIMIT for s in c.signals}
+
+    def due(task: str) -> bool:
+        reference = context.references.get(task)
+        return any(a.tool == tools.submit for a in reference) if reference else task in stopped
+
+    runs = [
+        t
+        for t, actions in context.failed_runs.items()
+        if actions and due(t) and all(a.tool != tools.submit for a in actions)
+    ]
+    return Pattern("never_submits", tuple(runs), {"submit": tools.submit}) if runs else None
+
+
+def answer_source(
+    actions: tuple[ReferenceAction, ...], submit: str, answer_argument: str
+) -> tuple[str, str, str] | None:
+    """Where a run's submitted answer came from: ``("argument", tool, name)`` when it equals an
+    argument of an earlier call, ``("result", tool, "")`` when it is found in an earlier result,
+    None when neither (or there is no submit)."""
+    final = next((a for a in reversed(actions) if a.tool == submit), None)
+    if final is None:
+        return None
+    answer = str(final.arguments.get(answer_argument, "")).strip()
+    if len(answer) < MIN_ANSWER_CHARS:
+        return None
+    earlier = actions[: actions.index(final)]
+    for action in reversed(earlier):
+        for name, value in action.arguments.items():
+            if isinstance(value, str) and value.strip() == answer:
+                return ("argument", action.tool, name)
+    for action in reversed(earlier):
+        if answer in action.observation:
+            return ("result", action.tool, "")
+    return None
+
+
+def wrong_submission(context: ProposalContext, tools: HarnessTools) -> Pattern | None:
+    if tools.submit is None or tools.answer_argument is None:
+        return None
+    wanted = Counter[tuple[str, str]]()
+    for actions in context.references.values():
+        source = answer_source(actions, tools.submit, tools.answer_argument)
+        if source and source[0] == "argument":
+            wanted[(source[1], source[2])] += 1
+    if not wanted:
+        return None
+    (tool, argument), _ = wanted.most_common(1)[0]
+    runs = []
+    for task, actions in context.failed_runs.items():
+        source = answer_source(actions, tools.submit, tools.answer_argument)
+        if source and source[0] == "result":
+            runs.append(task)
+    if not runs:
+        return None
+    return Pattern(
+        "wrong_submission",
+        tuple(runs),
+        {"submit": tools.submit, "answer": tools.answer_argument, "tool": tool, "argument": argument},
+    )
+
+
+def unknown_tool(context: ProposalContext, tools: HarnessTools) -> Pattern | None:
+    """Names the evaluator flagged (``unknown_tool`` signals, read against the tools the run was
+    offered), and, in runs of tasks with a reference, names that no harness tool, reference run or
+    passed run has (a task may bring tools of its own: those show up in its reference)."""
+    if not tools.names:
+        return None
+    known = set(tools.names)
+    for runs in (context.references, context.passed_runs):
+        known.update(a.tool for actions in runs.values() for a in actions)
+    flagged = {
+        str((s.actual or {}).get("tool"))
+        for c in context.clusters
+        if c.cause == Cause.UNKNOWN_TOOL
+        for s in c.signals
+        if (s.actual or {}).get("tool")
+    }
+    runs, names = [], Counter[str]()
+    for task, actions in context.failed_runs.items():
+        judged = task in context.references  # its reference shows the task's own tools
+        unknown = [a.tool for a in actions if a.tool in flagged or (judged and a.tool not in known)]
+        if unknown:
+            runs.append(task)
+            names.update(unknown)
+    if not runs:
+        return None
+    name = names.most_common(1)[0][0]
+    close = difflib.get_close_matches(name, tools.names, n=1, cutoff=0.0)
+    return Pattern(
+        "unknown_tool", tuple(runs), {"called": name, "closest": close[0] if close else tools.names[0]}
+    )
+
+
+def malformed_call(context: ProposalContext, tools: HarnessTools) -> Pattern | None:
+    runs = [
+        s.task_id
+        for c in context.clusters
+        if c.cause in (Cause.FORMAT_ERROR, Cause.MISSING_ARGUMENT)
+        for s in c.signals
+    ]
+    for task, actions in context.failed_runs.items():
+        if any(set(tools.required.get(a.tool, ())) - set(a.arguments) for a in actions):
+            runs.append(task)
+    runs = list(dict.fromkeys(runs))
+    return Pattern("malformed_call", tuple(runs), {}) if runs else None
+
+
+DETECTORS = (never_submits, wrong_submission, repeated_call, unknown_tool, malformed_call)
+"""In the order they are tried: a run that never finishes, or finishes with the wrong thing, scores
+nothing whatever else it did right."""
+
+
+ENDING_WEIGHT = 2
+"""How much more a run that never finishes, or finishes with the wrong thing, counts than a run with
+another pattern: it scores nothing whatever else it did right (and such runs also repeat calls)."""
+
+
+def find_patterns(context: ProposalContext) -> list[Pattern]:
+    """Every pattern the batch's failed runs show, by weighted number of runs (``ENDING_WEIGHT``
+    for never_submits and wrong_submission), ties in ``DETECTORS`` order."""
+    tools = harness_tools(context)
+    found = [p for detect in DETECTORS if (p := detect(context, tools)) is not None]
+    ending = ("never_submits", "wrong_submission")
+    return sorted(found, key=lambda p: -len(p.tasks) * (ENDING_WEIGHT if p.kind in ending else 1))

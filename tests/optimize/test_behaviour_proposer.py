@@ -1,0 +1,274 @@
+"""The offline operators (``behaviour``): failure patterns read from trajectories become edits of the
+agent's code, its loop settings or its tool definitions -- on more than one benchmark, for the
+builtin loop (shell-agent) and a command agent (python-agent's agent.py, as unified-diff code edits).
+
+The failed runs are the tasks' own gold runs, changed the way the pattern says (the submit left
+out, a call repeated, a tool misnamed, the result submitted instead of the command), so the
+operators see exactly what the pipeline would hand them (``ProposalContext.failed_runs``)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import importlib.util
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harnessevolve.core.signals import Cause, Cluster, ErrorSignal
+from harnessevolve.core.tasks import Task, load_benchmark
+from harnessevolve.harness.load import load_harness, read_files
+from harnessevolve.optimize.behaviour_proposer import BehaviourProposer
+from harnessevolve.optimize.proposal import ProposalContext, ReferenceAction
+from harnessevolve.optimize.registry import DEFAULT_PROPOSERS, make_proposer
+from harnessevolve.optimize.trajectory_patterns import find_patterns
+from harnessevolve.optimize.unified_diff import parse_diff
+
+ROOT = Path(__file__).parents[2]
+SHELL_AGENT = ROOT / "harnesses" / "shell-agent"
+PY_AGENT = ROOT / "harnesses" / "python-agent"
+BENCHMARKS = ("shell-onecall", "tool-use-example")
+
+
+def tasks_of(name: str, n: int = 3) -> list[Task]:
+    tasks = [t for t in load_benchmark(str(ROOT / "benchmarks" / name)).tasks if t.gold]
+    return tasks[:n]
+
+
+def gold(task: Task, result: str = "ok") -> tuple[ReferenceAction, ...]:
+    return tuple(ReferenceAction(g.tool, dict(g.arguments), result) for g in task.gold)
+
+
+def without_submit(task: Task) -> tuple[ReferenceAction, ...]:
+    """The run does the work, then keeps calling until the step limit: never submits."""
+    work = [a for a in gold(task) if a.tool != "submit"]
+    return tuple(work + work[-1:] * 3)
+
+
+def repeating(task: Task) -> tuple[ReferenceAction, ...]:
+    work = [a for a in gold(task) if a.tool != "submit"]
+    return (work[0], work[0], ReferenceAction("submit", {"answer": "?"}, "submitted"))
+
+
+def misnamed(task: Task) -> tuple[ReferenceAction, ...]:
+    return (
+        ReferenceAction("run_shell", {"command": "ls"}, "error: unknown tool 'run_shell'"),
+        ReferenceAction("submit", {"answer": "?"}, "submitted"),
+    )
+
+
+def context(
+    harness: Path,
+    tasks: list[Task],
+    failed: Callable[[Task], tuple[ReferenceAction, ...]],
+    *,
+    cause: Cause = Cause.STEP_LIMIT,
+    editable: tuple[str, ...] | None = None,
+    references: bool = True,
+) -> ProposalContext:
+    signals = tuple(ErrorSignal(t.id, cause, 0.6, f"{cause.value} at step 1") for t in tasks)
+    return ProposalContext(
+        files=read_files(harness),
+        editable=editable if editable is not None else load_harness(harness).editable,
+        system_prompt_path="prompts/system.md",
+        examples_path="prompts/examples.md",
+        clusters=(Cluster(cause, signals),),
+        instructions={t.id: t.instruction for t in tasks},
+        references={t.id: gold(t) for t in tasks} if references else {},
+        failed_runs={t.id: failed(t) for t in tasks},
+    )
+
+
+def propose(ctx: ProposalContext):
+    return asyncio.run(BehaviourProposer().propose(ctx))
+
+
+def code_of(candidate, path: str = "agent.py") -> str:
+    (edit,) = candidate.edits
+    assert edit["op"] == "patch_file" and edit["path"] == path
+    assert parse_diff(edit["diff"]).hunks  # a real unified diff
+    compile(candidate.changes[path], path, "exec")
+    return candidate.changes[path]
+
+
+def tool_doc(candidate, name: str) -> dict:
+    return yaml.safe_load(candidate.changes[f"tools/{name}.yaml"])
+
+
+# --- never submits ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bench", BENCHMARKS)
+def test_never_submitting_patches_a_command_agents_loop(bench: str) -> None:
+    tasks = tasks_of(bench)
+    candidate = propose(context(PY_AGENT, tasks, without_submit))
+    code = code_of(candidate)
+    assert "def final_submit(messages: list)" in code and "answer = final_submit(messages)" in code
+    due = tuple(t.id for t in tasks if any(g.tool == "submit" for g in t.gold))  # not a chat's end
+    assert candidate.target_tasks == due and due
+    assert candidate.evidence[0].startswith(f"never_submits in {len(due)} failed run(s)")
+    assert candidate.proposer == "behaviour" and candidate.targets == ("step_limit",)
+
+
+@pytest.mark.parametrize("bench", BENCHMARKS)
+def test_never_submitting_on_the_builtin_loop_edits_the_loop_or_the_submit_tool(bench: str) -> None:
+    tasks = tasks_of(bench)
+    tools_only = propose(context(SHELL_AGENT, tasks, without_submit))
+    assert list(tools_only.changes) == ["tools/submit.yaml"]
+    assert "a run that ends without it scores nothing" in tool_doc(tools_only, "submit")["description"]
+    editable = (*load_harness(SHELL_AGENT).editable, "harness.yaml")
+    loop = propose(context(SHELL_AGENT, tasks, without_submit, editable=editable))
+    assert loop.edits == (
+        {
+            "op": "set_loop",
+            "setting": "observation_note",
+            "value": "When this result gives what the task asks for, call submit now.",
+        },
+    )
+
+
+# --- repeated calls ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bench", BENCHMARKS)
+def test_a_repeated_call_is_answered_in_the_agent_code_or_the_loop(bench: str) -> None:
+    tasks = tasks_of(bench)
+    code = code_of(propose(context(PY_AGENT, tasks, repeating)))
+    assert "if call_key in seen_calls:" in code and "seen_calls: set = set()" in code
+    editable = (*load_harness(SHELL_AGENT).editable, "harness.yaml")
+    shell = read_files(SHELL_AGENT)["harness.yaml"].replace("  stop_on_repeat: 2 ", "  stop_on_repeat: 0 ")
+    ctx = context(SHELL_AGENT, tasks, repeating, editable=editable)
+    ctx = dataclasses.replace(ctx, files={**ctx.files, "harness.yaml": shell})
+    assert propose(ctx).edits == ({"op": "set_loop", "setting": "stop_on_repeat", "value": 2},)
+    described = propose(context(SHELL_AGENT, tasks, repeating))  # stop_on_repeat is already on
+    repeated = repeating(tasks[0])[0].tool
+    if load_harness(SHELL_AGENT).tool(repeated) is None:
+        assert described is None  # a task's own tool (addItem): not the harness's to describe
+        return
+    assert "do not repeat a call" in tool_doc(described, repeated)["description"]
+
+
+# --- unknown tools ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bench", BENCHMARKS)
+def test_an_unknown_tool_name_goes_to_the_closest_tool(bench: str) -> None:
+    tasks = tasks_of(bench)
+    code = code_of(propose(context(PY_AGENT, tasks, misnamed, cause=Cause.UNKNOWN_TOOL)))
+    assert "difflib.get_close_matches(name, list(specs)" in code
+    described = propose(context(SHELL_AGENT, tasks, misnamed, cause=Cause.UNKNOWN_TOOL))
+    assert described.targets == ("unknown_tool",)
+    (path,) = described.changes
+    assert "(there is no tool run_shell)" in yaml.safe_load(described.changes[path])["description"]
+
+
+def test_a_tasks_own_tools_are_not_unknown() -> None:
+    """tool-use-example's tasks bring tools (addItem, listCart) the harness does not list."""
+    tasks = tasks_of("tool-use-example")
+    ctx = context(
+        SHELL_AGENT, tasks, lambda t: gold(t)[:-1] + (ReferenceAction("submit", {"answer": "1"}, ""),)
+    )
+    assert [p.kind for p in find_patterns(ctx)] == []
+
+
+# --- malformed calls --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bench", BENCHMARKS)
+def test_malformed_calls_get_a_text_call_parser_or_a_json_grammar(bench: str) -> None:
+    tasks = tasks_of(bench)
+    no_calls: Callable[[Task], tuple[ReferenceAction, ...]] = lambda t: ()  # noqa: E731
+    code = code_of(propose(context(PY_AGENT, tasks, no_calls, cause=Cause.FORMAT_ERROR)))
+    assert "def text_call(content: str):" in code and "run_tool(*written)" in code
+    editable = (*load_harness(SHELL_AGENT).editable, "harness.yaml")
+    ctx = context(SHELL_AGENT, tasks, no_calls, cause=Cause.FORMAT_ERROR, editable=editable)
+    assert propose(ctx).edits == ({"op": "set_loop", "setting": "json_grammar", "value": True},)
+
+
+# --- the wrong thing submitted ----------------------------------------------------------------------
+
+
+def command_tasks(tmp_path: Path) -> list[Task]:
+    """A small benchmark of its own kind: write the command that does X (gold: run it, submit it)."""
+    root = tmp_path / "write-the-command"
+    (root / "tasks").mkdir(parents=True)
+    (root / "benchmark.yaml").write_text("version: 1\nname: write-the-command\n")
+    for i, command in enumerate(["ls -1 | wc -l", "du -sh .", "find . -name '*.txt'"]):
+        doc = {
+            "version": 1,
+            "id": f"cmd-{i}",
+            "split": "train",
+            "instruction": "Give the shell command that does the job.",
+            "checker": [{"type": "answer", "expected": command}],
+            "gold": [
+                {"tool": "bash", "arguments": {"command": command}},
+                {"tool": "submit", "arguments": {"answer": command}},
+            ],
+        }
+        (root / "tasks" / f"cmd-{i}.yaml").write_text(yaml.safe_dump(doc))
+    return load_benchmark(str(root)).tasks
+
+
+def submits_output(task: Task) -> tuple[ReferenceAction, ...]:
+    command = task.gold[0].arguments["command"]
+    return (
+        ReferenceAction("bash", {"command": command}, "12\n"),
+        ReferenceAction("submit", {"answer": "12"}, "submitted"),
+    )
+
+
+def nl2bash_tasks() -> list[Task]:
+    if importlib.util.find_spec("icalfa") is None:
+        pytest.skip("needs the nl2bash extra (icalfa)")
+    from harnessevolve.adapters import load_benchmark_spec
+
+    return [t for t in load_benchmark_spec("nl2bash:1").tasks if t.gold][:3]
+
+
+@pytest.mark.parametrize("source", ["write-the-command", "nl2bash"])
+def test_submitting_the_output_instead_of_the_command_sharpens_submit(source: str, tmp_path: Path) -> None:
+    tasks = command_tasks(tmp_path) if source == "write-the-command" else nl2bash_tasks()
+    failed = {t.id: submits_output(t) for t in tasks}
+    ctx = context(SHELL_AGENT, tasks, lambda t: failed[t.id], cause=Cause.WRONG_ARGUMENT)
+    (pattern,) = find_patterns(ctx)
+    assert pattern.kind == "wrong_submission"
+    assert pattern.detail == {"submit": "submit", "answer": "answer", "tool": "bash", "argument": "command"}
+    candidate = propose(ctx)
+    doc = tool_doc(candidate, "submit")
+    assert "Its answer is the exact command you passed to bash, not the bash output." in doc["description"]
+    assert doc["parameters"]["properties"]["answer"]["description"].startswith("The exact command")
+    assert doc["parameters"]["required"] == ["answer"]
+
+
+def test_never_submitting_with_references_that_submit_an_argument_falls_back_to_it(tmp_path: Path) -> None:
+    tasks = command_tasks(tmp_path)
+    code = code_of(propose(context(PY_AGENT, tasks, without_submit)))
+    assert 'if made["function"]["name"] == \'bash\':' in code and "return str(args['command'])" in code
+
+
+# --- nothing to do, already tried, on by default ----------------------------------------------------
+
+
+@pytest.mark.parametrize("bench", BENCHMARKS)
+def test_no_pattern_no_candidate(bench: str) -> None:
+    tasks = tasks_of(bench)
+    assert propose(context(PY_AGENT, tasks, lambda t: gold(t))) is None
+
+
+def test_a_rejected_edit_is_not_proposed_again_the_next_lever_is() -> None:
+    tasks = tasks_of("shell-onecall")
+    first = propose(context(PY_AGENT, tasks, without_submit))
+    ctx = dataclasses.replace(context(PY_AGENT, tasks, without_submit), rejected=(first.summary,))
+    second = propose(ctx)
+    assert second is not None and second.summary != first.summary
+    assert second.changes.keys() == {"tools/submit.yaml"}
+
+
+def test_the_default_chain_changes_behaviour_before_prompt_text() -> None:
+    assert DEFAULT_PROPOSERS.index("behaviour") < DEFAULT_PROPOSERS.index("demo")
+    assert make_proposer(["auto"]).name == "ablate+behaviour+tools+loop+demo+rules"
+    tasks = tasks_of("shell-onecall")
+    candidate = asyncio.run(make_proposer(["auto"]).propose(context(PY_AGENT, tasks, without_submit)))
+    assert candidate.proposer == "behaviour" and list(candidate.changes) == ["agent.py"]

@@ -1,0 +1,118 @@
+"""Code edits through `harnessevolve run` on a command agent (the python-agent template, agent.kind:
+command): the default proposer chain reads "never submits" from the trajectories and patches
+agent.py (a unified-diff code edit), which the gates accept because the agent now passes; a
+code edit that breaks agent.py's syntax is rejected by the quality gate with the reason, and the
+harness is left as it was."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import git
+import pytest
+from run_args import run_args
+
+from harnessevolve.cli.app import app
+from harnessevolve.core.tasks import load_benchmark
+from harnessevolve.runs.ledger import read_lines
+
+ROOT = Path(__file__).parents[2]
+BENCHMARK = ROOT / "benchmarks" / "shell-basics"
+REFERENCES = ROOT / "trajectories" / "shell-basics"
+FAMILIES = ("count-lines", "lookup-key")
+pytestmark = pytest.mark.skipif(not os.access("/usr/bin/bwrap", os.X_OK), reason="needs bubblewrap")
+
+
+@pytest.fixture(scope="module")
+def small_benchmark(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("bench") / "shell-basics"
+    (root / "tasks").mkdir(parents=True)
+    (root / "trajectories").mkdir()
+    shutil.copy(BENCHMARK / "benchmark.yaml", root / "benchmark.yaml")
+    for path in sorted((BENCHMARK / "tasks").glob("*.yaml")):
+        if path.stem.rsplit("-", 1)[0] in FAMILIES:
+            shutil.copy(path, root / "tasks" / path.name)
+            if (REFERENCES / f"{path.stem}.json").is_file():
+                shutil.copy(REFERENCES / f"{path.stem}.json", root / "trajectories" / f"{path.stem}.json")
+    return root
+
+
+def keeps_calling(benchmark: Path):
+    """An agent that does the work but never calls submit while other tools are offered; offered
+    only submit, it submits the task's answer (what a model does when the loop leaves no choice)."""
+    tasks = {t.instruction: t for t in load_benchmark(str(benchmark)).tasks}
+
+    def policy(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        task = next(t for i, t in tasks.items() if i in str(messages[1]["content"]))
+        names = [t["function"]["name"] for t in tools]
+        submit = next(g for g in task.gold if g.tool == "submit")
+        if names == ["submit"]:
+            return {"tool_calls": [{"name": "submit", "arguments": dict(submit.arguments)}]}
+        work = next(g for g in task.gold if g.tool != "submit")
+        return {"tool_calls": [{"name": work.tool, "arguments": dict(work.arguments)}]}
+
+    return policy
+
+
+def ledger(harness: Path) -> list[dict[str, Any]]:
+    run_dir = next((harness / ".harnessevolve" / "runs").iterdir())
+    return read_lines(run_dir / "ledger.jsonl")
+
+
+def test_default_chain_patches_agent_code_and_the_gates_accept_it(
+    tmp_path: Path, cli, scripts, small_benchmark: Path
+) -> None:
+    harness = tmp_path / "pyagent"
+    assert cli.invoke(app, ["init", str(harness), "--template", "python-agent"]).exit_code == 0
+    model = scripts("code-edit-agent", keeps_calling(small_benchmark))
+    result = cli.invoke(app, run_args(harness, model, benchmark=small_benchmark, generations=1, batch_size=4))
+    assert result.exit_code == 0, result.output
+    events = ledger(harness)
+    accepted = [e for e in events if e["event"] == "candidate_accepted"]
+    assert len(accepted) == 1, [e["event"] for e in events]
+    proposed = next(e for e in events if e["event"] == "candidate_proposed")
+    assert proposed["proposer"] == "behaviour" and proposed["paths"] == ["agent.py"]
+    assert [op["op"] for op in proposed["edits"]["ops"]] == ["patch_file"]  # a unified-diff code edit
+    assert proposed["edits"]["ops"][0]["diff"].startswith("--- a/agent.py\n+++ b/agent.py\n@@ ")
+    repo = git.Repo(harness)
+    message = repo.commit(accepted[0]["sha"]).message
+    assert "Proposer: behaviour" in message and "Edit-Ops: patch_file" in message
+    assert repo.git.show("--name-only", "--format=", accepted[0]["sha"]).split() == ["agent.py"]
+    assert "def final_submit(messages: list)" in (harness / "agent.py").read_text()
+
+
+SYNTAX_ERROR = [
+    {"op": "replace_text", "path": "agent.py", "old": "def main() -> int:", "new": "def main( -> int:"}
+]
+
+
+def test_a_code_edit_that_breaks_the_syntax_is_rejected_by_the_quality_gate(
+    tmp_path: Path, cli, scripts, small_benchmark: Path
+) -> None:
+    harness = tmp_path / "pyagent"
+    assert cli.invoke(app, ["init", str(harness), "--template", "python-agent"]).exit_code == 0
+    before = (harness / "agent.py").read_text()
+    model = scripts("code-edit-broken-agent", keeps_calling(small_benchmark))
+
+    def optimizer(messages, _tools) -> str:
+        doc = {"summary": "rename main", "rationale": "r", "targets": ["step_limit"], "edits": SYNTAX_ERROR}
+        return json.dumps(doc)
+
+    opt = scripts("code-edit-broken-opt", optimizer)
+    args = run_args(
+        harness, model, "--proposer", "llm", "--optimizer-model", opt,
+        benchmark=small_benchmark, generations=1, batch_size=4,
+    )  # fmt: skip
+    result = cli.invoke(app, args)
+    assert result.exit_code in (0, 1), result.output
+    events = ledger(harness)
+    rejected = [e for e in events if e["event"] == "candidate_rejected"]
+    assert rejected and all(e["gate"] == "quality" for e in rejected), events
+    assert "agent.py" in rejected[0]["reason"] and "syntax error" in rejected[0]["reason"], rejected[0]
+    assert not any(e["event"] == "candidate_accepted" for e in events)
+    assert (harness / "agent.py").read_text() == before
+    assert not git.Repo(harness).is_dirty(untracked_files=True)
