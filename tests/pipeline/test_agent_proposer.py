@@ -142,7 +142,9 @@ def test_agent_proposer_commits_an_accepted_edit_naming_its_trajectory(
     saved = json.loads((run_dir / found.group(1)).read_text())
     assert saved["extra"]["runner"] == "command" and saved["extra"]["model_calls"]
     assert commit.summary == "harnessevolve: demonstrate a failed count-lines task"
-    assert "Task: Count the lines" in (harness / "prompts" / "examples.md").read_text()
+    demo = re.findall(r"^Task: (.*)$", (harness / "prompts" / "examples.md").read_text(), re.MULTILINE)
+    train = {t.instruction for t in load_benchmark(str(planted)).split("train") if t.tags[0] == "count-lines"}
+    assert len(demo) == 1 and demo[0] in train
     finished = events[-1]
     assert isinstance(finished, ev.RunFinished) and finished.usage is not None
     assert finished.usage["by_stage"]["optimizer_agent"]["calls"] == 3  # apart from the agent's
