@@ -89,8 +89,8 @@ def run(
     proposer: Annotated[
         str,
         typer.Option(
-            help="Proposers tried in order: llm, llm-rule, ablate, demo, rules, tools, loop. auto: llm (with "
-            "--optimizer-model), then ablate, demo, rules."
+            help="Proposers tried in order: llm, llm-rule, llm-patch, ablate, behaviour, tools, loop, demo, "
+            "rules. auto: llm (with --optimizer-model), then ablate, behaviour, tools, loop, demo, rules."
         ),
     ] = "auto",
     optimizer_model: Annotated[
