@@ -22,9 +22,10 @@ from harnessevolve.execute.executor import EXECUTORS
 from harnessevolve.harness.model import Harness
 from harnessevolve.pipeline.final import find_run
 from harnessevolve.pipeline.references import load_references
-from harnessevolve.pipeline.run import RunHooks, RunOptions, start_run
+from harnessevolve.pipeline.run import RunHooks, start_run
 from harnessevolve.pipeline.scorer_setup import default_concurrency
 from harnessevolve.pipeline.scoring import Scorer, TaskResult
+from harnessevolve.runs.run_config import RunConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "harnessevolve.cli"]
@@ -182,18 +183,20 @@ def evolve(
     optimizer_model: str | None = None,
 ) -> EvolveOutcome:
     """``harnessevolve run`` with its defaults (proposers ``auto``: ablate, demo, rules offline)."""
-    options = RunOptions(
-        harness_dir=harness_dir,
-        benchmark=benchmark,
-        generations=generations,
-        model=model,
-        batch_size=batch_size,
-        seed=seed,
-        gates_file=gates,
-        proposers=proposers,
-        optimizer_model=optimizer_model,
-        # Every arm pays for its rollouts: no persistent cache (a fresh harness has none anyway).
-        **({"cache": False} if "cache" in RunOptions.__dataclass_fields__ else {}),
+    options = RunConfig.from_flat(
+        {
+            "harness_dir": harness_dir,
+            "benchmark": benchmark,
+            "generations": generations,
+            "model": model,
+            "batch_size": batch_size,
+            "seed": seed,
+            "gates_file": gates,
+            "proposers": proposers,
+            "optimizer_model": optimizer_model,
+            # Every arm pays for its rollouts: no persistent cache (a fresh harness has none anyway).
+            "cache": False,
+        }
     )
     counter = RolloutCounter(log, progress)
     started = time.monotonic()

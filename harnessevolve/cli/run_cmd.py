@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import json
+import typing
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -26,8 +28,9 @@ from harnessevolve.cli.options import (
     read_only_paths,
 )
 from harnessevolve.cli.ui import console, mark, progress_hooks, score
+from harnessevolve.core.enums import ExecutorName, Sampling, SandboxName, TrackerName
 from harnessevolve.core.interrupts import stop_signals
-from harnessevolve.pipeline.run import RunOptions, start_run
+from harnessevolve.pipeline.run import start_run
 from harnessevolve.pipeline.state import GenerationRow
 from harnessevolve.runs.events import (
     BatchEvaluated,
@@ -36,6 +39,7 @@ from harnessevolve.runs.events import (
     Event,
     GenerationFinished,
 )
+from harnessevolve.runs.run_config import RunConfig
 from harnessevolve.runs.rundir import RunDir
 
 INPUTS, LOOP, SCORING, PROPOSERS = "Harness and benchmark", "Generation loop", "Scoring", "Proposers"
@@ -72,96 +76,161 @@ _JsonOut = on_panel(JsonOut, OUTPUT)
 
 @handle_errors
 def run(
-    harness: HarnessDir = Path("."),
+    harness: _HarnessDir = Path("."),
     benchmark: Annotated[
         str | None,
         typer.Option(
             "--benchmark",
             "-b",
             help="A built-in benchmark's name (e.g. shell-onecall), a folder, harbor:PATH or nl2bash[:N].",
+            rich_help_panel=INPUTS,
         ),
     ] = None,
-    generations: Annotated[int, typer.Option("--generations", "-n", min=1, help="Generations to run.")] = 3,
-    model: Model = None,
-    batch_size: BatchSize = 40,
-    concurrency: Concurrency = None,
-    seed: Seed = 0,
+    generations: Annotated[
+        int, typer.Option("--generations", "-n", min=1, help="Generations to run.", rich_help_panel=LOOP)
+    ] = 3,
+    model: _Model = None,
+    batch_size: _BatchSize = 40,
+    concurrency: _Concurrency = None,
+    seed: _Seed = 0,
     proposer: Annotated[
         str,
         typer.Option(
-            help="Proposers tried in order: llm, llm-rule, llm-patch, ablate, behaviour, tools, loop, demo, "
-            "rules. auto: llm (with --optimizer-model), then ablate, behaviour, tools, loop, demo, rules."
+            help="Proposers tried in order: llm, llm-rule, llm-patch, agent, ablate, behaviour, tools, loop, "
+            "demo, rules. auto: llm (with --optimizer-model), then ablate, behaviour, tools, loop, demo, "
+            "rules. agent: the agent proposer, a coding "
+            "agent (--optimizer-agent) that edits a copy of the harness in the sandbox; its diff is the "
+            "candidate.",
+            rich_help_panel=PROPOSERS,
         ),
     ] = "auto",
     optimizer_model: Annotated[
         str | None,
-        typer.Option("--optimizer-model", help="Model for the llm and llm-rule proposers (a litellm name)."),
+        typer.Option(
+            "--optimizer-model",
+            help="Model for the llm, llm-rule and agent proposers (a litellm name; agent: default the "
+            "optimizer folder's model).",
+            rich_help_panel=PROPOSERS,
+        ),
     ] = None,
-    gates: GatesFile = None,
+    optimizer_agent: Annotated[
+        str | None,
+        typer.Option(
+            "--optimizer-agent",
+            help="With --proposer agent: the optimizer folder, a harness whose agent edits ./harness "
+            "(default: the built-in harnesses/optimizer-agent, mini-swe-agent).",
+            rich_help_panel=PROPOSERS,
+        ),
+    ] = None,
+    max_proposer_cost_usd: Annotated[
+        float | None,
+        typer.Option(
+            min=0,
+            help="The agent proposer's own budget: its model calls may cost this much over the run (USD); "
+            "past it its proposals are refused and the run goes on.",
+            rich_help_panel=PROPOSERS,
+        ),
+    ] = None,
+    max_proposer_tokens: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="The agent proposer's own budget in tokens over the run.", rich_help_panel=PROPOSERS
+        ),
+    ] = None,
+    gates: _GatesFile = None,
     allow_dirty: Annotated[
-        bool, typer.Option(help="Snapshot uncommitted harness changes in a commit first.")
+        bool,
+        typer.Option(help="Snapshot uncommitted harness changes in a commit first.", rich_help_panel=INPUTS),
     ] = False,
     sampling: Annotated[
-        str,
+        Sampling,
         typer.Option(
-            help="Minibatch sampling: uniform, or regret (prefer tasks solvable but not yet solved)."
+            help="Minibatch sampling: uniform, or regret (prefer tasks solvable but not yet solved).",
+            rich_help_panel=LOOP,
         ),
-    ] = "uniform",
+    ] = Sampling.UNIFORM,
     candidates: Annotated[
         int,
         typer.Option(
-            "--candidates", "-k", min=1, help="Candidates proposed and judged at once per generation."
+            "--candidates",
+            "-k",
+            min=1,
+            help="Candidates proposed and judged at once per generation.",
+            rich_help_panel=LOOP,
         ),
     ] = 1,
     max_revisions: Annotated[
         int,
-        typer.Option(min=0, help="Times a quality-gate rejection goes back to the proposer with its reason."),
+        typer.Option(
+            min=0,
+            help="Times a quality-gate rejection goes back to the proposer with its reason.",
+            rich_help_panel=LOOP,
+        ),
     ] = 3,
     max_cost_usd: Annotated[
-        float | None, typer.Option(min=0, help="Stop cleanly once model calls cost this much (USD).")
+        float | None,
+        typer.Option(
+            min=0, help="Stop cleanly once model calls cost this much (USD).", rich_help_panel=BUDGET
+        ),
     ] = None,
     max_tokens: Annotated[
-        int | None, typer.Option(min=1, help="Stop cleanly once model calls used this many tokens.")
+        int | None,
+        typer.Option(
+            min=1, help="Stop cleanly once model calls used this many tokens.", rich_help_panel=BUDGET
+        ),
     ] = None,
     max_hours: Annotated[
-        float | None, typer.Option(min=0, help="Stop cleanly after this many hours.")
+        float | None, typer.Option(min=0, help="Stop cleanly after this many hours.", rich_help_panel=BUDGET)
     ] = None,
     price_per_mtok: Annotated[
         str | None,
         typer.Option(
             help="IN,OUT: USD per million input and output tokens for models litellm has no price for "
             "(without it --max-cost-usd refuses such a model: it would cost 0).",
+            rich_help_panel=BUDGET,
         ),
     ] = None,
     cache: Annotated[
-        bool, typer.Option(help="Reuse rollouts of unchanged (harness, task, model, seed) from earlier runs.")
+        bool,
+        typer.Option(
+            help="Reuse rollouts of unchanged (harness, task, model, seed) from earlier runs.",
+            rich_help_panel=SCORING,
+        ),
     ] = True,
     executor: Annotated[
-        str,
+        ExecutorName,
         typer.Option(
-            help="local (async pool in this process) or ray (needs the ray extra, harnessevolve\\[ray])."
+            help="local (async pool in this process) or ray (needs the ray extra, harnessevolve\\[ray]).",
+            rich_help_panel=EXECUTION,
         ),
-    ] = "local",
-    sandbox: Sandbox = "bwrap",
-    unsafe_no_sandbox: UnsafeNoSandbox = False,
-    sandbox_limits: SandboxLimitsOption = None,
-    sandbox_ro: SandboxReadOnly = None,
-    adapter: AdapterOption = None,
+    ] = ExecutorName.LOCAL,
+    sandbox: _Sandbox = SandboxName.BWRAP,
+    unsafe_no_sandbox: _UnsafeNoSandbox = False,
+    sandbox_limits: _SandboxLimitsOption = None,
+    sandbox_ro: _SandboxReadOnly = None,
+    adapter: _AdapterOption = None,
     train_every: Annotated[
         int,
         typer.Option(
             min=0,
             help="Fine-tune the agent model every N generations on the run's trajectories (0: never; "
             "local/ models; needs the train extra). The checkpoint becomes the agent model.",
+            rich_help_panel=TRAINING,
         ),
     ] = 0,
     train_base_model: Annotated[
         str | None,
-        typer.Option(help="Weights to fine-tune when the agent model has none here (a checkpoint folder)."),
+        typer.Option(
+            help="Weights to fine-tune when the agent model has none here (a checkpoint folder).",
+            rich_help_panel=TRAINING,
+        ),
     ] = None,
     track: Annotated[
-        str | None,
-        typer.Option(help="Mirror the run into a tracker: mlflow (needs the tracking extra; local store)."),
+        TrackerName | None,
+        typer.Option(
+            help="Mirror the run into a tracker: mlflow (needs the tracking extra; local store).",
+            rich_help_panel=OUTPUT,
+        ),
     ] = None,
     evolve_environments: Annotated[
         bool,
@@ -170,6 +239,7 @@ def run(
             help="Once the harness passes a task family's train tasks, make harder variants (chained "
             "steps; one more bug for synthesized SWE tasks), keep those whose gold passes and the harness "
             "fails, and draw a quarter of later minibatches from them. Validation and test never change.",
+            rich_help_panel=EVOLVE,
         ),
     ] = False,
     evolve_threshold: Annotated[
@@ -180,15 +250,55 @@ def run(
             max=1.0,
             help="With --evolve-environments: the pass rate of a task family (current harness, at least "
             "2 of its train tasks run) at which its tasks get harder variants.",
+            rich_help_panel=EVOLVE,
         ),
     ] = 0.75,
+    max_infra_share: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="Stop the run with exit code 3 when more than this share of its rollouts failed on the "
+            "machine (sandbox start, tool server crash, endpoint 5xx after retries, killed by a limit it "
+            "did not cause); such rollouts are scored 0 and counted apart from agent failures.",
+            rich_help_panel=BUDGET,
+        ),
+    ] = 0.5,
+    floor_sample: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Tasks the null-agent floor checks before the run (do-nothing, empty answer, echoed "
+            "instruction; 0: skip). `validate SUITE --floor` checks every task.",
+            rich_help_panel=FLOOR,
+        ),
+    ] = 8,
+    max_floor_share: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="Refuse the run (exit 2) when the null agents pass more than this share of the sample.",
+            rich_help_panel=FLOOR,
+        ),
+    ] = 0.25,
+    accept_floor: Annotated[
+        bool,
+        typer.Option(
+            "--accept-floor",
+            help="The benchmark means its high floor (e.g. gold that leaves the state unchanged): "
+            "record the floor and run anyway.",
+            rich_help_panel=FLOOR,
+        ),
+    ] = False,
     resume: Annotated[
         str | None,
         typer.Option(
-            help="Finish a killed run (its id or folder) from its ledger and git; its own options are used."
+            help="Finish a killed run (its id or folder) from its ledger and git; its own options are used.",
+            rich_help_panel=OUTPUT,
         ),
     ] = None,
-    as_json: JsonOut = False,
+    as_json: _JsonOut = False,
 ) -> None:
     """Evolve the harness: each generation runs a minibatch, proposes edits, keeps the best that passes.
 
@@ -203,55 +313,21 @@ def run(
     """
     if benchmark is None and resume is None:
         raise typer.BadParameter("--benchmark is required (unless --resume)", param_hint="--benchmark")
-    # Every parameter above is a RunOptions field of the same name (CLI_NAMES renames a few);
-    # only the values the CLI converts are named here.
+    # Every parameter above is recorded under its own name in the run's options (CLI_NAMES renames
+    # a few); only the values the CLI converts are named here. The configuration is built once.
     params = {k: v for k, v in locals().items() if k not in ("resume", "as_json")}
-    options = RunOptions.from_cli(
-        params,
-        benchmark=benchmark or "",
-        proposer=tuple(p.strip() for p in proposer.split(",") if p.strip()),
-        sandbox="none" if unsafe_no_sandbox else sandbox,
-    max_infra_share: Annotated[
-        float,
-        typer.Option(
-            min=0.0,
-            max=1.0,
-            help="Stop the run with exit code 3 when more than this share of its rollouts failed on the "
-            "machine (sandbox start, tool server crash, endpoint 5xx after retries, killed by a limit it "
-            "did not cause); such rollouts are scored 0 and counted apart from agent failures.", rich_help_panel=BUDGET,
-        ),
-    ] = 0.5,
-    floor_sample: Annotated[
-        int,
-        typer.Option(
-            min=0,
-            help="Tasks the null-agent floor checks before the run (do-nothing, empty answer, echoed "
-            "instruction; 0: skip). `validate SUITE --floor` checks every task.", rich_help_panel=FLOOR,
-        ),
-    ] = 8,
-    max_floor_share: Annotated[
-        float,
-        typer.Option(
-            min=0.0,
-            max=1.0,
-            help="Refuse the run (exit 2) when the null agents pass more than this share of the sample.", rich_help_panel=FLOOR,
-        ),
-    ] = 0.25,
-    accept_floor: Annotated[
-        bool,
-        typer.Option(
-            "--accept-floor",
-            help="The benchmark means its high floor (e.g. gold that leaves the state unchanged): "
-            "record the floor and run anyway.", rich_help_panel=FLOOR,
-        ),
-    ] = False,
-        sandbox_ro=read_only_paths(sandbox_ro),
-        adapter=tuple(adapter or ()),
-    )
+    converted = {
+        "benchmark": benchmark or "",
+        "proposer": tuple(p.strip() for p in proposer.split(",") if p.strip()),
+        "sandbox": SandboxName.NONE if unsafe_no_sandbox else sandbox,
+        "sandbox_ro": read_only_paths(sandbox_ro, harness=harness),
+        "adapter": tuple(adapter or ()),
+    }
+    options = RunConfig.from_flat({CLI_NAMES.get(k, k): v for k, v in {**params, **converted}.items()})
     with stop_signals(), progress_hooks(enabled=not as_json) as hooks:
         result = start_run(options, hooks, resume=resume)
     state, run_dir = result.state, result.run_dir
-    rows = generation_rows(read_ledger(run_dir / "ledger.jsonl"), state.rows)
+    rows = generation_rows(RunDir(run_dir).events(), state.rows)
     net = result.net
     ties = sum(1 for r in rows if r.outcome.startswith("accepted (tie)"))
     kept = sum(1 for r in rows if r.outcome.startswith("accepted"))
@@ -305,6 +381,9 @@ def run(
             if r.summary:
                 console.print(f"  {r.candidate} ({r.outcome}): {r.summary}", markup=False)
         print_usage(result.usage)
+        infra_line = infra_summary(run_dir)
+        if infra_line:
+            console.print(infra_line, style="yellow", markup=False)
         if result.stopped:
             console.print(
                 f"[yellow]stopped: {result.stopped['limit']} budget reached "
@@ -328,43 +407,41 @@ def run(
         raise typer.Exit(EXIT_FAILED)
 
 
-def generation_rows(events: list[dict], fallback: list[GenerationRow]) -> list[GenerationRow]:
+def generation_rows(events: list[Event], fallback: list[GenerationRow]) -> list[GenerationRow]:
     """One row per generation of the whole run from its ledger (a resumed run included: the
     generations before the crash, and a recovered one filled in from its candidate's events)."""
     rows: dict[int, GenerationRow] = {}
-    accepted = {e.get("generation"): e for e in events if e.get("event") == CandidateAccepted.NAME}
-    reverted = {e.get("generation"): e for e in events if e.get("event") == CandidateReverted.NAME}
-        infra_line = infra_summary(run_dir)
-        if infra_line:
-            console.print(infra_line, style="yellow", markup=False)
-    train = {e.get("generation"): e.get("score") for e in events if e.get("event") == BatchEvaluated.NAME}
+    accepted = {e.generation: e for e in events if isinstance(e, CandidateAccepted)}
+    reverted = {e.generation: e for e in events if isinstance(e, CandidateReverted)}
+    train = {e.generation: e.score for e in events if isinstance(e, BatchEvaluated)}
     for e in events:
-        if e.get("event") != GenerationFinished.NAME or not isinstance(e.get("generation"), int):
+        if not isinstance(e, GenerationFinished):
             continue
-        g = e["generation"]
-        verdicts = dict(e.get("verdicts") or {})
-        decided = accepted.get(g) or reverted.get(g)
-        if not verdicts and accepted.get(g):
-            gates = {v.get("gate"): v.get("passed") for v in accepted[g].get("verdicts") or []}
+        g = e.generation
+        verdicts = dict(e.verdicts or {})
+        won, lost = accepted.get(g), reverted.get(g)
+        if not verdicts and won is not None:
+            gates = {v.gate: v.passed for v in won.verdicts or []}
             verdicts = {
                 "quality": True,
                 "performance": gates.get("performance"),
                 "heldout": gates.get("heldout"),
             }
-        if not verdicts and reverted.get(g):
-            verdicts = {str(reverted[g].get("gate")): False}
-        outcome = str(e.get("outcome") or "")
-        if outcome == "accepted" and accepted.get(g, {}).get("tie"):
+        if not verdicts and lost is not None:
+            verdicts = {str(lost.gate): False}
+        outcome = str(e.outcome or "")
+        if outcome == "accepted" and won is not None and won.tie:
             outcome = "accepted (tie)"
+        decided = won.sha if won is not None else lost.sha if lost is not None else ""
         rows[g] = GenerationRow(
             generation=g,
-            candidate=e.get("candidate") or (str(decided.get("sha", ""))[:8] if decided else "") or "-",
-            summary=str(e.get("summary") or ""),
+            candidate=e.candidate or decided[:8] or "-",
+            summary=str(e.summary or ""),
             verdicts=verdicts,
-            train_current=e.get("train_current", train.get(g)),
-            train_candidate=e.get("train_candidate"),
-            validation=e.get("validation", accepted.get(g, {}).get("validation")),
-            outcome=outcome + (" (recovered)" if e.get("recovered") else ""),
+            train_current=e.train_current if e.train_current is not None else train.get(g),
+            train_candidate=e.train_candidate,
+            validation=e.validation if e.validation is not None else (won.validation if won else None),
+            outcome=outcome + (" (recovered)" if e.recovered else ""),
         )
     return [rows[g] for g in sorted(rows)] if rows else list(fallback)
 
@@ -379,10 +456,10 @@ def infra_summary(run_dir: Path) -> str:
 
 def print_usage(spent: dict | None) -> None:
     """Spend per stage and per proposer (tokens, cost, calls)."""
-    if not usage or not usage.get("by_stage"):
+    if not spent or not spent.get("by_stage"):
         return
     table = Table("stage", "calls", "tokens", "cost (USD)", "failures", "retries", title="model usage")
-    for stage, row in usage["by_stage"].items():
+    for stage, row in spent["by_stage"].items():
         table.add_row(
             stage,
             str(row.get("calls", 0)),
@@ -391,7 +468,7 @@ def print_usage(spent: dict | None) -> None:
             str(row.get("failures", 0)),
             str(row.get("retries", 0)),
         )
-    for proposer, row in (usage.get("by_proposer") or {}).items():
+    for proposer, row in (spent.get("by_proposer") or {}).items():
         table.add_row(
             f"optimize: {proposer}",
             str(row.get("calls", 0)),

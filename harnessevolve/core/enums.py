@@ -33,6 +33,13 @@ class StopReason(StrEnum):
     """mini-swe-agent ended after repeated replies without a valid tool call."""
     BUDGET_EXHAUSTED = "budget_exhausted"
     """The run's budget was spent mid-rollout: the endpoint refused further calls."""
+    BAD_OUTPUT = "bad_output"
+    """A file the agent left for the host (answer, its trajectory) is a link, not a regular file,
+    or over its size limit: not read (``execute/runners/rollout_files.py``)."""
+    REFUSAL_LIMIT = "refusal_limit"
+    """The endpoint refused too many of the agent's requests (``rollout_bounds.REFUSED_CALLS``)."""
+    RECORD_LIMIT = "record_limit"
+    """What the rollout asked of its endpoint, or its trajectory, passed its size cap."""
     ENDED = "ended"
     """A multi-turn task: the agent ended its last user turn, or the simulated user stopped."""
     USER_TURN_LIMIT = "user_turn_limit"
@@ -41,6 +48,9 @@ class StopReason(StrEnum):
     """The simulated user's model failed or wrote nothing."""
     TOOL_ERROR = "tool_error"
     """The task's tool server could not start (bad module, set-up that raised, MCP failure)."""
+    SANDBOX_ERROR = "sandbox_error"
+    """The sandbox could not start the rollout (its workspace or a command): a machine failure
+    (``core/infra.py``), never the agent's."""
 
 
 INFRASTRUCTURE_STOPS = frozenset(
@@ -54,9 +64,6 @@ INFRASTRUCTURE_STOPS = frozenset(
 )
 """Stops that say nothing about the harness (a provider or set-up failure, a spent budget): never
 cached, never a signal for an edit."""
-    SANDBOX_ERROR = "sandbox_error"
-    """The sandbox could not start the rollout (its workspace or a command): a machine failure
-    (``core/infra.py``), never the agent's."""
 
 
 BROKEN_AGENT_STOPS = frozenset({StopReason.AGENT_CRASHED, StopReason.BAD_TRAJECTORY, StopReason.OUTPUT_FLOOD})
@@ -99,9 +106,41 @@ class Stage(StrEnum):
     EXECUTE = "execute"
     EVALUATE = "evaluate"
     OPTIMIZE = "optimize"
+    EVOLVE = "evolve"
+    """Making harder train tasks (``--evolve-environments``)."""
     GATE = "gate"
     COMMIT = "commit"
     TRAIN = "train"
     TRAIN_EVAL = "train_eval"
     EPOCH_END = "epoch_end"
     FINISHED = "finished"
+
+
+class Sampling(StrEnum):
+    """How a generation's minibatch is drawn (``--sampling``; ``pipeline/policies.py``)."""
+
+    UNIFORM = "uniform"
+    REGRET = "regret"
+    """Prefer tasks solvable but not yet solved (the benchmark's regret.json)."""
+
+
+class ExecutorName(StrEnum):
+    """Where rollouts are scheduled (``--executor``; ``execute/executor.py`` ``EXECUTORS``)."""
+
+    LOCAL = "local"
+    RAY = "ray"
+
+
+class SandboxName(StrEnum):
+    """Where agent commands run (``--sandbox``; ``sandbox/base.py`` ``SANDBOXES``)."""
+
+    BWRAP = "bwrap"
+    DOCKER = "docker"
+    NONE = "none"
+    """No isolation: only with ``--unsafe-no-sandbox``."""
+
+
+class TrackerName(StrEnum):
+    """Experiment trackers a run can mirror its ledger into (``--track``)."""
+
+    MLFLOW = "mlflow"

@@ -5,18 +5,20 @@ failures, asks the proposer for K candidate edits (``trials.py``: each screened 
 gate with up to T_rev revisions, all judged at once by the performance and held-out gates) and
 commits the best one that passed every gate. With one candidate, a rejected edit is committed
 and reverted so the history shows it; with several, the others are recorded in the ledger and
-in ``candidates/``. The test split is never touched here. A killed run resumes from its ledger
+in ``candidates/``. The batch sampling, the pick among judged candidates, the stop and the
+epoch's snapshot choice are the run's ``LoopPolicies`` (``policies.py``). The test split is never
+touched here. A killed run resumes from its ledger
 and git (``resume.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import random
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from harnessevolve.core.enums import StopReason
+from harnessevolve.core.enums import Stage, StopReason
 from harnessevolve.core.errors import ModelError
 from harnessevolve.core.signals import Cause
 from harnessevolve.core.tasks import Benchmark, Task
@@ -30,14 +32,17 @@ from harnessevolve.models.usage import UsageMeter
 from harnessevolve.optimize.proposal import ProposalContext, ProposerChain
 from harnessevolve.pipeline.budget import BudgetGuard, spending
 from harnessevolve.pipeline.context import build_context
+from harnessevolve.pipeline.edit_firing import FiringRecorder
 from harnessevolve.pipeline.epochs import EpochClock, Snapshot, SnapshotPool
 from harnessevolve.pipeline.evolve_env import EnvironmentEvolver
 from harnessevolve.pipeline.history import RunHistory
 from harnessevolve.pipeline.judge import CandidateJudge
+from harnessevolve.pipeline.policies import LoopPolicies, sample_batch
+from harnessevolve.pipeline.preflight import smoke_seed
 from harnessevolve.pipeline.resume import ResumePoint
 from harnessevolve.pipeline.scoring import Scorer, TaskResult, mean_score
 from harnessevolve.pipeline.state import GenerationRow, RunState
-from harnessevolve.pipeline.trials import TrialRunner, pick_winner
+from harnessevolve.pipeline.trials import TrialRunner
 from harnessevolve.runs.events import (
     AgentModelChanged,
     Baseline,
@@ -49,6 +54,9 @@ from harnessevolve.runs.events import (
     NoProposal,
 )
 from harnessevolve.runs.ledger import Ledger
+from harnessevolve.runs.run_config import RunConfig
+
+__all__ = ["GenerationLoop", "LoopParts", "refuse_if_model_unusable", "sample_batch"]
 
 NOT_HARNESS = (Cause.MODEL_ERROR, Cause.SETUP_ERROR)
 
@@ -66,84 +74,84 @@ def refuse_if_model_unusable(results: list[TaskResult], model: str) -> None:
     )
 
 
-def sample_batch(
-    train: tuple[Task, ...], size: int, seed: int, generation: int, weights: dict[str, float] | None = None
-) -> list[Task]:
-    """A seeded minibatch; with ``weights`` (task id -> regret), tasks that are solvable but not yet
-    solved are drawn more often (weighted sampling without replacement, every task keeps a floor)."""
-    rng = random.Random(f"{seed}:{generation}")
-    if not weights:
-        return rng.sample(list(train), min(size, len(train)))
-    keyed = sorted(train, key=lambda t: rng.random() ** (1.0 / (0.1 + max(0.0, weights.get(t.id, 0.0)))))
-    return keyed[::-1][: min(size, len(train))]
+@dataclass(frozen=True)
+class LoopParts:
+    """What one run's loop works on and writes to."""
+
+    harness_dir: Path
+    repo: HarnessRepo
+    benchmark: Benchmark
+    scorer: Scorer
+    proposer: ProposerChain
+    gates: GateConfig
+    ledger: Ledger
+    run_dir: Path
+    state: RunState
 
 
 class GenerationLoop:
+    """The generations of one run: ``parts`` are what it works on, ``config`` what it was asked
+    to do (the loop, training and evolve sections are read here), ``policies`` the seams for batch
+    sampling, acceptance, stopping and the epoch's snapshot choice (``policies.py``)."""
+
     def __init__(
         self,
+        parts: LoopParts,
+        config: RunConfig,
+        policies: LoopPolicies,
         *,
-        harness_dir: Path,
-        repo: HarnessRepo,
-        benchmark: Benchmark,
-        scorer: Scorer,
-        proposer: ProposerChain,
-        gates: GateConfig,
-        ledger: Ledger,
-        run_dir: Path,
-        state: RunState,
-        batch_size: int,
-        weights: dict[str, float] | None = None,
-        epoch_patience: int = 10,
-        candidates: int = 1,
-        max_revisions: int = 3,
         guard: BudgetGuard | None = None,
         meter: UsageMeter | None = None,
-        train_every: int = 0,
-        train_base_model: str | None = None,
-        seed: int,
         log: Callable[[str], None] = lambda _m: None,
     ) -> None:
-        self.harness_dir = harness_dir
-        self.repo = repo
-        self.benchmark = benchmark
-        self.scorer = scorer
-        self.proposer = proposer
-        self.gates = gates
-        self.ledger = ledger
-        self.run_dir = run_dir
-        self.state = state
-        self.batch_size = batch_size
-        self.weights = weights
+        self.harness_dir = parts.harness_dir
+        self.repo = parts.repo
+        self.benchmark = parts.benchmark
+        self.scorer = parts.scorer
+        self.proposer = parts.proposer
+        self.gates = parts.gates
+        self.ledger = parts.ledger
+        self.run_dir = parts.run_dir
+        self.state = parts.state
+        self.config = config
+        self.policies = policies
+        self.seed = config.scoring.seed
         self.judging = CandidateJudge(
-            benchmark=benchmark, scorer=scorer, gates=gates, ledger=ledger, seed=seed
+            benchmark=self.benchmark, scorer=self.scorer, gates=self.gates, ledger=self.ledger, seed=self.seed
         )
         self.trials = TrialRunner(
             judge=self.judging,
-            proposer=proposer,
-            ledger=ledger,
-            candidates=candidates,
-            max_revisions=max_revisions,
+            proposer=self.proposer,
+            ledger=self.ledger,
+            candidates=config.loop.candidates,
+            max_revisions=config.loop.max_revisions,
             log=log,
         )
         self.guard = guard
         self.meter = meter
-        self.train_every = train_every
-        self.train_base_model = train_base_model
-        self.epochs = EpochClock(epoch_patience)
-        self.seed = seed
+        self.epochs = EpochClock(config.loop.epoch_patience)
         self.log = log
         self.batches: list[list[Task]] = []
         self.evolver: EnvironmentEvolver | None = None
         """Set by ``run --evolve-environments``: harder train tasks once the current ones are mastered."""
         self.history = RunHistory(
-            harness_dir=harness_dir, repo=repo, ledger=ledger, run_dir=run_dir, state=state
+            harness_dir=self.harness_dir,
+            repo=self.repo,
+            ledger=self.ledger,
+            run_dir=self.run_dir,
+            state=self.state,
         )
+        self.firing = FiringRecorder(self.ledger, self.repo)
+        """Whether each accepted edit shows in later trajectories (``edit_fired`` events, commit notes)."""
 
-    async def run(self, generations: int, resume: ResumePoint | None = None) -> RunState:
+    async def run(self, resume: ResumePoint | None = None) -> RunState:
+        """Every generation until the stop condition holds (from ``resume``'s point when given)."""
         current = load_harness(self.harness_dir)
         validation = self.benchmark.split("validation")
-        self.state.stage = "baseline"
-        with spending("baseline"):
+        self.state.stage = Stage.BASELINE
+        with spending(Stage.BASELINE):
+            if resume is None:
+                await smoke_seed(self.scorer, current, validation)  # a broken seed is named as such
             val_current = await self.scorer.score(current, validation, "validation: seed harness")
         if resume is None or not resume.baseline_done:
             refuse_if_model_unusable(val_current, self.scorer.model_for(current))
@@ -171,11 +179,14 @@ class GenerationLoop:
             self.history.rejected = list(resume.rejected)
             self.epochs = resume.epochs
             first = resume.next_generation
+            self.state.generation = first - 1  # an epoch end redone here belongs to that generation
             if resume.epoch_end_pending is not None:
                 current, val_current = await self.end_epoch(
                     pool, current, val_current, validation, resume.epoch_end_pending
                 )
-        for generation in range(first, generations + 1):
+        generation = first - 1
+        while not self.policies.stop.done(generation):
+            generation += 1
             self.check_budget()
             self.state.generation = generation
             accepted_before = len(self.state.accepted)
@@ -186,13 +197,16 @@ class GenerationLoop:
                     Snapshot(self.repo.head(), current.content_hash(), mean_score(val_current), generation)
                 )
             ended_epoch = self.epochs.epoch
-            if self.epochs.tick(accepted) or generation == generations:
+            last = self.policies.stop.done(generation)
+            if self.epochs.tick(accepted) or last:
                 current, val_current = await self.end_epoch(
                     pool, current, val_current, validation, ended_epoch
                 )
-            if self.train_every and generation % self.train_every == 0 and generation < generations:
+            train_every = self.config.training.train_every
+            if train_every and generation % train_every == 0 and not last:
                 val_current, pool = await self.train_policy(current, val_current, validation, pool)
-        self.state.stage = "finished"
+        self.firing.finished()
+        self.state.stage = Stage.FINISHED
         return self.state
 
     async def train_policy(
@@ -214,12 +228,12 @@ class GenerationLoop:
             self.state,
             agent_model=self.scorer.model_for(current),
             ledger=self.ledger,
-            base_model=self.train_base_model,
+            base_model=self.config.training.train_base_model,
         )
         if not outcome.trained:
             return val_current, pool
         self.judging.repeated.set_model(outcome.model)
-        with spending("train_eval"):
+        with spending(Stage.TRAIN_EVAL):
             val_current = await self.scorer.score(current, validation, "validation: trained model")
         self.ledger.append(
             AgentModelChanged(
@@ -243,8 +257,8 @@ class GenerationLoop:
         epoch: int,
     ) -> tuple[Harness, list[TaskResult]]:
         """The best snapshot on validation becomes current (a restoring commit when it is not)."""
-        self.state.stage = "epoch_end"
-        best = pool.best()
+        self.state.stage = Stage.EPOCH_END
+        best = self.policies.selector.select(pool)
         restored = None
         if best.harness_hash != current.content_hash() and best.validation > mean_score(val_current):
             restored = self.repo.restore(
@@ -255,7 +269,7 @@ class GenerationLoop:
                 f"Restores: {best.sha}\nRun: {self.state.run_id}\nEpoch: {epoch}\n",
             )
             current = load_harness(self.harness_dir)
-            with spending("epoch_end"):
+            with spending(Stage.EPOCH_END):
                 val_current = await self.scorer.score(current, validation, "validation: restored snapshot")
         self.ledger.append(
             EpochFinished(
@@ -276,20 +290,21 @@ class GenerationLoop:
         row = GenerationRow(generation, validation=mean([r.score for r in val_current]))
         self.state.rows.append(row)
         self.ledger.append(GenerationStarted(generation=generation, rev=self.repo.head()))
-        batch = sample_batch(
-            self.benchmark.split("train"), self.batch_size, self.seed, generation, self.weights
+        batch = self.policies.sampler.sample(
+            self.benchmark.split("train"), self.config.loop.batch_size, generation
         )
         if self.evolver is not None:
             batch = self.evolver.compose(batch, generation)
-        self.state.stage = "execute"
-        with spending("execute"):
+        self.state.stage = Stage.EXECUTE
+        with spending(Stage.EXECUTE):
             results = await self.scorer.score(current, batch, f"gen {generation}: run current harness")
         row.train_current = mean([r.score for r in results])
+        self.firing.observed(generation, results)
         # Provider and setup failures say nothing about the harness: no edit is aimed at them.
         failed = [
             r for r in results if not r.passed and r.signal is not None and r.signal.cause not in NOT_HARNESS
         ]
-        self.state.stage = "evaluate"
+        self.state.stage = Stage.EVALUATE
         clusters = cluster_signals(r.signal for r in failed if r.signal is not None)
         self.ledger.append(
             BatchEvaluated(
@@ -302,7 +317,7 @@ class GenerationLoop:
             )
         )
         if self.evolver is not None:
-            with spending("evolve"):
+            with spending(Stage.EVOLVE):
                 await self.evolver.observe(generation, current, batch, results)
         previous = (
             self.batches[-self.gates.performance.recent_batches :][::-1]
@@ -313,7 +328,7 @@ class GenerationLoop:
         if not clusters:
             return self.finish_generation(row, "no failures to learn from", current, val_current)
         self.check_budget()
-        self.state.stage = "optimize"
+        self.state.stage = Stage.OPTIMIZE
         trials = await self.trials.propose(
             generation, lambda avoid: self.context(current, clusters, batch, results, avoid)
         )
@@ -321,9 +336,9 @@ class GenerationLoop:
             self.ledger.append(NoProposal(generation=generation, proposer=self.proposer.name))
             return self.finish_generation(row, "proposer had nothing new", current, val_current)
         self.check_budget()
-        self.state.stage = "gate"
+        self.state.stage = Stage.GATE
         await self.trials.judge_all(generation, current, trials, batch, previous)
-        winner = pick_winner(trials)
+        winner = self.policies.acceptance.pick(trials)
         shown = winner or max(trials, key=lambda t: (len(t.judgement.verdicts), -t.index))
         row.summary = shown.candidate.summary
         row.verdicts = dict(shown.judgement.table)
@@ -334,6 +349,8 @@ class GenerationLoop:
         if winner is not None:
             sha = self.history.commit(winner, generation, len(trials), "accepted")
             self.state.accepted.append(sha)
+            c = winner.candidate
+            self.firing.accepted(generation, sha, current, c.changes, c.summary, c.target_tasks, results)
             tie = accepted_on_tie(winner.judgement.verdicts)
             row.candidate, row.outcome = sha[:8], "accepted (tie)" if tie else "accepted"
             self.ledger.append(

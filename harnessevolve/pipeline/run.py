@@ -4,22 +4,23 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harnessevolve.core.errors import HarnessEvolveError, HarnessGitError
 from harnessevolve.core.tasks import Benchmark
-from harnessevolve.execute.executor import EXECUTORS
 from harnessevolve.gate.config import load_gate_config
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
 from harnessevolve.models.pricing import check_cost_budget, parse_price
 from harnessevolve.optimize.registry import make_proposer
 from harnessevolve.pipeline import preflight
+from harnessevolve.pipeline.agent_proposer import agent_proposers
+from harnessevolve.pipeline.budget import ProposerBudget
 from harnessevolve.pipeline.evolve_env import native_documents
-from harnessevolve.pipeline.net_change import NetChange
 from harnessevolve.pipeline.floor import check_floor_at_start
+from harnessevolve.pipeline.net_change import NetChange
 from harnessevolve.pipeline.reference_coverage import missing_references_warning
 from harnessevolve.pipeline.references import load_references
 from harnessevolve.pipeline.resume import load_run_for_resume, reconcile, resume_point
@@ -33,90 +34,12 @@ from harnessevolve.runs.events import (
     StaleLockRemoved,
 )
 from harnessevolve.runs.ledger import Ledger
+from harnessevolve.runs.run_config import RunConfig
 from harnessevolve.runs.rundir import STATE_DIR, HarnessLock, RunDir, new_run_id
 
-CLI_NAMES = {"harness": "harness_dir", "proposer": "proposers", "gates": "gates_file", "adapter": "adapters"}
-"""``run`` parameters whose RunOptions field has another name."""
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    harness_dir: Path
-    benchmark: str
-    generations: int = 3
-    model: str | None = None
-    """Agent model; ``None`` uses the harness's ``model``."""
-    batch_size: int = 40
-    concurrency: int | None = None
-    """Rollouts at once; ``None``: 1 for the embedded model (one llama.cpp context, whose prompt
-    cache works best on one conversation at a time), 4 otherwise."""
-    seed: int = 0
-    proposers: tuple[str, ...] = ("auto",)
-    """Proposer names tried in order; ``auto``: ``llm`` (with an optimizer model), ``demo``, ``rules``."""
-    optimizer_model: str | None = None
-    """The proposer's model (any litellm name), separate from the agent's."""
-    gates_file: Path | None = None
-    allow_dirty: bool = False
-    executor: str = "local"
-    epoch_patience: int = 10
-    """Straight generations without an accepted edit that end an epoch (then the best snapshot on
-    validation becomes current; the run's end also ends an epoch)."""
-    sampling: str = "uniform"
-    """Minibatch sampling: ``uniform``, or ``regret`` (prefer tasks with a high pass-rate gap, from
-    the benchmark's regret.json written by ``refs generate``)."""
-    candidates: int = 1
-    """K: candidates proposed and judged concurrently per generation; the best that passes is kept."""
-    max_revisions: int = 3
-    """T_rev: times a quality-gate rejection goes back to the proposer with its reason."""
-    max_cost_usd: float | None = None
-    max_tokens: int | None = None
-    max_hours: float | None = None
-    price_per_mtok: str | None = None
-    """``IN,OUT`` USD per million tokens for models litellm has no price for (``--price-per-mtok``)."""
-    cache: bool = True
-    """Serve unchanged (harness, task, model, seed) rollouts from DIR/.harnessevolve/cache/."""
-    sandbox: str = "bwrap"
-    """Where agent commands run: bwrap (default), docker, or none (needs ``unsafe_no_sandbox``)."""
-    unsafe_no_sandbox: bool = False
-    sandbox_ro: tuple[str, ...] = ()
-    """More host paths the sandbox shows read-only (``--sandbox-ro``)."""
-    adapters: tuple[str, ...] = ()
-    """``module:attr`` adapters to load the benchmark with (``--adapter``)."""
-    sandbox_limits: str | None = None
-    """Per-process limits for sandboxed commands (``SandboxLimits.parse`` text); None: defaults."""
-    train_every: int = 0
-    """Fine-tune the agent model every N generations on what the run collected (0: never)."""
-    train_base_model: str | None = None
-    """The weights to train when the agent model has none here (a checkpoint folder or alias)."""
-    track: str | None = None
-    """Mirror the ledger into a tracker: ``mlflow`` (needs harnessevolve[tracking])."""
-    evolve_environments: bool = False
-    """Make harder train tasks once the current ones are mastered (``pipeline/evolve_env.py``)."""
-    evolve_threshold: float = 0.75
-    """The family pass rate (current harness) at which ``evolve_environments`` makes harder variants."""
-
-    @classmethod
-    def from_cli(cls, params: dict[str, Any], **converted: Any) -> RunOptions:
-        """The options from the ``run`` command's parameters, which carry the fields' names (or the
-        names in ``CLI_NAMES``); ``converted`` replaces the values the CLI turns into another type. A
-        parameter that is no field raises TypeError, so the options are listed once, in the CLI."""
-        values = {CLI_NAMES.get(k, k): v for k, v in {**params, **converted}.items()}
-        return cls(**values)
-
-    def to_json(self) -> dict[str, Any]:
-        return {k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()}
-
-    @classmethod
-    def from_json(cls, doc: dict[str, Any]) -> RunOptions:
-        known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in doc.items() if k in known}
-        for key in ("harness_dir", "gates_file"):
-            if values.get(key) is not None:
-                values[key] = Path(values[key])
-        values["proposers"] = tuple(values.get("proposers", ("auto",)))
-        for key in ("sandbox_ro", "adapters"):
-            values[key] = tuple(values.get(key, ()))
-        return cls(**values)
+RunOptions = RunConfig
+"""The run's options are its composed configuration (``runs/run_config.py``: one section per
+concern; a new option is a field of the section it belongs to and a parameter of ``run``)."""
 
 
 @dataclass(frozen=True)
@@ -141,7 +64,7 @@ class RunHooks:
     log: Callable[[str], None] = lambda _m: None
 
 
-def prepare_repo(options: RunOptions, run_id: str) -> HarnessRepo:
+def prepare_repo(options: RunConfig, run_id: str) -> HarnessRepo:
     repo = HarnessRepo(options.harness_dir)
     repo.head()
     dirty = repo.dirty_paths()
@@ -158,14 +81,17 @@ def prepare_repo(options: RunOptions, run_id: str) -> HarnessRepo:
 
 def _check_options(options: RunConfig) -> None:
     """What the option types cannot say (closed choices are enums, refused where they are parsed)."""
-    shares = {"max_infra_share": options.budget.max_infra_share, "max_floor_share": options.floor.max_floor_share}
+    shares = {
+        "max_infra_share": options.budget.max_infra_share,
+        "max_floor_share": options.floor.max_floor_share,
+    }
     for name, value in shares.items():
         if not 0.0 <= value <= 1.0:  # NaN too
             flag = "--" + name.replace("_", "-")
             raise HarnessEvolveError(f"{flag} must be in [0, 1], not {value}", field=flag, hint="e.g. 0.5")
     if options.training.train_every < 0:
         raise HarnessEvolveError("--train-every must be >= 0", field="--train-every", hint="e.g. 2")
-    if options.candidates < 1 or options.max_revisions < 0:
+    if options.loop.candidates < 1 or options.loop.max_revisions < 0:
         raise HarnessEvolveError(
             "--candidates must be >= 1 and --max-revisions >= 0", field="--candidates", hint="e.g. 3 and 3"
         )
@@ -177,58 +103,58 @@ def _load_benchmark(spec: str, adapters: tuple[str, ...] = ()) -> Benchmark:
     return load_benchmark_spec(spec, adapters)
 
 
-def check_run(options: RunOptions) -> CheckedRun:
+def check_run(options: RunConfig) -> CheckedRun:
     """Load and check everything ``options`` name; bad input raises a HarnessEvolveError."""
     harness_dir = Path(options.harness_dir).resolve()
-    options = RunOptions(**{**asdict(options), "harness_dir": harness_dir})
+    options = options.replace(harness_dir=harness_dir)
     seed_harness = load_harness(harness_dir)
     _check_options(options)
     benchmark = _load_benchmark(options.benchmark, options.adapters)
     references = load_references(benchmark)
-    gates = load_gate_config(options.gates_file)
-    proposer = make_proposer(options.proposers, options.optimizer_model)
+    scoring, optimize, budget, evolve = options.scoring, options.optimize, options.budget, options.evolve
+    agent_model = scoring.model or seed_harness.model
+    gates = load_gate_config(scoring.gates_file)
+    proposer = make_proposer(
+        optimize.proposers,
+        optimize.optimizer_model,
+        extra=agent_proposers(
+            Path(optimize.optimizer_agent) if optimize.optimizer_agent else None,
+            optimize.optimizer_model,
+            ProposerBudget(optimize.max_proposer_cost_usd, optimize.max_proposer_tokens),
+        ),
+    )
     preflight.check_benchmark(benchmark, gates)
     preflight.check_prompt_cap(seed_harness, gates)
-        check_floor_at_start(
-            checked.benchmark,
-            executor.sandbox,
-            sample=options.floor.floor_sample,
-            max_share=options.floor.max_floor_share,
-            accepted=options.floor.accept_floor,
-            seed=options.scoring.seed,
-            ledger=ledger,
-            log=hooks.log,
-        )
-    preflight.check_models(options.model or seed_harness.model, options.optimizer_model, gates)
+    preflight.check_models(agent_model, optimize.optimizer_model, gates)
     priced = check_cost_budget(
-        (options.model or seed_harness.model, options.optimizer_model, gates.leakage.judge_model),
-        max_cost_usd=options.max_cost_usd,
-        price=parse_price(options.price_per_mtok) if options.price_per_mtok else None,
+        (agent_model, optimize.optimizer_model, gates.leakage.judge_model),
+        max_cost_usd=budget.max_cost_usd,
+        price=parse_price(budget.price_per_mtok) if budget.price_per_mtok else None,
     )
     preflight.check_tracker(options.track)
-    if options.evolve_environments:
+    if evolve.evolve_environments:
         native_documents(benchmark)  # refused before anything is written
-        if not 0.0 <= options.evolve_threshold <= 1.0:  # NaN too
+        if not 0.0 <= evolve.evolve_threshold <= 1.0:  # NaN too
             raise HarnessEvolveError(
-                f"--evolve-threshold must be in [0, 1], not {options.evolve_threshold}",
+                f"--evolve-threshold must be in [0, 1], not {evolve.evolve_threshold}",
                 field="--evolve-threshold",
                 hint="e.g. 0.75",
             )
     preflight.check_state_dir(harness_dir)
-    if options.train_every:
+    if options.training.train_every:
         from harnessevolve.pipeline.training import base_model_for, check_training_available
 
         check_training_available()
-        if options.train_base_model is None:
-            base_model_for(options.model or seed_harness.model)
-    setup = ScorerSetup.from_options(asdict(options))
-    executor = setup.make_executor(benchmark, options.model or seed_harness.model)
+        if options.training.train_base_model is None:
+            base_model_for(agent_model)
+    setup = ScorerSetup.from_config(options.execution)
+    executor = setup.make_executor(benchmark, agent_model)
     return CheckedRun(
         options, harness_dir, seed_harness, benchmark, references, gates, proposer, setup, executor, priced
     )
 
 
-def start_run(options: RunOptions, hooks: RunHooks, *, resume: str | None = None) -> RunResult:
+def start_run(options: RunConfig, hooks: RunHooks, *, resume: str | None = None) -> RunResult:
     """Validate everything, then run (or resume ``resume``: its own recorded options are used).
     Bad input raises before anything is written."""
     if resume is not None:
@@ -236,7 +162,7 @@ def start_run(options: RunOptions, hooks: RunHooks, *, resume: str | None = None
     return new_run(options, hooks)
 
 
-def new_run(options: RunOptions, hooks: RunHooks) -> RunResult:
+def new_run(options: RunConfig, hooks: RunHooks) -> RunResult:
     """A new run: its lock, its folder, the harness snapshot, ``run_started``, then the generations."""
     checked = check_run(options)
     options, harness_dir = checked.options, checked.harness_dir
@@ -266,6 +192,16 @@ def new_run(options: RunOptions, hooks: RunHooks) -> RunResult:
                 sandbox=executor.sandbox.name if executor.sandbox else checked.setup.sandbox,
             )
         )
+        check_floor_at_start(
+            checked.benchmark,
+            executor.sandbox,
+            sample=options.floor.floor_sample,
+            max_share=options.floor.max_floor_share,
+            accepted=options.floor.accept_floor,
+            seed=options.scoring.seed,
+            ledger=ledger,
+            log=hooks.log,
+        )
         warning = missing_references_warning(checked.benchmark, checked.references)
         if warning:
             hooks.log(f"warning: {warning}")
@@ -282,20 +218,24 @@ def resume_run(harness_dir: Path, run: str, hooks: RunHooks) -> RunResult:
     reconciled with its ledger (``resume.reconcile``), ``run_resumed``, then the rest of its generations."""
     harness_dir = harness_dir.resolve()
     run_dir = _find_run(harness_dir, run)
-    events, started = load_run_for_resume(run_dir.root)
-    preflight.check_resume_belongs(run_dir.root, started, harness_dir)
-    checked = check_run(RunOptions.from_json({**started["options"], "harness_dir": str(harness_dir)}))
+    _events, started = load_run_for_resume(run_dir.root)
+    preflight.check_resume_belongs(run_dir.root, started.to_json(), harness_dir)
+    checked = check_run(RunConfig.from_json({**started.options, "harness_dir": str(harness_dir)}))
     options, run_id = checked.options, run_dir.root.name
     lock = HarnessLock(harness_dir)
     lock.acquire(run_id)
     tracker = None
     try:
+        events = load_run_for_resume(run_dir.root)[0]  # again, under the lock: a run another resume
+        # finished meanwhile is refused, and reconcile never acts on a ledger read before the lock
         repo = HarnessRepo(harness_dir)
         tracker = make_tracker(options.track, harness_dir, run_dir=run_dir.root)
         ledger = Ledger(run_dir.ledger, [tracker.on_event])
         recovered = reconcile(repo, ledger, run_id, events)
         events = load_run_for_resume(run_dir.root)[0]
-        point = resume_point(events, checked.benchmark, run_id, options.epoch_patience, options.generations)
+        point = resume_point(
+            events, checked.benchmark, run_id, options.loop.epoch_patience, options.loop.generations
+        )
         meter, elapsed_s = spent_before(events, run_dir.root)
         ledger.append(
             RunResumed(
@@ -322,7 +262,8 @@ def resume_run(harness_dir: Path, run: str, hooks: RunHooks) -> RunResult:
 def _log_prices(checked: CheckedRun, hooks: RunHooks) -> None:
     for name in checked.priced:
         hooks.log(
-            f"no price data for {name}: charging --price-per-mtok {checked.options.price_per_mtok} USD/Mtok"
+            f"no price data for {name}: charging --price-per-mtok "
+            f"{checked.options.budget.price_per_mtok} USD/Mtok"
         )
 
 

@@ -16,10 +16,11 @@ from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.core.tasks import Benchmark
 from harnessevolve.execute.executor import EXECUTORS, Executor
-from harnessevolve.execute.sandbox import SandboxLimits, make_sandbox
 from harnessevolve.execute.tool_server import benchmark_sandbox
 from harnessevolve.pipeline.rollout_cache import RolloutCache
 from harnessevolve.pipeline.scoring import Scorer
+from harnessevolve.runs.run_config import ExecutionConfig
+from harnessevolve.sandbox.base import SandboxLimits, make_sandbox
 
 
 def default_concurrency(requested: int | None, model: str) -> int:
@@ -60,6 +61,18 @@ class ScorerSetup:
         if "sandbox_ro" in known:
             known["sandbox_ro"] = tuple(known["sandbox_ro"])
         return cls(**known)
+
+    @classmethod
+    def from_config(cls, execution: ExecutionConfig) -> ScorerSetup:
+        """The set-up a run's configuration names (``RunConfig.execution``)."""
+        return cls(
+            executor=execution.executor,
+            sandbox=execution.sandbox,
+            sandbox_limits=execution.sandbox_limits,
+            unsafe_no_sandbox=execution.unsafe_no_sandbox,
+            concurrency=execution.concurrency,
+            sandbox_ro=execution.sandbox_ro,
+        )
 
     def check(self) -> None:
         if self.executor not in EXECUTORS:
@@ -102,4 +115,5 @@ class ScorerSetup:
             out_dir=out_dir,
             on_progress=on_progress,
             cache=cache,
+            adapter=benchmark.adapter,
         )

@@ -17,12 +17,13 @@ from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.model import Harness
 from harnessevolve.models.usage import UsageMeter
 from harnessevolve.optimize.proposal import ProposerChain
+from harnessevolve.pipeline.agent_proposer import AgentRun, bind_agent_proposer, close_agent_proposer
 from harnessevolve.pipeline.budget import Budget, BudgetExhausted, BudgetGuard, metering
 from harnessevolve.pipeline.evolve_env import EnvironmentEvolver, EvolveSettings
 from harnessevolve.pipeline.infra import ledger_infra_tally
 from harnessevolve.pipeline.loop import GenerationLoop, LoopParts
-from harnessevolve.pipeline.policies import LoopPolicies, PolicyInputs
 from harnessevolve.pipeline.net_change import NetChange, net_change
+from harnessevolve.pipeline.policies import LoopPolicies, PolicyInputs
 from harnessevolve.pipeline.refgen import load_regret
 from harnessevolve.pipeline.resume import ResumePoint
 from harnessevolve.pipeline.rollout_cache import RolloutCache
@@ -30,21 +31,22 @@ from harnessevolve.pipeline.scorer_setup import ScorerSetup
 from harnessevolve.pipeline.scoring import Scorer
 from harnessevolve.pipeline.state import RunState
 from harnessevolve.runs.events import BudgetExhausted as BudgetExhaustedEvent
-from harnessevolve.runs.events import RunFailed, RunFinished, RunInterrupted, RunStarted
+from harnessevolve.runs.events import Event, RunFailed, RunFinished, RunInterrupted, RunStarted
 from harnessevolve.runs.ledger import Ledger, read_ledger
+from harnessevolve.runs.run_config import RunConfig
 from harnessevolve.runs.rundir import STATE_DIR
 from harnessevolve.runs.spend import SpendJournal, later_usage, read_spend
 from harnessevolve.runs.tempdirs import run_tempdir
 
 if TYPE_CHECKING:
-    from harnessevolve.pipeline.run import RunHooks, RunOptions
+    from harnessevolve.pipeline.run import RunHooks
 
 
 @dataclass(frozen=True)
 class CheckedRun:
     """A run's inputs, every one checked before anything is written (no lock, no folder, no commit)."""
 
-    options: RunOptions
+    options: RunConfig
     harness_dir: Path
     seed_harness: Harness
     benchmark: Benchmark
@@ -65,6 +67,18 @@ class SessionOutcome:
     net: NetChange | None
 
 
+def policies_for(options: RunConfig, benchmark: Benchmark) -> LoopPolicies:
+    """The loop's policies the configuration names (``policies.py``; only sampling is an option yet)."""
+    loop = options.loop
+    inputs = PolicyInputs(
+        seed=options.scoring.seed,
+        batch_size=loop.batch_size,
+        generations=loop.generations,
+        regret=lambda: load_regret(benchmark.references_dir),
+    )
+    return LoopPolicies.by_name(inputs, sampling=loop.sampling)
+
+
 def run_generations(
     checked: CheckedRun,
     run_id: str,
@@ -80,11 +94,12 @@ def run_generations(
     """The generations from ``point`` (None: the start), then ``run_finished``; the ledger is closed
     at the end. ``meter`` and ``elapsed_s``: what a resumed run had spent (budgets count across)."""
     options, state = checked.options, RunState(run_id=run_id)
+    scoring, seed = options.scoring, options.scoring.seed
     meter = meter or UsageMeter()
     scorer = Scorer(
         checked.executor,
-        model=options.model,
-        seed=options.seed,
+        model=scoring.model,
+        seed=seed,
         references=checked.references,
         out_dir=run_dir,
         on_progress=hooks.on_progress,
@@ -95,39 +110,46 @@ def run_generations(
     limits = options.budget
     budget = Budget(limits.max_cost_usd, limits.max_tokens, limits.max_hours)
     parts = LoopParts(
-        checked.harness_dir, repo, checked.benchmark, scorer, checked.proposer, checked.gates, ledger, run_dir, state
+        checked.harness_dir,
+        repo,
+        checked.benchmark,
+        scorer,
+        checked.proposer,
+        checked.gates,
+        ledger,
+        run_dir,
+        state,
     )
-    budget = Budget(options.max_cost_usd, options.max_tokens, options.max_hours)
     loop = GenerationLoop(
-        harness_dir=checked.harness_dir,
-        repo=repo,
-        benchmark=checked.benchmark,
-        scorer=scorer,
-        proposer=checked.proposer,
-        gates=checked.gates,
-        ledger=ledger,
-        run_dir=run_dir,
-        state=state,
-        batch_size=options.batch_size,
-        epoch_patience=options.epoch_patience,
-        weights=load_regret(checked.benchmark.references_dir) if options.sampling == "regret" else None,
-        candidates=options.candidates,
-        max_revisions=options.max_revisions,
+        parts,
+        options,
+        policies_for(options, checked.benchmark),
         guard=BudgetGuard(budget, meter, elapsed_s=elapsed_s) if budget.limited else None,
         meter=meter,
-        train_every=options.train_every,
-        train_base_model=options.train_base_model,
-        seed=options.seed,
         log=hooks.log,
     )
-    if options.evolve_environments:
+    bind_agent_proposer(
+        checked.proposer,
+        AgentRun(
+            run_dir=run_dir,
+            benchmark=checked.benchmark,
+            references=checked.references,
+            gates=checked.gates,
+            sandbox=checked.executor.sandbox,
+            meter=meter,
+            repo=repo,
+            run_budget=loop.guard.exhausted if loop.guard else None,
+            seed=seed,
+        ),
+    )
+    if options.evolve.evolve_environments:
         loop.evolver = EnvironmentEvolver(
             benchmark=checked.benchmark,
             scorer=scorer,
             ledger=ledger,
             run_dir=run_dir,
-            seed=options.seed,
-            settings=EvolveSettings(threshold=options.evolve_threshold),
+            seed=seed,
+            settings=EvolveSettings(threshold=options.evolve.evolve_threshold),
             sandbox=checked.executor.sandbox,
         )
         if point is not None:
@@ -139,7 +161,10 @@ def run_generations(
                 hooks.log(f"removed {len(swept.removed)} temp folder(s) left by killed runs")
             for path, reason in swept.left:
                 hooks.log(f"could not remove {path} (left by a killed run): {reason}")
-            stopped = _drive(loop, options, point, meter, ledger, repo, state)
+            try:
+                stopped = _drive(loop, point, meter, ledger, repo, state)
+            finally:
+                close_agent_proposer(checked.proposer)
     finally:
         journal.close()
     usage = meter.snapshot()
@@ -155,6 +180,7 @@ def run_generations(
             usage=usage,
             stopped=stopped,
             net_change=net.to_dict() if net else None,
+            infra=scorer.infra.to_dict(),
         )
     )
     ledger.close()
@@ -163,7 +189,6 @@ def run_generations(
 
 def _drive(
     loop: GenerationLoop,
-    options: RunOptions,
     point: ResumePoint | None,
     meter: UsageMeter,
     ledger: Ledger,
@@ -173,8 +198,7 @@ def _drive(
     """Run the loop; a budget stop is a clean finish, anything else is logged and re-raised."""
     try:
         with metering(meter), budget_check(loop.guard.exhausted if loop.guard else None):
-            interrupts.run_async(loop.run(options.generations, point))
-            infra=scorer.infra.to_dict(),
+            interrupts.run_async(loop.run(point))
     except BudgetExhausted as exc:
         loop.abandon_pending(f"budget reached ({exc})")
         ledger.append(BudgetExhaustedEvent(generation=state.generation, stage=state.stage, **exc.to_dict()))
@@ -214,14 +238,16 @@ def _drive(
     return None
 
 
-def spent_before(events: list[dict[str, Any]], run_dir: Path | None = None) -> tuple[UsageMeter, float]:
+def spent_before(events: list[Event], run_dir: Path | None = None) -> tuple[UsageMeter, float]:
     """What a killed run had spent: the last usage snapshot in its ledger, and the wall time since
     it started (budgets count across resumes)."""
     from datetime import UTC, datetime
 
-    usage = next((e["usage"] for e in reversed(events) if isinstance(e.get("usage"), dict)), None)
+    usage = next(
+        (spent for e in reversed(events) if isinstance(spent := getattr(e, "usage", None), dict)), None
+    )
     if run_dir is not None:  # spend.json is written as calls happen, the ledger at generation ends
         usage = later_usage(usage, read_spend(run_dir))
-    started = next(e["ts"] for e in events if e.get("event") == RunStarted.NAME)
-    elapsed = (datetime.now(UTC) - datetime.fromisoformat(started)).total_seconds()
+    started = next(e.ts for e in events if isinstance(e, RunStarted))
+    elapsed = (datetime.now(UTC) - datetime.fromisoformat(started or "")).total_seconds()
     return (UsageMeter.from_snapshot(usage) if usage else UsageMeter()), max(0.0, elapsed)

@@ -1,18 +1,21 @@
-"""The run's options are listed once: the ``run`` command's parameters are RunOptions' fields."""
+"""The run's configuration is composed by concern, built once from the CLI, recorded flat in
+``run_started.options`` (the shape older runs have) and read back typed."""
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
-from harnessevolve.cli.run_cmd import run
-from harnessevolve.pipeline.run import CLI_NAMES, RunOptions
+from harnessevolve.cli.app import app
+from harnessevolve.cli.run_cmd import CLI_NAMES, run
+from harnessevolve.core.enums import ExecutorName, Sampling, SandboxName
+from harnessevolve.runs.run_config import RunConfig, flat_keys, section_of
 
 API_ONLY = {"epoch_patience"}
-"""Fields set by the library's callers (benchmarks/perf), not by a command-line option."""
+"""Keys set by the library's callers (benchmarks/perf), not by a command-line option."""
 
 
 def cli_parameters() -> set[str]:
@@ -20,23 +23,67 @@ def cli_parameters() -> set[str]:
     return {CLI_NAMES.get(p, p) for p in inspect.signature(command).parameters} - {"resume", "as_json"}
 
 
-def test_every_run_parameter_is_a_field_and_every_field_but_the_api_ones_a_parameter() -> None:
-    fields = {f.name for f in dataclasses.fields(RunOptions)}
-    assert cli_parameters() - fields == set()
-    assert fields - cli_parameters() == API_ONLY
+def test_every_run_parameter_is_a_recorded_key_and_every_key_but_the_api_ones_a_parameter() -> None:
+    keys = set(flat_keys())
+    assert len(keys) == len(flat_keys()), "two sections record the same key"
+    assert cli_parameters() - keys == set()
+    assert keys - cli_parameters() == API_ONLY
 
 
 def test_a_parameter_that_is_no_field_is_refused() -> None:
     with pytest.raises(TypeError, match="colour"):
-        RunOptions.from_cli({"harness": Path("h"), "benchmark": "b", "colour": "red"})
+        RunConfig.from_flat({"harness_dir": Path("h"), "benchmark": "b", "colour": "red"})
+
+
+def test_values_are_typed_and_grouped_by_concern() -> None:
+    config = RunConfig.from_flat(
+        {"harness_dir": "/h", "benchmark": "b", "sampling": "regret", "sandbox_ro": ["/ro"], "max_hours": 2}
+    )
+    assert config.harness_dir == Path("/h") and config.loop.sampling is Sampling.REGRET
+    assert config.execution.sandbox_ro == ("/ro",) and config.execution.executor is ExecutorName.LOCAL
+    assert config.budget.max_hours == 2 and section_of("max_hours") == "budget"
+    assert config.replace(generations=7).loop.generations == 7
 
 
 def test_options_round_trip_through_the_ledger_shape() -> None:
-    options = RunOptions.from_cli(
-        {"harness": Path("/h"), "benchmark": "b", "gates": Path("/g.yaml")},
-        proposer=("demo", "rules"),
-        adapter=("m:a",),
-        sandbox_ro=("/ro",),
+    config = RunConfig.from_flat(
+        {
+            "harness_dir": Path("/h"),
+            "benchmark": "b",
+            "gates_file": Path("/g.yaml"),
+            "proposers": ("demo", "rules"),
+            "adapters": ("m:a",),
+            "sandbox": SandboxName.DOCKER,
+        }
     )
-    assert options.harness_dir == Path("/h") and options.proposers == ("demo", "rules")
-    assert RunOptions.from_json(options.to_json()) == options
+    doc = config.to_json()
+    assert (
+        doc["proposers"] == ["demo", "rules"]
+        and doc["sandbox"] == "docker"
+        and doc["gates_file"] == "/g.yaml"
+    )
+    assert RunConfig.from_json(doc) == config
+
+
+def test_an_older_runs_options_read_with_defaults_and_a_newer_key_ignored() -> None:
+    recorded = {
+        "harness_dir": "/h",
+        "benchmark": "shell-basics",
+        "generations": 2,
+        "model": None,
+        "future": 1,
+    }
+    config = RunConfig.from_json(recorded)
+    assert config.loop.generations == 2 and config.scoring.model is None
+    assert config.execution.sandbox is SandboxName.BWRAP and config.floor.floor_sample == 8
+
+
+def test_closed_choices_are_shown_and_refused_by_the_cli(tmp_path: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(app, ["run", "-H", str(tmp_path), "-b", "shell-basics", "--sampling", "sometimes"])
+    assert result.exit_code == 2
+    assert "sometimes" in result.output
+    shown = runner.invoke(app, ["run", "--help"], env={"COLUMNS": "200"}).output
+    assert "uniform" in shown and "regret" in shown
+    for panel in ("Generation loop", "Budgets", "Execution and sandbox", "Proposers"):
+        assert panel in shown
