@@ -50,7 +50,8 @@ def floor_of_suite(spec: str, sandbox_name: str, unsafe: bool, as_json: bool) ->
     else:
         console.print(
             f"floor of benchmark {benchmark.name}: {len(result.passed)} of {len(result.tasks)} tasks "
-            f"({result.share:.0%}) pass a null agent ({', '.join(NULL_AGENTS)}); "
+            f"({result.share:.0%}) pass a null agent ({', '.join(NULL_AGENTS)}); null-agent score "
+            f"{result.score:.3f} (partial credit included); "
             f"{result.rollouts} null rollouts, no model call, {result.seconds:.1f} s "
             f"(load average {load:.2f})"
         )

@@ -53,6 +53,14 @@ class FloorResult:
     rollouts: int = 0
     """Null-agent rollouts run (3 per task)."""
     seconds: float = 0.0
+    scores: dict[str, float] = field(default_factory=dict)
+    """Task -> the best score a null agent got on it (partial credit counts: a check that the
+    set-up already satisfies)."""
+
+    @property
+    def score(self) -> float:
+        """The floor as a score: the mean over the tasks checked of the best null agent's score."""
+        return sum(self.scores.values()) / len(self.tasks) if self.tasks else 0.0
 
     @property
     def share(self) -> float:
@@ -63,6 +71,7 @@ class FloorResult:
             "tasks": len(self.tasks),
             "passed": {t: list(a) for t, a in self.passed.items()},
             "share": round(self.share, 4),
+            "score": round(self.score, 4),
             "errors": dict(self.errors),
             "rollouts": self.rollouts,
             "seconds": round(self.seconds, 3),
@@ -85,7 +94,7 @@ def null_trajectory(task: Task, agent: str) -> Trajectory:
     )
 
 
-async def _one(task: Task, agent: str, sandbox: Sandbox | None) -> bool:
+async def _one(task: Task, agent: str, sandbox: Sandbox | None) -> tuple[bool, float]:
     workspace = await create_workspace(task, sandbox=sandbox)
     try:
         evaluation = await asyncio.to_thread(
@@ -98,7 +107,7 @@ async def _one(task: Task, agent: str, sandbox: Sandbox | None) -> bool:
         )
     finally:
         await remove_workspace_async(workspace)
-    return evaluation.passed
+    return evaluation.passed, evaluation.score
 
 
 async def null_floor(tasks: Sequence[Task], sandbox: Sandbox | None, *, concurrency: int = 4) -> FloorResult:
@@ -107,14 +116,16 @@ async def null_floor(tasks: Sequence[Task], sandbox: Sandbox | None, *, concurre
     gate = asyncio.Semaphore(max(1, concurrency))
     passed: dict[str, list[str]] = {}
     errors: dict[str, str] = {}
+    scores: dict[str, float] = {}
 
     async def run(task: Task, agent: str) -> None:
         async with gate:
             try:
-                ok = await _one(task, agent, sandbox)
+                ok, score = await _one(task, agent, sandbox)
             except Exception as exc:  # noqa: BLE001 - a task that cannot be set up is reported, not raised
                 errors.setdefault(task.id, f"{type(exc).__name__}: {exc}"[:300])
                 return
+        scores[task.id] = max(score, scores.get(task.id, 0.0))
         if ok:
             passed.setdefault(task.id, []).append(agent)
 
@@ -126,6 +137,7 @@ async def null_floor(tasks: Sequence[Task], sandbox: Sandbox | None, *, concurre
         errors=errors,
         rollouts=len(tasks) * len(NULL_AGENTS),
         seconds=time.monotonic() - started,
+        scores=scores,
     )
 
 
@@ -177,6 +189,7 @@ def check_floor_at_start(
         FloorChecked(
             tasks=len(result.tasks),
             share=round(result.share, 4),
+            score=round(result.score, 4),
             max_share=max_share,
             passed={t: list(a) for t, a in result.passed.items()},
             refused=message is not None,

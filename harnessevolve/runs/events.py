@@ -580,6 +580,46 @@ def parse_event(record: dict[str, Any]) -> Event:
     infra: dict[str, Any] | None = None
     """Rollouts of this scoring that failed on the machine (``pipeline/infra.py``), counted apart."""
 
+    control: dict[str, Any] | None = None
+    """The seed's best-of-k at the rollouts the run spent (``pipeline/best_of_k.py``): ``k``,
+    ``sc`` (self-consistency pick) and ``oracle`` (pass@k) with their intervals, ``matched_to``."""
+    intervals: dict[str, list[float]] | None = None
+    """Confidence interval of each score in ``scores`` (``gate.noise.mean_ci``)."""
+    variants: dict[str, Any] | None = None
+    """``report --final --variants N``: seed and evolved on synthesized variants of the test tasks."""
+    infra: dict[str, Any] | None = None
+    """Rollouts of this scoring that failed on the machine (``pipeline/infra.py``), counted apart."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class InfraFailure(Event):
+    """A rollout failed on the machine, not in the agent (``core/infra.py``): ``retry`` true when
+    it is run once more (this attempt does not count), false when it stands, scored 0."""
+
+    NAME: ClassVar[str] = "infra_failure"
+    task: str
+    harness_hash: str
+    reason: str
+    detail: str
+    retry: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class FloorChecked(Event):
+    """The null-agent floor (``pipeline/floor.py``) on a sample of the benchmark at the run's start:
+    ``share`` of the ``tasks`` checked that a do-nothing or trivial agent passes, ``passed`` task ->
+    the agents that pass it; ``refused`` when the share is above ``max_share`` (exit 2)."""
+
+    NAME: ClassVar[str] = "floor_checked"
+    tasks: int
+    share: float
+    max_share: float
+    passed: dict[str, list[str]]
+    refused: bool
+    accepted: bool = False
+    """``--accept-floor``: the benchmark means it; the run goes on whatever the share."""
+    score: float | None = None
+    """The floor as a score: mean over the sample of the best null agent's score (partial credit)."""
 
 @dataclass(frozen=True, kw_only=True)
 class InfraFailure(Event):
