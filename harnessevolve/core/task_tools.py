@@ -26,6 +26,16 @@ from harnessevolve.core.python_refs import check_ref, parse_ref
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 STOP_TOKEN = "###STOP###"
+USER_FRAME = (
+    "\n\nYou are the user in a conversation with an AI assistant. Write only your next message to "
+    "the assistant, in your own words. When your goal is met, or the assistant cannot help you "
+    "further, reply with exactly {stop}."
+)
+"""What harnessevolve appends to a simulated user's instructions unless the task sets ``frame``
+(``{stop}`` is the first stop token, ``{stops}`` all of them); ``frame: ""`` appends nothing."""
+USER_OPENING = "(The assistant is waiting for your first message.)"
+"""The message a simulated user answers with its first turn, unless the task sets ``opening``;
+``opening: ""`` sends none (the user model sees only its system prompt)."""
 
 
 @dataclass(frozen=True)
@@ -74,8 +84,28 @@ class SimulatedUser:
     model: str
     instructions: str
     stop: str = STOP_TOKEN
+    """The first stop token (what ``{stop}`` in the frame names)."""
     max_turns: int = 8
     temperature: float = 0.0
+    stops: tuple[tuple[str, str], ...] = ()
+    """Every stop token with the end reason it records (``extra.user_end``); empty: ``stop`` alone,
+    recorded as ``stop``."""
+    frame: str = USER_FRAME
+    opening: str = USER_OPENING
+
+    @property
+    def stop_tokens(self) -> tuple[tuple[str, str], ...]:
+        return self.stops or ((self.stop, "stop"),)
+
+
+def stop_tokens(spec: str | list[str] | dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """A task's ``user.stop`` as (token, end reason) pairs: one token (reason ``stop``), a list (each
+    token's reason is its letters, lower-cased: ``###TRANSFER###`` -> ``transfer``), or a mapping."""
+    if isinstance(spec, str):
+        return ((spec, "stop"),)
+    if isinstance(spec, dict):
+        return tuple((token, str(reason)) for token, reason in spec.items())
+    return tuple((token, re.sub(r"[^a-z0-9]+", "_", token.lower()).strip("_") or "stop") for token in spec)
 
 
 def tool_name(name: str, *, file: str, field: str) -> str:
@@ -154,12 +184,16 @@ def load_tool_use(doc: dict[str, Any], search: tuple[str, ...], *, root: Path, f
     user = None
     if "user" in doc:
         u = doc["user"]
+        stops = stop_tokens(u.get("stop", STOP_TOKEN))
         user = SimulatedUser(
             model=u["model"],
             instructions=u["instructions"],
-            stop=u.get("stop", STOP_TOKEN),
+            stop=stops[0][0],
             max_turns=u.get("max_turns", 8),
             temperature=u.get("temperature", 0.0),
+            stops=stops,
+            frame=u.get("frame", USER_FRAME),
+            opening=u.get("opening", USER_OPENING),
         )
         if doc.get("turns"):
             raise BenchmarkError(

@@ -294,6 +294,30 @@ def test_a_simulated_user_drives_the_turns_until_it_stops(scripted, tmp_path) ->
     assert trajectory.extra["tool_states"][-1]["counter_tools:Counter"]["value"] == 5
 
 
+def test_a_users_stop_tokens_frame_and_opening_come_from_the_task(scripted, tmp_path) -> None:
+    seen: list[list[dict]] = []
+
+    def transferring(messages, tools):
+        seen.append(messages)
+        return "Please add 2." if len(messages) == 1 else "I want a human. ###TRANSFER###"
+
+    user = {
+        "model": scripted("transferring", transferring),
+        "instructions": "You are a shopper. End with ###STOP### or ###TRANSFER###.",
+        "stop": ["###STOP###", "###TRANSFER###"],
+        "frame": "",
+        "opening": "",
+    }
+    doc = {"checker": [{"type": "answer", "expected": "x"}], "tools": counter_tools("add"), "user": user}
+    bench = write_bench(tmp_path / "bench", {"count": doc})
+    agent = scripted("adder2", lambda m, t: "ok" if m[-1]["role"] == "tool" else call("addToCounter", n=2))
+    trajectory, _ = rollout(bench, "count", agent)
+    assert seen[0] == [{"role": "system", "content": user["instructions"]}]  # no frame, no opening
+    assert trajectory.extra["user_end"] == "transfer" and trajectory.extra["stop_reason"] == "ended"
+    users = [s.message for s in trajectory.steps if s.source == "user"]
+    assert users == ["Please add 2."]  # the user opened the conversation; the stop turn is not a message
+
+
 def test_a_user_that_never_stops_or_fails_ends_the_rollout_with_the_cause(scripted, tmp_path) -> None:
     chatty = {
         "model": scripted("chatty", lambda m, t: "more please"),
