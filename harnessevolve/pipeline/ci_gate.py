@@ -140,8 +140,8 @@ def run_gate(options: GateOptions, hooks: RunHooks) -> GateReport:
                 numbers["tasks"],
                 numbers["current"],
                 numbers["candidate"],
-            )
                 control=next((v.numbers for v in verdicts if v.gate == "control"), None),
+            )
     return GateReport(
         baseline=base_sha,
         candidate=cand_sha,
@@ -151,12 +151,11 @@ def run_gate(options: GateOptions, hooks: RunHooks) -> GateReport:
             "split": options.split,
             "gates": gates.source,
             "performance_mode": gates.performance.mode,
-        },
             **({"control": control_note} if control_note else {}),
+        },
     )
 
 
-SEALED_TEST_LEDGER = "sealed-test.jsonl"
 def gate_control_k(options: GateOptions, candidate: str, tasks: int) -> tuple[int, int | None, str]:
     """(k, matched_to, why-skipped): ``--control-k``, else matched to the run that ended at
     ``candidate``; a required control that cannot be matched is bad input."""
@@ -205,6 +204,7 @@ async def control_verdict(
     return GateVerdict("control", beats or not required, reason, numbers)
 
 
+SEALED_TEST_LEDGER = "sealed-test.jsonl"
 
 
 def record_sealed_test(
@@ -227,7 +227,7 @@ def record_sealed_test(
             tasks=tasks,
             revisions={"baseline": baseline, "candidate": candidate},
             scores={"baseline": round(base, 4), "candidate": round(cand, 4)},
-        )
             control=control,
+        )
     )
     ledger.close()
