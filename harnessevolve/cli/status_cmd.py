@@ -17,14 +17,12 @@ from harnessevolve.cli._errors import handle_errors
 from harnessevolve.cli.options import HarnessDir, JsonOut
 from harnessevolve.cli.report_cmd import RunRef
 from harnessevolve.cli.ui import console
+from harnessevolve.report.infra_view import infra_counts
 from harnessevolve.report.run_model import RunView
 from harnessevolve.report.run_view import load_run_view
 from harnessevolve.report.runs import END_STATES, format_duration, parse_ts, read_lock, resolve_run, run_state
 from harnessevolve.runs import events as ev
-from harnessevolve.runs.events import parse_event
-from harnessevolve.runs.ledger import LEDGER_VERSION, parse_ledger_bytes, parse_ledger_line
-from harnessevolve.runs.rundir import RunDir
-from harnessevolve.report.infra_view import infra_counts
+from harnessevolve.runs.ledger import parse_ledger_bytes, parse_ledger_line
 
 STATE_STYLE = {
     "running": "bold blue",
@@ -166,7 +164,6 @@ def status(run_ref: RunRef = None, harness: HarnessDir = Path("."), as_json: Jso
         return
     last = view.last_event or {}
     table = Table.grid(padding=(0, 2))
-        "infra": infra_counts(view.root / "ledger.jsonl").__dict__,
     table.add_column(style="bold")
     table.add_column()
     table.add_row("run", Text(f"{view.run_id}  ({view.root})"))
@@ -200,12 +197,10 @@ def status(run_ref: RunRef = None, harness: HarnessDir = Path("."), as_json: Jso
         ),
     )
     table.add_row("elapsed", Text(format_duration(view.elapsed_seconds())))
-    if view.usage:
-        table.add_row("spend", Text(spend_line(view.usage)))
     infra = infra_counts(view.root / "ledger.jsonl")
     if infra.failures or infra.retried:
         table.add_row("infra", Text(infra.line(), "yellow"))
-    if last is not None:
+    if last:
         table.add_row(
             "last event",
             Text(f"{last.get('event')} {_ago(parse_ts(last.get('ts')))}: {describe_event(last)}"),
@@ -242,6 +237,7 @@ def status_document(view: RunView) -> dict[str, Any]:
         "elapsed_s": view.elapsed_seconds(),
         "last_event": {"event": last.get("event"), "ts": last.get("ts")} if last else None,
         "lock_owner": view.lock_owner,
+        "infra": infra_counts(view.root / "ledger.jsonl").__dict__,
     }
 
 

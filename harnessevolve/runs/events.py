@@ -142,6 +142,9 @@ class RunFinished(Event):
     net_change: dict[str, Any] | None = None
     """Seed vs final harness: ``seed_rev``, ``final_rev``, ``files`` changed, ``validation_seed``,
     ``validation_final`` and ``delta`` (see pipeline/net_change.py)."""
+    infra: dict[str, Any] | None = None
+    """Rollouts that failed on the machine, counted apart from agent failures: ``failures`` of
+    ``rollouts``, ``share``, ``reasons`` (reason -> count), ``retried`` (pipeline/infra.py)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -231,9 +234,6 @@ class ProposalFailed(Event):
 class GenerationFinished(Event):
     NAME: ClassVar[str] = "generation_finished"
     generation: int
-    infra: dict[str, Any] | None = None
-    """Rollouts that failed on the machine, counted apart from agent failures: ``failures`` of
-    ``rollouts``, ``share``, ``reasons`` (reason -> count), ``retried`` (pipeline/infra.py)."""
     outcome: str
     rev: str
     summary: str | None = None
@@ -462,6 +462,48 @@ class TestEvaluated(Event):
     model: str | None = None
     source: str | None = None
     benchmark: str | None = None
+    control: dict[str, Any] | None = None
+    """The seed's best-of-k at the rollouts the run spent (``pipeline/best_of_k.py``): ``k``,
+    ``sc`` (self-consistency pick) and ``oracle`` (pass@k) with their intervals, ``matched_to``."""
+    intervals: dict[str, list[float]] | None = None
+    """Confidence interval of each score in ``scores`` (``gate.noise.mean_ci``)."""
+    variants: dict[str, Any] | None = None
+    """``report --final --variants N``: seed and evolved on synthesized variants of the test tasks."""
+    infra: dict[str, Any] | None = None
+    """Rollouts of this scoring that failed on the machine (``pipeline/infra.py``), counted apart."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class InfraFailure(Event):
+    """A rollout failed on the machine, not in the agent (``core/infra.py``): ``retry`` true when
+    it is run once more (this attempt does not count), false when it stands, scored 0."""
+
+    NAME: ClassVar[str] = "infra_failure"
+    task: str
+    harness_hash: str
+    reason: str
+    detail: str
+    retry: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class FloorChecked(Event):
+    """The null-agent floor (``pipeline/floor.py``) on a sample of the benchmark at the run's start:
+    ``share`` of the ``tasks`` checked that a do-nothing or trivial agent passes, ``passed`` task ->
+    the agents that pass it; ``refused`` when the share is above ``max_share`` (exit 2)."""
+
+    NAME: ClassVar[str] = "floor_checked"
+    tasks: int
+    share: float
+    max_share: float
+    passed: dict[str, list[str]]
+    refused: bool
+    accepted: bool = False
+    """``--accept-floor``: the benchmark means it; the run goes on whatever the share."""
+    score: float | None = None
+    """The floor as a score: mean over the sample of the best null agent's score (partial credit)."""
+
+
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -530,6 +572,8 @@ CATALOG: dict[str, type[Event]] = {
         TestEvaluated,
         TaskGenerated,
         EnvironmentStatus,
+        InfraFailure,
+        FloorChecked,
     )
 }
 """Every event by name."""
@@ -570,83 +614,3 @@ def parse_event(record: dict[str, Any]) -> Event:
         return cls(**{k: v for k, v in payload.items() if k in declared}, ts=stamp)
     except (TypeError, ValueError) as exc:
         return UnknownEvent(name=cls.NAME, payload=payload, reason=f"fields do not fit: {exc}", ts=stamp)
-    control: dict[str, Any] | None = None
-    """The seed's best-of-k at the rollouts the run spent (``pipeline/best_of_k.py``): ``k``,
-    ``sc`` (self-consistency pick) and ``oracle`` (pass@k) with their intervals, ``matched_to``."""
-    intervals: dict[str, list[float]] | None = None
-    """Confidence interval of each score in ``scores`` (``gate.noise.mean_ci``)."""
-    variants: dict[str, Any] | None = None
-    """``report --final --variants N``: seed and evolved on synthesized variants of the test tasks."""
-    infra: dict[str, Any] | None = None
-    """Rollouts of this scoring that failed on the machine (``pipeline/infra.py``), counted apart."""
-
-    control: dict[str, Any] | None = None
-    """The seed's best-of-k at the rollouts the run spent (``pipeline/best_of_k.py``): ``k``,
-    ``sc`` (self-consistency pick) and ``oracle`` (pass@k) with their intervals, ``matched_to``."""
-    intervals: dict[str, list[float]] | None = None
-    """Confidence interval of each score in ``scores`` (``gate.noise.mean_ci``)."""
-    variants: dict[str, Any] | None = None
-    """``report --final --variants N``: seed and evolved on synthesized variants of the test tasks."""
-    infra: dict[str, Any] | None = None
-    """Rollouts of this scoring that failed on the machine (``pipeline/infra.py``), counted apart."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class InfraFailure(Event):
-    """A rollout failed on the machine, not in the agent (``core/infra.py``): ``retry`` true when
-    it is run once more (this attempt does not count), false when it stands, scored 0."""
-
-    NAME: ClassVar[str] = "infra_failure"
-    task: str
-    harness_hash: str
-    reason: str
-    detail: str
-    retry: bool
-
-
-@dataclass(frozen=True, kw_only=True)
-class FloorChecked(Event):
-    """The null-agent floor (``pipeline/floor.py``) on a sample of the benchmark at the run's start:
-    ``share`` of the ``tasks`` checked that a do-nothing or trivial agent passes, ``passed`` task ->
-    the agents that pass it; ``refused`` when the share is above ``max_share`` (exit 2)."""
-
-    NAME: ClassVar[str] = "floor_checked"
-    tasks: int
-    share: float
-    max_share: float
-    passed: dict[str, list[str]]
-    refused: bool
-    accepted: bool = False
-    """``--accept-floor``: the benchmark means it; the run goes on whatever the share."""
-    score: float | None = None
-    """The floor as a score: mean over the sample of the best null agent's score (partial credit)."""
-
-@dataclass(frozen=True, kw_only=True)
-class InfraFailure(Event):
-    """A rollout failed on the machine, not in the agent (``core/infra.py``): ``retry`` true when
-    it is run once more (this attempt does not count), false when it stands, scored 0."""
-
-    NAME: ClassVar[str] = "infra_failure"
-    task: str
-    harness_hash: str
-    reason: str
-    detail: str
-    retry: bool
-
-
-@dataclass(frozen=True, kw_only=True)
-class FloorChecked(Event):
-    """The null-agent floor (``pipeline/floor.py``) on a sample of the benchmark at the run's start:
-    ``share`` of the ``tasks`` checked that a do-nothing or trivial agent passes, ``passed`` task ->
-    the agents that pass it; ``refused`` when the share is above ``max_share`` (exit 2)."""
-
-    NAME: ClassVar[str] = "floor_checked"
-    tasks: int
-    share: float
-    max_share: float
-    passed: dict[str, list[str]]
-    refused: bool
-    accepted: bool = False
-    """``--accept-floor``: the benchmark means it; the run goes on whatever the share."""
-        InfraFailure,
-        FloorChecked,

@@ -15,15 +15,10 @@ The agent gets (paths as it sees them inside the sandbox, see ``agent_sandbox``)
 It ends with one of these stop reasons: ``submitted`` (exit 0 with an answer), ``no_answer`` (exit 0
 without one), ``agent_crashed`` (non-zero exit), ``agent_timeout`` (past ``agent.timeout_s``),
 ``output_flood`` (printed more than ``FLOOD_FACTOR`` x ``agent.output_limit`` characters),
-``bad_trajectory`` (its ATIF file is not valid ATIF), ``bad_output`` (a file it left for us is a
-link, not a regular file, or too large: not read), ``model_refused`` (asked for another model, no
-answer), ``budget_exhausted`` / ``step_limit`` / ``refusal_limit`` / ``record_limit`` (the endpoint
-refused further calls; the agent gets ``STOP_GRACE_S`` to exit after the refusal, then is killed),
-``setup_error`` (it could not be started at all).
-
-What it leaves is bounded and read back warily (``rollout_bounds``, ``rollout_files``): the control
-folder, output folder included, is a tmpfs of its own (as root), removed after the rollout; files
-are read through a handle on the output folder, never through a link; the trajectory is capped.
+``bad_trajectory`` (its ATIF file is not valid ATIF), ``model_refused`` (asked for another model,
+no answer), ``budget_exhausted`` / ``step_limit`` (the endpoint refused further calls; the agent
+gets ``STOP_GRACE_S`` to exit after the refusal, then is killed), ``setup_error`` (it could not be
+started at all).
 """
 
 from __future__ import annotations
@@ -151,7 +146,9 @@ class ExternalRunner:
             try:
                 box = agent_sandbox(resolve_sandbox(sandbox), root / "harness", control)
             except SandboxError as exc:  # the machine's failure: infra (core/infra.py)
-                return setup_failed([], f"sandbox_error: {exc.message} ({exc.hint})", StopReason.SANDBOX_ERROR)
+                return setup_failed(
+                    [], f"sandbox_error: {exc.message} ({exc.hint})", StopReason.SANDBOX_ERROR
+                )
             endpoint = ModelEndpoint(
                 control / SOCKET_NAME,
                 model=model,
@@ -179,9 +176,12 @@ class ExternalRunner:
                             limit=harness.agent.output_limit,
                             stopped=endpoint.stopped,
                         )
+                        # SIGKILL that no limit of this rollout sent (host OOM killer, an operator)
+                        killed = result.exit_code in (-9, 137) and result.ended == "exited"
+                        killed = killed and not launch.limits_hit(True)
                 except (SandboxError, OSError) as exc:
                     return setup_failed(endpoint.calls, f"sandbox_error: {exc}", StopReason.SANDBOX_ERROR)
-            trajectory = _finish(agent, harness, task, model, seed, started, endpoint, result, out_fd)
+            trajectory = _finish(agent, harness, task, model, seed, started, endpoint, result, control / "out")
             if killed and trajectory.extra.get("stop_reason") == StopReason.AGENT_CRASHED:
                 return trajectory.with_extra(infra="killed")
             return trajectory
@@ -197,9 +197,6 @@ def _agent_env(agent: ExternalAgent, paths: AgentPaths, model: str, workspace: P
             "OPENAI_API_KEY": DUMMY_KEY,
             "OPENAI_MODEL": model,
             "HARNESSEVOLVE_MODEL": model,
-                        # SIGKILL that no limit of this rollout sent (host OOM killer, an operator)
-                        killed = result.exit_code in (-9, 137) and result.ended == "exited"
-                        killed = killed and not launch.limits_hit(True)
             "HARNESSEVOLVE_MODEL_SOCKET": paths.socket,
             "HARNESSEVOLVE_TASK": f"{paths.control}/task.json",
             "HARNESSEVOLVE_ANSWER": f"{paths.out}/answer.txt",
