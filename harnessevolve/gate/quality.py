@@ -3,6 +3,7 @@ bloated (``quality_gate``); changed Python compiles and survives a sandboxed smo
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -13,7 +14,8 @@ from typing import Any, Protocol
 from harnessevolve.gate.config import QualityConfig
 from harnessevolve.gate.verdict import GateVerdict
 from harnessevolve.harness.load import load_harness, read_files, validate_harness
-from harnessevolve.models.tokens import measure_tokens
+from harnessevolve.harness.model import Harness
+from harnessevolve.models.tokens import context_window, measure_tokens
 
 EXAMPLE_HEADING = re.compile(r"^## Example\b", re.MULTILINE)
 
@@ -49,6 +51,7 @@ def quality_gate(
     prompt_tokens = measured.tokens
     examples_before = sum(count_examples(t) for p, t in before.items() if p.endswith(".md"))
     examples_after = sum(count_examples(t) for p, t in harness.files.items() if p.endswith(".md"))
+    window = rendered_window(harness, model or harness.model)
     numbers = {
         "changed": changed,
         "prompt_chars": prompt_chars,
@@ -58,6 +61,7 @@ def quality_gate(
         "prompt_tokens_estimated": measured.estimated,
         "new_examples": examples_after - examples_before,
         "max_new_examples": config.max_new_examples,
+        **window.numbers(),
     }
     if forbidden:
         return GateVerdict("quality", False, f"edits a path that is not editable: {forbidden[0]}", numbers)
@@ -73,6 +77,14 @@ def quality_gate(
             f" > cap {config.max_prompt_tokens}",
             numbers,
         )
+    if window.over:
+        return GateVerdict(
+            "quality",
+            False,
+            f"prompt overflows the model's window: {window.rendered_tokens} tokens of system prompt and "
+            f"tool definitions + {window.reply_tokens} reply > {window.window} of {window.model}",
+            numbers,
+        )
     if examples_after - examples_before > config.max_new_examples:
         return GateVerdict(
             "quality",
@@ -81,6 +93,35 @@ def quality_gate(
             numbers,
         )
     return GateVerdict("quality", True, "valid, loads, editable paths only, within size caps", numbers)
+
+
+@dataclass(frozen=True)
+class RenderedWindow:
+    """The harness's own part of every model call (system prompt and the tool definitions it
+    offers, JSON as sent) with the reply it asks for, against the model's context window. A task's
+    own context and tools come on top and are the benchmark's (counted apart)."""
+
+    model: str
+    rendered_tokens: int
+    reply_tokens: int
+    window: int | None
+
+    @property
+    def over(self) -> bool:
+        return self.window is not None and self.rendered_tokens + self.reply_tokens > self.window
+
+    def numbers(self) -> dict[str, Any]:
+        return {
+            "rendered_tokens": self.rendered_tokens,
+            "reply_tokens": self.reply_tokens,
+            "context_window": self.window,
+        }
+
+
+def rendered_window(harness: Harness, model: str) -> RenderedWindow:
+    tools = json.dumps([t.openai_schema() for t in harness.tools], ensure_ascii=False)
+    rendered = measure_tokens(harness.assembled_prompt() + "\n" + tools, model).tokens
+    return RenderedWindow(model, rendered, harness.loop.max_tokens or 0, context_window(model))
 
 
 # --- code: changed Python compiles and survives a sandboxed smoke run -------------------------------

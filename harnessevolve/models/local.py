@@ -86,6 +86,25 @@ class PromptTooLongError(LocalModelError):
     default_hint = "shorten the system prompt, or the tool outputs the harness feeds back"
 
 
+DEFAULT_N_CTX = 4096
+MAX_N_CTX = 131_072
+
+
+def default_n_ctx() -> int:
+    """``HARNESSEVOLVE_LOCAL_N_CTX`` (256 to 131072 tokens) if set, else 4096. A larger window costs
+    memory (the KV cache grows with it) and is only useful up to what the model was trained on."""
+    value = os.environ.get("HARNESSEVOLVE_LOCAL_N_CTX", "").strip()
+    if not value:
+        return DEFAULT_N_CTX
+    if not value.isdigit() or not 256 <= int(value) <= MAX_N_CTX:
+        raise LocalModelError(
+            f"HARNESSEVOLVE_LOCAL_N_CTX must be a whole number from 256 to {MAX_N_CTX}, not {value!r}",
+            field="HARNESSEVOLVE_LOCAL_N_CTX",
+            hint="e.g. HARNESSEVOLVE_LOCAL_N_CTX=8192 for long conversations",
+        )
+    return int(value)
+
+
 def default_threads() -> int:
     """``HARNESSEVOLVE_LOCAL_THREADS`` if set; else 2, or 1 when the machine is busy (1-minute load
     average within half a core of the core count). Measured on 2 shared cores at load 9-12 with
@@ -112,8 +131,9 @@ def default_threads() -> int:
 class LocalModelConfig:
     """How the embedded model is loaded and driven."""
 
-    n_ctx: int = 4096
-    """Context window in tokens (prompt and reply together)."""
+    n_ctx: int = field(default_factory=lambda: default_n_ctx())
+    """Context window in tokens (prompt and reply together): ``HARNESSEVOLVE_LOCAL_N_CTX`` if set,
+    else 4096 (:func:`default_n_ctx`)."""
     n_threads: int = field(default_factory=lambda: default_threads())
     """CPU threads llama.cpp uses for generation and prompt processing: ``HARNESSEVOLVE_LOCAL_THREADS``
     if set, else 2, or 1 on a busy machine (:func:`default_threads`). On a machine other jobs share,
@@ -336,13 +356,13 @@ def generate(
             grammar=grammar,
             stopping_criteria=stopping,
         )
-    choice = result["choices"][0]
+    first = result["choices"][0]
     usage = result["usage"]
     return Generation(
-        text=prefill + choice["text"],
+        text=prefill + first["text"],
         prompt_tokens=int(usage["prompt_tokens"]),
         completion_tokens=int(usage["completion_tokens"]),
-        finish_reason=str(choice.get("finish_reason") or "stop"),
+        finish_reason=str(first.get("finish_reason") or "stop"),
         dropped_turns=dropped,
     )
 

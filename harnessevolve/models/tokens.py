@@ -26,3 +26,20 @@ def measure_tokens(text: str, model: str) -> TokenCount:
 def count_tokens(text: str, model: str) -> int:
     """``measure_tokens(text, model).tokens``, for callers that show the count as a guide only."""
     return measure_tokens(text, model).tokens
+
+
+def context_window(model: str) -> int | None:
+    """The model's context window in tokens: the embedded model's ``n_ctx`` for ``local/...``,
+    litellm's ``max_input_tokens`` (else ``max_tokens``) for a model it knows, else None."""
+    if model.startswith("local/"):
+        from harnessevolve.models.local import default_n_ctx
+
+        return default_n_ctx()
+    if model.startswith("scripted/"):
+        return None
+    try:
+        info = litellm_module().get_model_info(model)
+    except Exception:  # noqa: BLE001 - an unknown model has no known window: the check is skipped
+        return None
+    window = info.get("max_input_tokens") or info.get("max_tokens")
+    return int(window) if isinstance(window, int) and window > 0 else None

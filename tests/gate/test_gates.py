@@ -185,6 +185,22 @@ def test_quality_fails_prompt_bloat(harness_dir: Path) -> None:
     assert verdict.numbers["prompt_chars"] > 50
 
 
+def test_quality_counts_prompt_and_tool_definitions_against_the_models_window(
+    harness_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = read_files(harness_dir)
+    monkeypatch.setenv("HARNESSEVOLVE_LOCAL_N_CTX", "4096")
+    fits = quality_gate(harness_dir, before, EDITABLE, QualityConfig(), model="local/smollm2-135m")
+    assert fits.passed, fits.reason
+    assert fits.numbers["context_window"] == 4096 and fits.numbers["reply_tokens"] == 128
+    prompt_only = fits.numbers["prompt_tokens"]
+    assert fits.numbers["rendered_tokens"] > prompt_only  # the tool definitions count too
+    monkeypatch.setenv("HARNESSEVOLVE_LOCAL_N_CTX", "256")
+    over = quality_gate(harness_dir, before, EDITABLE, QualityConfig(), model="local/smollm2-135m")
+    assert not over.passed and over.reason.startswith("prompt overflows the model's window")
+    assert "> 256 of local/smollm2-135m" in over.reason
+
+
 def example(i: int) -> str:
     return f'## Example\nTask: task {i}\nStep 1: call submit {{"answer": "{i}"}}\n'
 

@@ -295,3 +295,18 @@ def test_local_model_threads_come_from_the_environment(monkeypatch) -> None:
     monkeypatch.setenv("HARNESSEVOLVE_LOCAL_THREADS", "many")
     with pytest.raises(LocalModelError, match="whole number"):
         LocalModelConfig()
+
+
+def test_local_model_window_comes_from_the_environment(monkeypatch) -> None:
+    from harnessevolve.models.local import LocalModelConfig, LocalModelError
+    from harnessevolve.models.tokens import context_window
+
+    monkeypatch.delenv("HARNESSEVOLVE_LOCAL_N_CTX", raising=False)
+    assert LocalModelConfig().n_ctx == 4096 == context_window("local/smollm2-135m")
+    monkeypatch.setenv("HARNESSEVOLVE_LOCAL_N_CTX", "8192")
+    assert LocalModelConfig().n_ctx == 8192 == context_window("local/qwen2.5-coder-1.5b")
+    for bad in ("big", "100", "1000000"):
+        monkeypatch.setenv("HARNESSEVOLVE_LOCAL_N_CTX", bad)
+        with pytest.raises(LocalModelError, match="from 256 to 131072"):
+            LocalModelConfig()
+    assert context_window("scripted/anything") is None
