@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -11,8 +12,8 @@ import typer
 from harnessevolve.cli._errors import fail, handle_errors
 from harnessevolve.cli.options import JsonOut, Sandbox, SandboxLimitsOption, UnsafeNoSandbox
 from harnessevolve.cli.ui import console
-from harnessevolve.execute.sandbox import make_sandbox
-from harnessevolve.execute.sandbox_launch import SandboxLimits
+from harnessevolve.sandbox.base import make_sandbox
+from harnessevolve.sandbox.launch import SandboxLimits
 from harnessevolve.synth.synthesize import SynthesisOptions, dumps, summary_lines, synthesize
 
 app = typer.Typer(help="Make benchmark tasks.", no_args_is_help=True)
@@ -58,8 +59,12 @@ def synthesize_cmd(
     Each task: the repository at the mutant, an instruction from the failing tests' output, a
     checker running those tests and the rest of the suite in the sandbox, the inverse patch as
     gold. Deterministic for a seed; nothing is written outside --out."""
-    if out.exists() and not out.is_dir():
-        raise fail(f"--out: {out} is a file", hint="name a folder (it is created when missing)")
+    # --out is checked before the work: the nearest existing folder on its way must be writable
+    existing = next((p for p in (out, *out.absolute().parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise fail(f"--out: {existing} is a file", hint="name a folder (it is created when missing)")
+    if existing is not None and not os.access(existing, os.W_OK | os.X_OK):
+        raise fail(f"--out: cannot write in {existing}", hint="name a folder you can write")
     if out.resolve().is_relative_to(repo.resolve()):
         raise fail(f"--out: {out} lies inside --repo", hint="write the tasks outside the repository")
     box = make_sandbox(

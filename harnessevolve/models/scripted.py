@@ -88,25 +88,75 @@ def resolve_script(spec: str) -> Script:
         path = Path(spec)
         if not path.is_file():
             raise ModelError(f"scripted reply file {spec} does not exist", field="--model")
-        replies = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-        return register_script(spec, replies)
+        return register_script(spec, read_reply_file(path))
     if ":" in spec:
         module_name, _, attr = spec.partition(":")
         module_name = SHIPPED_POLICIES.get(module_name, module_name)
         try:
             policy = getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError) as exc:
+        except Exception as exc:  # the user's module: an import error, or its own code failing
             raise ModelError(
-                f"cannot load scripted policy {spec!r}: {exc}",
+                f"cannot load scripted policy {spec!r}: {type(exc).__name__}: {exc}",
                 field="--model",
                 hint="use scripted/<module>:<function> with an importable module",
             ) from None
+        if not callable(policy):
+            raise ModelError(
+                f"scripted policy {spec!r} is a {type(policy).__name__}, not a function",
+                field="--model",
+                hint="name a function (messages, tools) -> reply",
+            )
         return register_script(spec, policy)
     raise ModelError(
         f"unknown scripted model {spec!r}",
         field="--model",
         hint="register it with register_script(), or use scripted/<module>:<fn> or a .jsonl file",
     )
+
+
+def read_reply_file(path: Path) -> list[Reply]:
+    """The replies of a ``scripted/FILE.jsonl``: one JSON reply a line (a string, or an object with
+    ``content`` and/or ``tool_calls`` of ``{"name": ..., "arguments": {...}}``). A malformed line is
+    a ``ModelError`` naming the file and the line."""
+    from harnessevolve.core.documents import load_json_text
+    from harnessevolve.core.files import read_text
+
+    text = read_text(path, error=ModelError, max_bytes=64 * 2**20)
+    replies: list[Reply] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            reply = load_json_text(line, file=str(path), error=ModelError)
+            problem = _reply_problem(reply)
+        except ModelError as exc:
+            problem = exc.message
+        if problem:  # the file and line in the message itself: callers re-raise it under --model
+            raise ModelError(
+                f"scripted reply file {path} line {number}: {problem}",
+                hint='each line is a JSON string or {"content": ..., "tool_calls": [{"name": ..., '
+                '"arguments": {...}}]}',
+            )
+        replies.append(reply)
+    return replies
+
+
+def _reply_problem(reply: Any) -> str | None:
+    if isinstance(reply, str):
+        return None
+    if not isinstance(reply, dict):
+        return f"a reply is a string or an object, not {type(reply).__name__}"
+    content, calls = reply.get("content"), reply.get("tool_calls", [])
+    if content is not None and not isinstance(content, str):
+        return f"content is {type(content).__name__}, not a string"
+    if not isinstance(calls, list):
+        return f"tool_calls is {type(calls).__name__}, not a list"
+    for i, call in enumerate(calls):
+        if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+            return f"tool_calls[{i}] has no string name"
+        if not isinstance(call.get("arguments", {}), (dict, str)):
+            return f"tool_calls[{i}].arguments is neither an object nor a JSON string"
+    return None
 
 
 def reply_to_message(reply: Reply, call_prefix: str) -> dict[str, Any]:
@@ -156,15 +206,15 @@ def make_scripted_handler() -> Any:
             return self._response(model, script, messages, reply)
 
         def _response(self, model: str, script: Script, messages: list, reply: Reply) -> Any:
-            message = reply_to_message(reply, f"call-{script.calls}")
+            msg = reply_to_message(reply, f"call-{script.calls}")
             usage = reply.get("usage") if isinstance(reply, dict) else None
-            text = json.dumps(message)
+            text = json.dumps(msg)
             prompt_tokens = sum(len(str(m.get("content") or "")) for m in messages) // 4
             usage = usage or {"prompt_tokens": prompt_tokens, "completion_tokens": max(1, len(text) // 4)}
             usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-            finish = "tool_calls" if message.get("tool_calls") else "stop"
+            finish = "tool_calls" if msg.get("tool_calls") else "stop"
             return litellm.ModelResponse(
-                choices=[{"message": message, "finish_reason": finish}],
+                choices=[{"message": msg, "finish_reason": finish}],
                 usage=usage,
                 model=f"scripted/{model}",
             )

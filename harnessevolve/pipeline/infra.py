@@ -54,6 +54,8 @@ class InfraTally:
         self.reasons: Counter[str] = Counter()
         """Standing machine failures by reason."""
         self.retried = 0
+        self.first: InfraFailure | None = None
+        """The first standing failure: its detail names the cause (a tool module that fails to import)."""
 
     @property
     def failures(self) -> int:
@@ -71,6 +73,7 @@ class InfraTally:
             self.retried += 1
         else:
             self.reasons[failure.reason] += 1
+            self.first = self.first or failure
         if self.on_failure is not None:
             self.on_failure(failure)
 
@@ -83,9 +86,11 @@ class InfraTally:
     def check(self) -> None:
         """Raise ``InfraFailureError`` when machine failures dominate (see the module docstring)."""
         if self.exceeded():
+            first = self.first
+            cause = f"; first: {first.task_id}: {' '.join(first.detail.split())[:300]}" if first else ""
             raise InfraFailureError(
                 f"{self.failures} of {self.rollouts} rollouts failed on the machine, not in the agent "
-                f"({self.describe()}); more than {self.max_share:.0%}: stopping"
+                f"({self.describe()}); more than {self.max_share:.0%}: stopping{cause}"
             )
 
     def describe(self) -> str:

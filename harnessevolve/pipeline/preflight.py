@@ -6,12 +6,14 @@ Each raises a :class:`HarnessEvolveError` naming the file (or option) and the fi
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from harnessevolve.core.containment import check_output_path
+from harnessevolve.core.enums import BROKEN_AGENT_STOPS
 from harnessevolve.core.errors import BenchmarkError, HarnessError, HarnessEvolveError
-from harnessevolve.core.tasks import Benchmark
+from harnessevolve.core.tasks import Benchmark, Task
 from harnessevolve.gate.config import GateConfig
 from harnessevolve.harness.model import Harness
 from harnessevolve.models.preflight import check_model_name
@@ -109,3 +111,33 @@ def check_resume_belongs(run_root: Path, started: dict[str, Any], harness_dir: P
             field="--resume",
             hint=f"resume it with --harness {other}, or start a new run on {harness_dir}",
         )
+
+
+SEED_SMOKE_TASKS = 2
+"""Validation tasks the seed runs before the baseline (the baseline reuses them: no extra rollout)."""
+
+
+async def smoke_seed(scorer: Any, seed: Harness, tasks: Sequence[Task]) -> None:
+    """The seed harness runs its first ``SEED_SMOKE_TASKS`` tasks before the baseline; when its
+    agent broke on every one of them (crashed, wrote no valid ATIF, flooded its output:
+    ``BROKEN_AGENT_STOPS``) the run stops here, naming the seed as broken, instead of spending a
+    validation pass and a generation and then blaming the first candidate. ``scorer`` is the run's
+    (``pipeline.scoring.Scorer``), so these rollouts are metered and memoised for the baseline."""
+    chosen = list(tasks[:SEED_SMOKE_TASKS])
+    if not chosen:
+        return
+    results = await scorer.score(seed, chosen, "seed harness: smoke check")
+    stops = [r.trajectory.extra.get("stop_reason") for r in results]
+    if not all(stop in BROKEN_AGENT_STOPS for stop in stops):
+        return
+    first = results[0].trajectory
+    errors = [s.extra["error"] for s in first.steps if s.extra.get("error")]
+    why = str(first.extra.get("error") or (errors[-1] if errors else stops[0]))
+    why = " ".join(why.split())[:300]
+    raise HarnessError(
+        f"the seed harness is broken: its agent ended with {stops[0]} on all {len(results)} smoke "
+        f"rollout(s) ({', '.join(r.task_id for r in results)}): {why}",
+        file="harness.yaml",
+        field="agent",
+        hint="fix the seed's agent (run one task with `harnessevolve gate` or by hand) before evolving it",
+    )
