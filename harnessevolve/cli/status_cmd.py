@@ -17,6 +17,7 @@ from harnessevolve.cli._errors import handle_errors
 from harnessevolve.cli.options import HarnessDir, JsonOut
 from harnessevolve.cli.report_cmd import RunRef
 from harnessevolve.cli.ui import console
+from harnessevolve.report.firing import firing_summary, firings
 from harnessevolve.report.infra_view import infra_counts
 from harnessevolve.report.run_model import RunView
 from harnessevolve.report.run_view import load_run_view
@@ -196,6 +197,8 @@ def status(run_ref: RunRef = None, harness: HarnessDir = Path("."), as_json: Jso
             )
         ),
     )
+    if view.accepted:
+        table.add_row("fired", Text(firing_summary(view.events, len(view.accepted))))
     table.add_row("elapsed", Text(format_duration(view.elapsed_seconds())))
     infra = infra_counts(view.root / "ledger.jsonl")
     if infra.failures or infra.retried:
@@ -231,6 +234,7 @@ def status_document(view: RunView) -> dict[str, Any]:
         "best_validation": view.best_validation,
         "accepted": [c.sha for c in view.accepted],
         "accepted_on_ties": [c.sha for c in view.accepted if c.tie],
+        "edits_fired": {f.sha: f.label for f in firings(view.events)},
         "net_change": view.net_change,
         "not_kept": [c.sha or c.short for c in view.not_kept],
         "tests": [t.scores for t in view.tests],

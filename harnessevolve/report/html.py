@@ -15,6 +15,7 @@ from typing import Any
 
 from harnessevolve import __version__
 from harnessevolve.core.files import atomic_write_text
+from harnessevolve.report.firing import firings
 from harnessevolve.report.run_model import CandidateView, RunView
 from harnessevolve.report.runs import format_duration
 from harnessevolve.report.svg_chart import PALETTE, Series, line_chart
@@ -143,6 +144,7 @@ def render_html(view: RunView, link_base: str | None = None) -> str:
         },
         anchors={c.sha: c.anchor for c in view.candidates if c.sha},
         tasks=task_matrix(view.root, list(view.events)),
+        firing={f.sha: f for f in firings(view.events)},
         run_link=(link_base if link_base is not None else Path(view.root).resolve().as_uri()).rstrip("/"),
     )
 

@@ -1,0 +1,273 @@
+"""Did an accepted edit fire? Whether the trajectories after it show the behaviour it was made for.
+
+An accepted edit is *watched* from its generation on. Every later trajectory of the harness that
+carries it (later batches, and the validation runs of the harness that is current) is read for two
+kinds of evidence, both stated in terms of trajectories, never of a benchmark:
+
+- **targeted step**: for each task the edit targeted (``Candidate.target_tasks``) the failed run's
+  first divergence at acceptance time is remembered (cause and the action there). When that task
+  runs again, the step is **gone** (the run passed), **changed** (another cause or another action at
+  the divergence) or **unchanged**;
+- **pattern reused**: the code-like fragments the edit *added* (backticked spans, the string
+  values of JSON in added text -- a rule's command, a demonstration's call) are looked for in the
+  later agent actions (tool names, arguments, submitted answers). It counts when the share of
+  later trajectories showing one is above the share of the trajectories the edit was made from
+  (so a fragment the agent already used everywhere is no evidence).
+
+An edit **fired** at the first generation with a gone/changed targeted step or a reused pattern;
+``EditFired`` goes to the ledger then (``fired: true`` with the evidence). At the end of the run,
+every watched edit that never fired gets ``EditFired`` with ``fired: false`` and the number of later
+trajectories that were read (0: nothing ran after it, so it could not be observed).
+
+``FiringRecorder`` is what the generation loop holds: each event goes to the ledger and, as
+``Fired:`` / ``Fired-Evidence:`` trailers, to the accepted commit's git note (``git log
+--notes=harnessevolve``; a note, so history is never rewritten). Edits accepted before a resume
+are not watched by the resumed process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harnessevolve.core.atif import Trajectory
+from harnessevolve.core.errors import HarnessGitError
+from harnessevolve.core.signals import ErrorSignal
+from harnessevolve.harness.git import HarnessRepo
+from harnessevolve.harness.model import Harness
+from harnessevolve.pipeline.scoring import TaskResult
+from harnessevolve.runs.events import EditFired
+from harnessevolve.runs.ledger import Ledger
+
+_BACKTICKS = re.compile(r"`([^`\n]{2,200})`")
+_JSON_STRING = re.compile(
+    r'"(?:command|cmd|answer|code|query|path|arguments)"\s*:\s*"((?:[^"\\]|\\.){2,200})"'
+)
+MIN_MARKER_CHARS = 3
+
+
+def _norm(text: str) -> str:
+    return " ".join(str(text).split()).lower()
+
+
+def added_text(before: dict[str, str], after: dict[str, str | None]) -> str:
+    """The lines the edit inserted or replaced, over every file it changed."""
+    out: list[str] = []
+    for path, text in after.items():
+        if text is None:
+            continue
+        old = before.get(path, "").splitlines()
+        for tag, _, _, j1, j2 in difflib.SequenceMatcher(None, old, text.splitlines()).get_opcodes():
+            if tag in ("insert", "replace"):
+                out += text.splitlines()[j1:j2]
+    return "\n".join(out)
+
+
+def markers_of(text: str) -> tuple[str, ...]:
+    """Code-like fragments of added text: backticked spans and JSON string values of calls."""
+    found = [m.group(1) for m in _BACKTICKS.finditer(text)]
+    for m in _JSON_STRING.finditer(text):
+        try:
+            found.append(json.loads(f'"{m.group(1)}"'))
+        except ValueError:
+            found.append(m.group(1))
+    kept = [_norm(f) for f in found if len(_norm(f)) >= MIN_MARKER_CHARS]
+    return tuple(dict.fromkeys(kept))
+
+
+def action_texts(trajectory: Trajectory) -> list[str]:
+    """Each agent call as ``tool {json arguments}`` (normalised), and the submitted answer."""
+    texts = [
+        _norm(f"{c.function_name} {json.dumps(c.arguments, ensure_ascii=False)}")
+        + " "
+        + " ".join(_norm(v) for v in c.arguments.values() if isinstance(v, str))
+        for s in trajectory.agent_steps
+        for c in s.tool_calls
+    ]
+    answer = trajectory.extra.get("answer")
+    if answer:
+        texts.append(_norm(answer))
+    return texts
+
+
+def shows_marker(trajectory: Trajectory, markers: Sequence[str]) -> bool:
+    texts = action_texts(trajectory)
+    return any(m in t for m in markers for t in texts)
+
+
+def _action_key(action: dict[str, Any] | None) -> str:
+    return json.dumps(action or {}, sort_keys=True, default=str)
+
+
+@dataclass
+class WatchedEdit:
+    sha: str
+    generation: int
+    summary: str
+    markers: tuple[str, ...]
+    targets: dict[str, tuple[str, str]]
+    """task id -> (cause, action key) at the first divergence the edit was made from."""
+    before_rate: float
+    """Share of the trajectories the edit was made from that already showed a marker."""
+    runs: int = 0
+    marker_runs: int = 0
+    gone: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    fired: bool = False
+
+    def evidence(self) -> list[str]:
+        out = []
+        if self.gone:
+            out.append(f"targeted step gone (the run passed) on {', '.join(sorted(set(self.gone)))}")
+        if self.changed:
+            out.append(f"targeted step changed on {', '.join(sorted(set(self.changed)))}")
+        if self.unchanged:
+            out.append(f"targeted step unchanged on {', '.join(sorted(set(self.unchanged)))}")
+        if self.markers and self.runs:
+            out.append(
+                f"added pattern used in {self.marker_runs} of {self.runs} later runs "
+                f"(before the edit: {self.before_rate:.0%})"
+            )
+        return out
+
+    def reused(self) -> bool:
+        return bool(self.markers) and self.runs > 0 and self.marker_runs / self.runs > self.before_rate
+
+    def event(self, observed: int | None) -> EditFired:
+        return EditFired(
+            generation=self.generation,
+            sha=self.sha,
+            fired=self.fired,
+            observed_generation=observed,
+            runs=self.runs,
+            marker_runs=self.marker_runs,
+            gone=len(set(self.gone)),
+            changed=len(set(self.changed)),
+            unchanged=len(set(self.unchanged)),
+            evidence=self.evidence() or ["no later trajectory ran with this edit"],
+        )
+
+
+class FiringWatch:
+    """The accepted edits of one run and the evidence that they fired (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.edits: list[WatchedEdit] = []
+
+    def watch(
+        self,
+        *,
+        sha: str,
+        generation: int,
+        summary: str,
+        before: dict[str, str],
+        changes: dict[str, str | None],
+        target_tasks: Iterable[str],
+        signals: Iterable[ErrorSignal],
+        made_from: Sequence[Trajectory],
+    ) -> WatchedEdit:
+        """Start watching an accepted edit; ``signals``: the batch's failure signals,
+        ``made_from``: the batch's trajectories (the harness before the edit)."""
+        markers = markers_of(added_text(before, changes))
+        wanted = set(target_tasks)
+        targets = {s.task_id: (str(s.cause), _action_key(s.actual)) for s in signals if s.task_id in wanted}
+        shown = sum(shows_marker(t, markers) for t in made_from) if markers else 0
+        rate = shown / len(made_from) if made_from else 0.0
+        edit = WatchedEdit(sha, generation, summary, markers, targets, rate)
+        self.edits.append(edit)
+        return edit
+
+    def observe(
+        self, generation: int, results: Iterable[tuple[str, bool, ErrorSignal | None, Trajectory]]
+    ) -> list[EditFired]:
+        """Read later runs of the current harness (task id, passed, signal, trajectory): every
+        watched edit from an earlier generation is still in it (a revert ends the run's use of a
+        commit only by a later accepted edit, which carries the earlier ones too). Returns the
+        events of edits that fired now."""
+        rows = list(results)
+        fired_now: list[EditFired] = []
+        for edit in self.edits:
+            if edit.generation >= generation or edit.fired:
+                continue
+            for task_id, passed, signal, trajectory in rows:
+                edit.runs += 1
+                edit.marker_runs += bool(edit.markers) and shows_marker(trajectory, edit.markers)
+                if task_id in edit.targets:
+                    cause, action = edit.targets[task_id]
+                    if passed:
+                        edit.gone.append(task_id)
+                    elif signal is not None and (str(signal.cause), _action_key(signal.actual)) != (
+                        cause,
+                        action,
+                    ):
+                        edit.changed.append(task_id)
+                    else:
+                        edit.unchanged.append(task_id)
+            if edit.gone or edit.changed or edit.reused():
+                edit.fired = True
+                fired_now.append(edit.event(generation))
+        return fired_now
+
+    def never_fired(self) -> list[EditFired]:
+        """At the end of the run: an ``EditFired`` with ``fired: false`` for each edit that never did."""
+        return [edit.event(None) for edit in self.edits if not edit.fired]
+
+
+def trailers(event: EditFired) -> str:
+    """The commit-note lines for one firing verdict."""
+    verdict = "yes" if event.fired else "never"
+    where = f" (generation {event.observed_generation})" if event.observed_generation is not None else ""
+    lines = [f"Fired: {verdict}{where}"] + [f"Fired-Evidence: {e}" for e in event.evidence or []]
+    return "\n".join(lines)
+
+
+class FiringRecorder:
+    """The loop's side: watch accepted edits, read later runs, record verdicts (ledger + note)."""
+
+    def __init__(self, ledger: Ledger, repo: HarnessRepo) -> None:
+        self.ledger = ledger
+        self.repo = repo
+        self.watch = FiringWatch()
+
+    def accepted(
+        self,
+        generation: int,
+        sha: str,
+        before: Harness,
+        changes: dict[str, str | None],
+        summary: str,
+        target_tasks: Iterable[str],
+        results: Sequence[TaskResult],
+    ) -> None:
+        """An edit was accepted in ``generation``; ``results``: the batch it was made from."""
+        self.watch.watch(
+            sha=sha,
+            generation=generation,
+            summary=summary,
+            before=before.files,
+            changes=changes,
+            target_tasks=target_tasks,
+            signals=[r.signal for r in results if r.signal is not None],
+            made_from=[r.trajectory for r in results],
+        )
+
+    def observed(self, generation: int, results: Sequence[TaskResult]) -> None:
+        """Runs of the current harness in ``generation`` (its batch)."""
+        rows = [(r.task_id, r.passed, r.signal, r.trajectory) for r in results if r.infra is None]
+        for event in self.watch.observe(generation, rows):
+            self._record(event)
+
+    def finished(self) -> None:
+        for event in self.watch.never_fired():
+            self._record(event)
+
+    def _record(self, event: EditFired) -> None:
+        self.ledger.append(event)
+        with contextlib.suppress(HarnessGitError):  # the ledger has it; only the copy is lost
+            self.repo.add_note(event.sha, trailers(event))

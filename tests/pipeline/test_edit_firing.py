@@ -1,0 +1,124 @@
+"""Did the edit fire? An accepted edit is judged on the trajectories after it: its targeted divergent
+step gone or changed, or the pattern it added (a rule's command, a demonstration's call) reused more
+than before. One that never shows is labelled. Shown on a shell suite and on a tool-call suite."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harnessevolve.core.atif import ObservationResult, Step, ToolCall, Trajectory
+from harnessevolve.core.signals import Cause, ErrorSignal
+from harnessevolve.pipeline.edit_firing import FiringWatch, added_text, markers_of, trailers
+from harnessevolve.report.firing import firing_summary, firings
+
+Call = tuple[str, dict[str, Any]]
+
+
+def traj(task_id: str, *calls: Call, answer: str | None = None) -> Trajectory:
+    steps = [Step(1, "system", "s"), Step(2, "user", "u")]
+    for name, args in calls:
+        call = ToolCall(f"c{len(steps)}", name, args)
+        steps.append(
+            Step(
+                len(steps) + 1,
+                "agent",
+                "",
+                tool_calls=(call,),
+                observations=(ObservationResult(call.tool_call_id, "x"),),
+            )
+        )
+    extra: dict[str, Any] = {"task_id": task_id}
+    if answer is not None:
+        extra["answer"] = answer
+    return Trajectory("s", "a", "0", "m", tuple(steps), extra=extra)
+
+
+def signal(task_id: str, cause: Cause, actual: Call) -> ErrorSignal:
+    return ErrorSignal(task_id, cause, 0.5, "", 3, actual={"tool": actual[0], "arguments": actual[1]})
+
+
+PROMPT = "You are an agent.\n\n## Rules\n"
+
+
+def test_a_rule_whose_command_is_used_afterwards_fired() -> None:
+    """Shell suite: the rule names `submit` with the command; later runs submit their command."""
+    rule = PROMPT + "- After running the command, call `submit` with the command itself, not its output.\n"
+    ls: Call = ("bash", {"command": "ls"})
+    before = [traj("t1", ls, ("submit", {"answer": "a.txt b.txt"}), answer="a.txt b.txt"), traj("t2", ls)]
+    watch = FiringWatch()
+    watch.watch(
+        sha="a" * 40,
+        generation=1,
+        summary="rule",
+        before={"prompts/system.md": PROMPT},
+        changes={"prompts/system.md": rule},
+        target_tasks=["t2"],
+        signals=[signal("t2", Cause.STEP_LIMIT, ls)],
+        made_from=before,
+    )
+    assert watch.observe(1, [("t3", False, None, traj("t3", ls))]) == []  # its own generation: not later
+    after = traj("t3", ls, ("submit", {"answer": "ls"}), answer="ls")
+    (event,) = watch.observe(2, [("t3", False, None, after), ("t4", False, None, after)])
+    assert event.fired and event.observed_generation == 2 and event.marker_runs == 2
+    assert "added pattern used in 2 of 2 later runs (before the edit: 50%)" in event.evidence[0]
+    assert watch.never_fired() == []
+    assert trailers(event).startswith("Fired: yes (generation 2)\nFired-Evidence: added pattern")
+
+
+def test_a_targeted_step_that_changed_fired_and_an_edit_that_never_shows_is_labelled() -> None:
+    """Tool-call suite (BFCL-like): no pattern in the edit; the targeted task's divergence changed."""
+    cd: Call = ("cd", {"folder": "document"})
+    watch = FiringWatch()
+    common = {"before": {"p.md": "x\n"}, "made_from": [traj("m1", cd)], "summary": "e"}
+    watch.watch(
+        sha="b" * 40,
+        generation=1,
+        changes={"p.md": "x\nMove into the folder before acting on its files.\n"},
+        target_tasks=["m1"],
+        signals=[signal("m1", Cause.WRONG_ARGUMENT, cd)],
+        **common,
+    )
+    watch.watch(
+        sha="c" * 40,
+        generation=1,
+        changes={"p.md": "x\nUse `mkdir` for new folders.\n"},
+        target_tasks=["m2"],
+        signals=[signal("m2", Cause.WRONG_TOOL, cd)],
+        **common,
+    )
+    unchanged = signal("m2", Cause.WRONG_TOOL, cd)
+    moved = signal("m1", Cause.WRONG_ARGUMENT, ("mv", {"source": "a", "destination": "b"}))
+    rows = [("m1", False, moved, traj("m1", cd)), ("m2", False, unchanged, traj("m2", cd))]
+    (event,) = watch.observe(2, rows)
+    assert event.sha == "b" * 40 and event.changed == 1 and event.fired
+    (never,) = watch.never_fired()
+    assert never.sha == "c" * 40 and not never.fired and never.runs == 2 and never.unchanged == 1
+    assert "targeted step unchanged on m2" in never.evidence
+    labels = {f.sha[:1]: f.label for f in firings([event, never])}
+    assert labels == {"b": "fired (gen 2)", "c": "never fired"}
+    assert firing_summary([event, never], 2) == "1 of 2 accepted edit(s) fired; never fired: cccccccc"
+
+
+def test_an_edit_with_nothing_after_it_is_not_observed() -> None:
+    watch = FiringWatch()
+    watch.watch(
+        sha="d" * 40,
+        generation=3,
+        summary="last",
+        before={},
+        changes={"p.md": "`x y z`"},
+        target_tasks=[],
+        signals=[],
+        made_from=[],
+    )
+    (event,) = watch.never_fired()
+    assert event.runs == 0 and event.evidence == ["no later trajectory ran with this edit"]
+    assert firings([event])[0].label == "not observed"
+
+
+def test_markers_are_what_the_edit_added() -> None:
+    before = {"e.md": '## Example\nbash {"command": "ls"}\n'}
+    after = {"e.md": before["e.md"] + 'bash {"command": "find . -name \'*.md\'"}\nUse `wc -l` to count.\n'}
+    text = added_text(before, after)
+    assert "ls" not in markers_of(text)
+    assert markers_of(text) == ("wc -l", "find . -name '*.md'")
