@@ -9,7 +9,7 @@ DEMO_GENERATIONS ?= 4
 DEMO_BATCH ?= 8
 DEMO_BENCHMARK ?= shell-onecall
 
-.PHONY: install system-packages demo test test-fast lint format clean
+.PHONY: install system-packages demo test test-fast test-under-load lint format clean
 
 install: system-packages $(VENV)/.installed
 
@@ -50,6 +50,12 @@ test: install
 
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not slow"
+
+# The suite under artificial load (two busy processes per core), REPEAT times in a row: no test may
+# depend on timing. Part of it: .venv/bin/python tests/under_load.py -- tests/cli -k interrupt
+REPEAT ?= 3
+test-under-load: install
+	$(BIN)/python tests/under_load.py --repeat $(REPEAT)
 
 lint: install
 	$(BIN)/ruff check .

@@ -110,6 +110,10 @@ def saving() -> Iterator[None]:
             signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
+def _count(signum: int, _frame: FrameType | None) -> None:
+    _received.append(signal.Signals(signum).name)
+
+
 def signal_name() -> str:
     """The first stop signal of this command (``SIGINT`` when none other was recorded)."""
     return _received[0] if _received else "SIGINT"
@@ -147,4 +151,8 @@ def run_async(main: Coroutine[Any, Any, T]) -> T:
             raise
         finally:
             for sig, handler in before.items():
-                signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+                # Once stopping, a later signal is only counted until the command's own handlers
+                # come back (``stop_signals``): raising it between here and ``saving()`` would cut
+                # short the clean-up that writes where the run stopped.
+                restored = _count if seen else handler if handler is not None else signal.SIG_DFL
+                signal.signal(sig, restored)

@@ -223,8 +223,14 @@ def test_budget_stops_an_external_agent_mid_rollout(
 ) -> None:
     harness = tmp_path / "pyagent"
     assert cli.invoke(app, ["init", str(harness), "--template", "python-agent"]).exit_code == 0
-    model = scripts("any-budget", gold_policy(small_benchmark, lambda system: True))
-    args = run_args(harness, model, "--max-tokens", "300", benchmark=small_benchmark, batch_size=4)
+    # Deterministic, whatever the machine's load: the agent never submits (every rollout makes
+    # max_steps calls), and the first call of the first rollout already spends the whole budget, so
+    # that rollout's second call is refused with 402 however the rollouts interleave.
+    def keeps_reading(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"tool_calls": [{"name": "read_file", "arguments": {"path": "missing.txt"}}]}
+
+    model = scripts("any-budget", keeps_reading)
+    args = run_args(harness, model, "--max-tokens", "1", benchmark=small_benchmark, batch_size=4)
     result = cli.invoke(app, args)
     assert result.exit_code in (0, 1), result.output
     run_dir = next((harness / ".harnessevolve" / "runs").iterdir())

@@ -7,22 +7,47 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from harnessevolve.cli.app import app
 
-SLOW_POLICY = """
-import time
+SIGNALLING_POLICY = """
+import json, os, signal, time
+from pathlib import Path
+
+from harnessevolve.core import interrupts
 from harnessevolve.models.policy import learner
 
+RUNS = Path(os.environ["HE_TEST_RUNS"])
+HOW = os.environ["HE_TEST_SIGNAL"]
+fired = []
+
+
+def second_generation_started():
+    found = sorted(RUNS.glob("*")) if RUNS.is_dir() else []
+    if not found or not (found[-1] / "ledger.jsonl").is_file():
+        return False
+    lines = (found[-1] / "ledger.jsonl").read_text().splitlines()
+    return sum('"generation_started"' in line for line in lines) >= 2
+
+
 def agent(messages, tools):
-    time.sleep(0.03)
+    # The signal is sent from inside the run at a known point (the second generation under way),
+    # never after a wall-clock wait: the outcome cannot depend on the machine's speed.
+    if HOW != "none" and not fired and second_generation_started():
+        fired.append(HOW)
+        if HOW == "SIGTERM to the main process":
+            os.kill(os.getpid(), signal.SIGTERM)
+        else:
+            os.killpg(os.getpgrp(), signal.SIGINT)
+            if HOW.endswith("twice"):
+                while not interrupts.received():  # the first has been handled: the run is stopping
+                    time.sleep(0.001)
+                os.killpg(os.getpgrp(), signal.SIGINT)  # a second Ctrl-C while it unwinds
     return learner(messages, tools)
 """
 
@@ -34,12 +59,20 @@ def events(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip().endswith("}")]
 
 
-def start_run(tmp_path: Path, harness: Path) -> tuple[subprocess.Popen[str], Path]:
-    (tmp_path / "slowpolicy.py").write_text(SLOW_POLICY)
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+def run_until_signalled(tmp_path: Path, harness: Path, how: str) -> tuple[subprocess.Popen[str], Path]:
+    """A real `harnessevolve run` in its own process group whose policy signals it (``how``) once
+    the second generation is under way; the run folder."""
+    (tmp_path / "signalling.py").write_text(SIGNALLING_POLICY)
+    runs = harness / ".harnessevolve" / "runs"
+    env = {
+        **os.environ,
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "HE_TEST_RUNS": str(runs),
+        "HE_TEST_SIGNAL": how,
+    }
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tmp_path), env.get("PYTHONPATH", "")) if p)
     args = [sys.executable, "-m", "harnessevolve", "run", "-H", str(harness), "-b", "shell-basics"]
-    args += ["-n", "3", "--batch-size", "4", "-m", "scripted/slowpolicy:agent", "--no-cache"]
+    args += ["-n", "3", "--batch-size", "4", "-m", "scripted/signalling:agent", "--no-cache"]
     proc = subprocess.Popen(
         args,
         env=env,
@@ -49,18 +82,7 @@ def start_run(tmp_path: Path, harness: Path) -> tuple[subprocess.Popen[str], Pat
         text=True,
         start_new_session=True,  # its own process group, as a terminal's foreground job has
     )
-    runs = harness / ".harnessevolve" / "runs"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        found = sorted(runs.glob("*")) if runs.is_dir() else []
-        # Well inside the loop: the seed is measured and the second generation is under way.
-        if found and sum(e["event"] == "generation_started" for e in events(found[-1])) >= 2:
-            return proc, found[-1]
-        if proc.poll() is not None:
-            pytest.fail(f"the run ended before the signal: {proc.communicate()}")
-        time.sleep(0.03)
-    proc.kill()
-    pytest.fail("the run never reached its second generation")
+    return proc, runs
 
 
 @pytest.mark.parametrize(
@@ -69,17 +91,13 @@ def start_run(tmp_path: Path, harness: Path) -> tuple[subprocess.Popen[str], Pat
 def test_a_signal_ends_the_run_with_130_and_resume_finishes_it(
     tmp_path: Path, harness_dir: Path, cli, how: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    proc, run_dir = start_run(tmp_path, harness_dir)
+    proc, runs = run_until_signalled(tmp_path, harness_dir, how)
     monkeypatch.syspath_prepend(str(tmp_path))  # the resume below runs the same policy in-process
-    if how.startswith("process group"):
-        os.killpg(proc.pid, signal.SIGINT)
-        if how.endswith("twice"):
-            time.sleep(0.02)
-            os.killpg(proc.pid, signal.SIGINT)
-    else:
-        os.kill(proc.pid, signal.SIGTERM)
-    out, err = proc.communicate(timeout=120)
+    monkeypatch.setenv("HE_TEST_RUNS", str(runs))
+    monkeypatch.setenv("HE_TEST_SIGNAL", "none")  # the resumed run, in this process, is never signalled
+    out, err = proc.communicate(timeout=1800)  # a safety net only: the signal comes from inside
     assert proc.returncode == 130, (out, err)
+    (run_dir,) = runs.iterdir()
     sent = "SIGTERM" if "SIGTERM" in how else "SIGINT"
     assert f"Interrupted ({sent}) in generation" in err, err
     assert f"--resume {run_dir.name}" in err and "Traceback" not in err, err
