@@ -25,6 +25,8 @@ def beats_line(control: dict[str, Any]) -> str:
     gain, ci = control["evolved_minus_sc"], control.get("evolved_minus_sc_ci")
     verdict = "beats the control" if gain > 0 else "does NOT beat the control"
     where = f" ({100 * control['confidence']:g}% CI {ci[0] * 100:+.1f} to {ci[1] * 100:+.1f})" if ci else ""
+    if gain > 0 and ci and ci[0] <= 0:
+        verdict += " (the interval reaches 0: not shown beyond noise)"
     return f"evolved - control (sc): {gain * 100:+.1f} points{where}: {verdict}"
 
 
