@@ -20,7 +20,7 @@ def test_gate_defaults_and_a_tie_is_labelled(cli, harness_dir: Path, monkeypatch
     ran = cli.invoke(
         app, ["run", "-b", "shell-basics", "-n", "1", "--batch-size", "4", "--proposer", "demo", *model]
     )
-    assert "reverted by performance" in ran.output and "accepted" not in ran.output, ran.output
+    assert "reverted by performance" in ran.output and "accepted (tie)" not in ran.output, ran.output
     ran = cli.invoke(
         app,
         ["run", "-b", "shell-basics", "-n", "1", "--batch-size", "4", "--proposer", "demo", "--gates", "paper"]
