@@ -115,7 +115,7 @@ def gate(
         sandbox="none" if unsafe_no_sandbox else sandbox,
         unsafe_no_sandbox=unsafe_no_sandbox,
         sandbox_limits=sandbox_limits,
-        sandbox_ro=read_only_paths(sandbox_ro),
+        sandbox_ro=read_only_paths(sandbox_ro, harness=harness),
         adapters=tuple(adapter or ()),
         require_control=require_control,
         control_k=control_k,

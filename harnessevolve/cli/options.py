@@ -7,6 +7,9 @@ from typing import Annotated
 
 import typer
 
+from harnessevolve.core.enums import SandboxName
+from harnessevolve.sandbox.views import protected_folders, refuse_read_only
+
 HarnessDir = Annotated[Path, typer.Option("--harness", "-H", help="The harness directory.")]
 Benchmark = Annotated[
     str,
@@ -35,7 +38,7 @@ GatesFile = Annotated[
 ]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of tables.")]
 Sandbox = Annotated[
-    str,
+    SandboxName,
     typer.Option(
         "--sandbox",
         help="Where agent commands run: bwrap (bubblewrap: no network, writes only in the task "
@@ -77,6 +80,9 @@ SandboxReadOnly = Annotated[
 ]
 
 
-def read_only_paths(paths: list[Path] | None) -> tuple[str, ...]:
-    """``--sandbox-ro`` values as absolute paths."""
-    return tuple(str(p.resolve()) for p in paths or [])
+def read_only_paths(paths: list[Path] | None, *, harness: Path | None = None) -> tuple[str, ...]:
+    """``--sandbox-ro`` values as absolute paths; ``/``, the temp folder, the ``harness``, its run
+    folder or a folder above one of them is refused (``SandboxError``: exit 2, with why)."""
+    resolved = tuple(str(p.resolve()) for p in paths or [])
+    refuse_read_only(resolved, protected_folders(harness.resolve() if harness else None))
+    return resolved

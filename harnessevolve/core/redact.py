@@ -2,8 +2,12 @@
 
 :func:`redact` replaces with ``[REDACTED]``
 
-* the values of secret-looking environment variables present at call time (names like
-  ``*_API_KEY``, ``*_TOKEN``, ``*_SECRET*``, ``*PASSWORD*``, ``*_KEY``; values of 8+ characters);
+* every value of harnessevolve's own environment (at call time) that looks like a credential
+  (:func:`env_secrets`): the value of a secret-named variable (``*_API_KEY``, ``*TOKEN*``,
+  ``*SECRET*``, ``*PASSWORD*``, ``*PASSWD*``, ``*_PASS``, ``*CREDENTIAL*``, ``*_KEY``, ``*_AUTH``;
+  8+ characters, not a path), a value shaped like a known credential whatever its name, the user
+  info of a URL (``https://user:password@host``, ``https://token@host``), and a token-like value
+  (20+ characters of one word, letters and digits mixed, random-looking) whatever its name;
 * strings shaped like well-known credentials: OpenAI ``sk-``/``sk-proj-``, Anthropic ``sk-ant-``,
   AWS access key ids and secret-key assignments, GitHub ``ghp_``/``gho_``/``ghs_``/``github_pat_``,
   Slack ``xox?-``, Google ``AIza``, Hugging Face ``hf_``, ``Bearer`` tokens, PEM private keys,
@@ -17,15 +21,35 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import math
 import os
 import re
 from typing import Any
 
 REDACTED = "[REDACTED]"
 
-SECRET_ENV_PATTERNS = ("*_API_KEY", "API_KEY", "*_TOKEN", "TOKEN", "*SECRET*", "*PASSWORD*", "*_KEY")
+SECRET_ENV_PATTERNS = (
+    "*_API_KEY",
+    "API_KEY",
+    "*TOKEN*",
+    "*SECRET*",
+    "*PASSWORD*",
+    "*PASSWD*",
+    "*_PASS",
+    "PASS",
+    "*_PWD",
+    "*CREDENTIAL*",
+    "*_KEY",
+    "*_AUTH",
+    "*COOKIE*",
+)
 """fnmatch patterns (matched on the upper-cased name) of environment variables holding secrets."""
 MIN_ENV_SECRET_LENGTH = 8
+MIN_TOKEN_LENGTH = 20
+"""A value of any variable this long, of one word mixing letters and digits, is taken for a token."""
+_TOKEN_VALUE = re.compile(r"[A-Za-z0-9_\-.+/=~]+")
+_HEXISH = re.compile(r"(?i)[0-9a-f-]+")
+_URL_USERINFO = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://([^/?#@\s]+)@")
 
 # (literals one of which a match must contain, lower-cased; pattern). A pattern runs only when
 # one of its literals occurs in the text: a substring test is far cheaper than a regex scan.
@@ -83,13 +107,46 @@ def _is_secret_name(name: str) -> bool:
     return any(fnmatch.fnmatchcase(upper, pattern) for pattern in SECRET_ENV_PATTERNS)
 
 
+def _looks_like_token(value: str) -> bool:
+    if (
+        len(value) < MIN_TOKEN_LENGTH
+        or value.startswith(("/", "~", "."))
+        or not _TOKEN_VALUE.fullmatch(value)
+    ):
+        return False
+    if not (any(c.isdigit() for c in value) and any(c.isalpha() for c in value)):
+        return False
+    if _HEXISH.fullmatch(value):  # digests, commit shas, uuids: ids, and they appear in our own files
+        return False
+    counts = [value.count(c) for c in set(value)]
+    entropy = -sum(n / len(value) * math.log2(n / len(value)) for n in counts)
+    return entropy >= 3.5
+
+
+def env_secrets(name: str, value: str) -> set[str]:
+    """The parts of environment variable ``name=value`` that look like a credential (see the module
+    docstring); empty for ordinary settings (paths, names, numbers, flags)."""
+    value = value.strip()
+    if len(value) < MIN_ENV_SECRET_LENGTH or _PLACEHOLDER.match(value):
+        return set()
+    found: set[str] = set()
+    url = _URL_USERINFO.match(value)
+    if url:
+        user, _, password = url.group(1).partition(":")
+        found.update(part for part in (password or user,) if len(part) >= 6)
+    if _is_secret_name(name) and not value.startswith("/") and not url:
+        found.add(value)
+    lower = value.lower()
+    if any(any(lit in lower for lit in literals) and shaped.search(value) for literals, shaped in _SHAPED_RE):
+        found.add(value)
+    if _looks_like_token(value):
+        found.add(value)
+    return found
+
+
 @functools.lru_cache(maxsize=8)
 def _env_pattern(environment: tuple[tuple[str, str], ...]) -> re.Pattern[str] | None:
-    values = {
-        value
-        for name, value in environment
-        if len(value) >= MIN_ENV_SECRET_LENGTH and _is_secret_name(name) and not _PLACEHOLDER.match(value)
-    }
+    values = {secret for name, value in environment for secret in env_secrets(name, value)}
     if not values:
         return None
     return re.compile("|".join(re.escape(v) for v in sorted(values, key=len, reverse=True)))

@@ -1,8 +1,10 @@
 """The host side of a rollout's tool server: a Python process in the sandbox serving the task's tools.
 
 One ``ToolServer`` per rollout (started by the agent loop when the task has Python or MCP tools):
-it launches ``tool_server_main.py`` through the rollout's sandbox, with the Python runtime, the
-harnessevolve package, the task's ``python_path`` and its read-only paths bound read-only, and
+it launches ``tool_server_main.py`` through the rollout's sandbox as the tools see it
+(``tools_view``): the Python runtime, the harnessevolve package, the task's ``python_path`` and its
+read-only paths bound read-only, the benchmark's answers (its ``tasks/``, references, check-only
+files) masked even inside them, and
 talks JSON lines to it (protocol in ``tool_server_main``). The objects behind the tools live in
 that process, so their state persists across calls of one rollout and never leaks into another.
 
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import json
 import os
 import shlex
@@ -24,12 +25,13 @@ from pathlib import Path
 from typing import Any
 
 import harnessevolve
-from harnessevolve.core.errors import SandboxError
 from harnessevolve.core.tasks import Benchmark, Task
-from harnessevolve.sandbox.base import Sandbox, resolve_sandbox
-from harnessevolve.sandbox.launch import finish_process
 from harnessevolve.execute.tools import ToolResult, truncate
 from harnessevolve.execute.workspace import tool_env
+from harnessevolve.sandbox.base import Sandbox, resolve_sandbox, tools_view, with_paths
+from harnessevolve.sandbox.base import agent_view as sandbox_agent_view
+from harnessevolve.sandbox.launch import finish_process
+from harnessevolve.sandbox.views import folder_private, protected_folders, refuse_read_only, suite_private
 
 SERVER_MAIN = Path(__file__).with_name("tool_server_main.py")
 HARD_MARGIN_S = 5.0
@@ -54,28 +56,9 @@ def python_runtime_paths() -> tuple[str, ...]:
 
 
 def with_read_only(sandbox: Sandbox, paths: tuple[str, ...]) -> Sandbox:
-    """``sandbox`` showing ``paths`` read-only as well (a copy; the original is unchanged).
-
-    A sandbox with no isolation (``none``) sees everything already; one that cannot add paths
-    raises ``SandboxError``.
-    """
-    paths = tuple(p for p in dict.fromkeys(paths) if p)
-    if not paths or sandbox.name == "none":
-        return sandbox
-    if not hasattr(sandbox, "read_only_paths"):
-        raise SandboxError(
-            f"the {sandbox.name} sandbox cannot show extra read-only paths ({', '.join(paths)})",
-            hint="use --sandbox bwrap",
-        )
-    missing = [p for p in paths if not Path(p).exists()]
-    if missing:
-        raise SandboxError(
-            f"read-only path {missing[0]} does not exist", field="--sandbox-ro", hint="check --sandbox-ro"
-        )
-    derived = copy.copy(sandbox)
-    known = tuple(sandbox.read_only_paths)  # type: ignore[attr-defined]
-    derived.read_only_paths = tuple(dict.fromkeys(known + paths))  # type: ignore[attr-defined]
-    return derived
+    """``sandbox`` showing ``paths`` read-only to everyone as well (a copy; the original is
+    unchanged). A sandbox with no isolation (``none``) sees everything already."""
+    return with_paths(sandbox, read_only=tuple(p for p in paths if p))
 
 
 def result_text(result: Any) -> str:
@@ -102,7 +85,13 @@ class ToolServer:
     ) -> Any:
         """Launch the server for ``task`` in ``workspace``; raises ``ToolServerError`` when it
         cannot start (the cause in the message)."""
-        chosen = with_read_only(resolve_sandbox(sandbox), python_runtime_paths() + task.python_path)
+        chosen = tools_view(
+            with_paths(
+                resolve_sandbox(sandbox),
+                code_only=python_runtime_paths() + task.python_path,
+                private=folder_private(task.python_path),
+            )
+        )
         command = "exec " + shlex.join([os.path.abspath(sys.executable), "-P", "-B", "-s", str(SERVER_MAIN)])
         env = tool_env(workspace, {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8"})
         with chosen.launch(command, workspace, env) as launch:
@@ -210,15 +199,27 @@ def needs_python(benchmark: Benchmark) -> bool:
     return any(t.needs_tool_server or any(c.type == "python" for c in t.checks) for t in benchmark.tasks)
 
 
-def benchmark_sandbox(
-    sandbox: Sandbox | None, benchmark: Benchmark, extra: tuple[str, ...] = ()
-) -> Sandbox | None:
-    """The run's sandbox for ``benchmark``: showing ``extra`` (``--sandbox-ro``) and every task's
-    read-only paths, plus the Python runtime and the tasks' ``python_path`` when the benchmark has
-    Python code (so its tool servers and checks run there). Those Python paths are marked
-    (``code_only_paths``): the agent's own commands never see them (``agent_view``), since they
-    hold the benchmark's files (task files with answers, BFCL's ground truth). None stays None
-    when nothing needs adding."""
+def benchmark_private(benchmark: Benchmark) -> tuple[str, ...]:
+    """What of ``benchmark`` hands out answers, hidden from the agent and its tools: its tasks and
+    references, every check's own files (``Check.mounts``), and the tasks of any ``python_path``
+    folder that is itself a benchmark folder."""
+    private = list(suite_private(benchmark.root))
+    if benchmark.references_dir.exists():
+        private.append(str(benchmark.references_dir.resolve()))
+    for task in benchmark.tasks:
+        private += [m for check in task.checks for m in check.mounts]
+        private += folder_private(task.python_path)
+    return tuple(dict.fromkeys(private))
+
+
+def benchmark_sandbox(sandbox: Sandbox | None, benchmark: Benchmark, extra: tuple[str, ...] = ()) -> Sandbox:
+    """The run's sandbox for ``benchmark`` (the checks' view: everything they need): showing
+    ``extra`` (``--sandbox-ro``) and every task's read-only paths to everyone; the Python runtime
+    and the tasks' ``python_path`` (when the benchmark has Python code) to the benchmark's own code
+    only (``code_only``); the benchmark's answers (``benchmark_private``) and its folder marked, so
+    that ``agent_view`` (the agent's commands and programs) and ``tools_view`` (its tool server)
+    mask them."""
+    refuse_read_only(extra, protected_folders(benchmark=benchmark.root.resolve()))
     paths = list(extra)
     for task in benchmark.tasks:
         paths += task.read_only_paths
@@ -227,22 +228,16 @@ def benchmark_sandbox(
         code += python_runtime_paths()
         for task in benchmark.tasks:
             code += task.python_path
-    if not paths and not code:
-        return sandbox
-    derived = with_read_only(resolve_sandbox(sandbox), tuple(paths + code))
-    if derived.name != "none":
-        shown = set(paths) | set(getattr(sandbox, "read_only_paths", ()))
-        derived.code_only_paths = tuple(p for p in dict.fromkeys(code) if p not in shown)  # type: ignore[attr-defined]
-    return derived
+    return with_paths(
+        resolve_sandbox(sandbox),
+        read_only=tuple(paths),
+        code_only=tuple(code),
+        private=benchmark_private(benchmark),
+        suites=(str(benchmark.root.resolve()),),
+    )
 
 
 def agent_view(sandbox: Sandbox | None) -> Sandbox | None:
-    """``sandbox`` without its ``code_only_paths``: what the agent's own commands (bash, command
-    tools) run in. The tool server and checks keep the full view."""
-    hidden = set(getattr(sandbox, "code_only_paths", ()))
-    if sandbox is None or not hidden:
-        return sandbox
-    view = copy.copy(sandbox)
-    view.read_only_paths = tuple(p for p in view.read_only_paths if p not in hidden)  # type: ignore[attr-defined]
-    view.code_only_paths = ()  # type: ignore[attr-defined]
-    return view
+    """``sandbox`` as the agent's own commands (bash, command tools) see it (``sandbox.base.
+    agent_view``: no code-only paths, answers masked); None stays None (the default sandbox)."""
+    return None if sandbox is None else sandbox_agent_view(sandbox)

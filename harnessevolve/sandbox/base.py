@@ -11,6 +11,12 @@ yielding a ``Launch`` -- how to start ``bash -c command`` so that it
   memory, processes, workspace size and file count per rollout where the machine allows, see
   ``sandbox_limits``); ``Launch.limits_hit()`` says afterwards which rollout limits it reached;
 - sees exactly ``env`` (already scrubbed of secrets by ``workspace.tool_env``);
+- shows the host paths of its ``view`` (``SandboxView``, ``sandbox/views.py``): read-only paths
+  for everyone, code-only paths (the Python runtime, ``python_path``) for the benchmark's own code,
+  and answers (task files, references, check-only files) masked for the agent and its tools.
+  ``with_view(view)`` is a copy showing another view (``SandboxError`` when it cannot); the agent's
+  commands run in ``agent_view(sandbox)``, the tool server in ``tools_view(sandbox)``, checks in
+  the full one;
 - dies, with everything it started, when the launched process's group is killed.
 
 Callers enter the block off the event loop (``launched``): handing a big tree to the workspace's
@@ -37,16 +43,22 @@ from harnessevolve.core.errors import SandboxError
 from harnessevolve.sandbox.bwrap import BwrapSandbox
 from harnessevolve.sandbox.docker import DockerSandbox
 from harnessevolve.sandbox.launch import Launch, ReadOnly, SandboxLimits
+from harnessevolve.sandbox.views import Reach, SandboxView
 
 __all__ = [
     "SANDBOXES",
     "BwrapSandbox",
     "DockerSandbox",
     "Launch",
+    "Reach",
     "Sandbox",
     "SandboxError",
     "SandboxLimits",
+    "SandboxView",
     "UnsafeNoSandbox",
+    "agent_view",
+    "tools_view",
+    "with_paths",
     "default_sandbox",
     "launched",
     "default_sandbox_name",
@@ -63,6 +75,12 @@ class Sandbox(Protocol):
 
     name: str
     limits: SandboxLimits
+    view: SandboxView
+    """What of the host it shows besides the workspace and system files (``sandbox/views.py``)."""
+
+    def with_view(self, view: SandboxView) -> Sandbox:
+        """A copy showing ``view`` (this one unchanged); ``SandboxError`` when it cannot show paths."""
+        ...
 
     def launch(
         self, command: str, workspace: Path, env: Mapping[str, str], *, read_only: ReadOnly = ()
@@ -84,6 +102,11 @@ class UnsafeNoSandbox:
 
     def __init__(self, limits: SandboxLimits | None = None) -> None:
         self.limits = limits or SandboxLimits()
+        self.view = SandboxView()
+
+    def with_view(self, view: SandboxView) -> UnsafeNoSandbox:
+        """Itself: without a sandbox every command sees the whole host anyway."""
+        return self
 
     def check(self) -> None:
         """Always works: there is nothing to set up."""
@@ -157,3 +180,37 @@ def default_sandbox() -> Sandbox:
 def resolve_sandbox(sandbox: Sandbox | None) -> Sandbox:
     """``sandbox`` itself, or the default one when None (what callers that pass nothing get)."""
     return sandbox if sandbox is not None else default_sandbox()
+
+
+def with_paths(
+    sandbox: Sandbox,
+    *,
+    read_only: tuple[str, ...] = (),
+    code_only: tuple[str, ...] = (),
+    private: tuple[str, ...] = (),
+    suites: tuple[str, ...] = (),
+) -> Sandbox:
+    """``sandbox`` showing (and hiding) more host paths (a copy); a path to show that does not
+    exist is a ``SandboxError``. ``none`` sees everything already and is returned as it is."""
+    if sandbox.name == "none":
+        return sandbox
+    missing = [p for p in (*read_only, *code_only) if p and not Path(p).exists()]
+    if missing:
+        raise SandboxError(
+            f"read-only path {missing[0]} does not exist", field="--sandbox-ro", hint="check --sandbox-ro"
+        )
+    view = sandbox.view.adding(read_only=read_only, code_only=code_only, private=private, suites=suites)
+    return sandbox if view == sandbox.view else sandbox.with_view(view)
+
+
+def agent_view(sandbox: Sandbox) -> Sandbox:
+    """What the agent's own commands (bash, command tools, an agent program) run in: ``sandbox``
+    without its code-only paths, every answer and suite folder masked."""
+    view = sandbox.view.narrowed(Reach.AGENT)
+    return sandbox if view == sandbox.view else sandbox.with_view(view)
+
+
+def tools_view(sandbox: Sandbox) -> Sandbox:
+    """What a task's Python tools and MCP servers run in: code-only paths shown, answers masked."""
+    view = sandbox.view.narrowed(Reach.TOOLS)
+    return sandbox if view == sandbox.view else sandbox.with_view(view)

@@ -25,6 +25,7 @@ own files (``read_only``) are bound read-only after the workspace.
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import os
 import shutil
@@ -43,6 +44,7 @@ from harnessevolve.sandbox.launch import (
     release_workspace,
     workspace_cgroup,
 )
+from harnessevolve.sandbox.views import SandboxView, default_view
 
 SYSTEM_DIRS = ("/usr", "/etc")
 """Bound read-only. Their contents are public: root-only files stay unreadable (never run as root)."""
@@ -71,11 +73,27 @@ class BwrapSandbox:
         *,
         bwrap: str = "/usr/bin/bwrap",
         read_only_paths: tuple[str, ...] = (),
+        view: SandboxView | None = None,
     ) -> None:
-        """``read_only_paths``: more host paths to show inside, read-only (e.g. a toolchain in /opt)."""
+        """``read_only_paths``: more host paths to show inside, read-only (e.g. a toolchain in /opt);
+        ``view``: the whole view (``sandbox/views.py``), the built-in suites hidden by default."""
         self.limits = limits or SandboxLimits()
         self.bwrap = bwrap
-        self.read_only_paths = read_only_paths
+        self.view = (view or default_view()).adding(read_only=read_only_paths)
+        self.writable: ReadOnly = ()
+        """(host source, path inside) pairs bound read-write after the read-only ones (an external
+        agent's output folder), so that one may sit inside another."""
+
+    def with_view(self, view: SandboxView) -> BwrapSandbox:
+        """A copy showing ``view`` (this one unchanged)."""
+        derived = copy.copy(self)
+        derived.view = view
+        return derived
+
+    @property
+    def read_only_paths(self) -> tuple[str, ...]:
+        """The host paths shown read-only at their own paths (``view.shown``)."""
+        return self.view.shown
 
     def filesystem_args(self, workspace: Path, read_only: ReadOnly = ()) -> list[str]:
         args: list[str] = []
@@ -95,7 +113,8 @@ class BwrapSandbox:
                 args += ["--perms", "0755", "--dir", str(parent)]
         args += ["--bind", str(workspace), str(workspace)]
         made = set(workspace.parents)
-        for source, target in read_only:  # a check's own files (Harbor's tests/), after the workspace
+        binds = [("--ro-bind", s, t) for s, t in read_only] + [("--bind", s, t) for s, t in self.writable]
+        for option, source, target in binds:  # a check's own files (Harbor's tests/), after the workspace
             for parent in reversed(Path(target).parents):
                 if (
                     str(parent) not in ("/", "/tmp")
@@ -104,7 +123,10 @@ class BwrapSandbox:
                 ):
                     made.add(parent)
                     args += ["--perms", "0755", "--dir", str(parent)]
-            args += ["--ro-bind", str(source), str(target)]
+            args += [option, str(source), str(target)]
+            made.add(Path(target))
+        shown = [(d, d) for d in SYSTEM_DIRS] + [(p, p) for p in self.view.shown]
+        args += mask_args(self.view, shown + [(str(s), str(t)) for s, t in read_only])
         return args + ["--chdir", str(workspace)]
 
     def _extra_read_only_args(self) -> list[str]:
@@ -112,7 +134,7 @@ class BwrapSandbox:
         folders above them exist only as empty mount points, open to the command's uid."""
         args: list[str] = []
         made: set[Path] = set()
-        for path in self.read_only_paths:
+        for path in self.view.shown:
             for parent in reversed(Path(path).parents):
                 if (
                     str(parent) not in ("/", "/tmp")
@@ -185,6 +207,18 @@ class BwrapSandbox:
         problem = probe_bwrap(self.bwrap, os.geteuid() == 0)
         if problem:
             raise SandboxError(problem)
+
+
+def mask_args(view: SandboxView, binds: list[tuple[str, str]]) -> list[str]:
+    """bwrap options hiding ``view.hidden`` inside ``binds`` (after them): an empty read-only
+    folder over a folder, ``/dev/null`` over a file."""
+    args: list[str] = []
+    for target, is_dir in view.masks(binds):
+        if is_dir:
+            args += ["--perms", "0555", "--size", "4096", "--tmpfs", target, "--remount-ro", target]
+        else:
+            args += ["--ro-bind", "/dev/null", target]
+    return args
 
 
 def _under(path: Path, roots: tuple[str, ...]) -> bool:

@@ -10,6 +10,7 @@ command was killed (killing the ``docker run`` client does not stop a container)
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import os
 import shutil
@@ -25,6 +26,7 @@ from harnessevolve.sandbox.launch import (
     SandboxLimits,
     claim_workspace,
 )
+from harnessevolve.sandbox.views import SandboxView, default_view
 
 DEFAULT_IMAGE = "python:3.12-slim"
 DOCKER_CLIENT_KEYS = (
@@ -49,6 +51,21 @@ class DockerSandbox:
         self.limits = limits or SandboxLimits()
         self.image = image
         self.docker = docker
+        self.view = default_view()
+
+    def with_view(self, view: SandboxView) -> DockerSandbox:
+        """A copy showing ``view`` (volumes read-only, hidden paths masked by empty tmpfs mounts)."""
+        derived = copy.copy(self)
+        derived.view = view
+        return derived
+
+    def view_args(self, read_only: ReadOnly) -> list[str]:
+        """``--volume``/``--tmpfs`` options for ``view`` and the launch's ``read_only`` pairs."""
+        binds = [(p, p) for p in self.view.shown] + [(str(s), str(t)) for s, t in read_only]
+        args = [arg for source, target in binds for arg in ("--volume", f"{source}:{target}:ro")]
+        for target, is_dir in self.view.masks(binds):
+            args += ["--tmpfs", f"{target}:ro,size=4k"] if is_dir else ["--volume", f"/dev/null:{target}:ro"]
+        return args
 
     def argv(
         self,
@@ -95,7 +112,7 @@ class DockerSandbox:
             "/tmp:rw,size=256m",
             "--volume",
             f"{workspace}:{workspace}:rw",
-            *[arg for source, target in read_only for arg in ("--volume", f"{source}:{target}:ro")],
+            *self.view_args(read_only),
             "--workdir",
             str(workspace),
             *env_args,

@@ -42,6 +42,19 @@ LIMIT_NAMES = (
     "workspace_files",
 )
 
+LIMIT_RANGES: dict[str, tuple[int, int]] = {
+    "cpu_s": (1, 86_400),
+    "memory_mb": (32, 1 << 20),
+    "max_processes": (4, 65_536),
+    "max_file_mb": (1, 1 << 20),
+    "rollout_memory_mb": (32, 1 << 20),
+    "rollout_processes": (4, 65_536),
+    "workspace_mb": (1, 1 << 20),
+    "workspace_files": (100, 100_000_000),
+}
+"""The smallest and largest value of each limit (docs/threat-model.md): below, nothing runs (a
+1 MiB address space cannot start bash); above, the limit bounds nothing (a day of CPU, a TiB)."""
+
 
 @dataclass(frozen=True)
 class SandboxLimits:
@@ -72,8 +85,10 @@ class SandboxLimits:
 
     def __post_init__(self) -> None:
         for name in LIMIT_NAMES:
-            if getattr(self, name) < 1:
-                raise ValueError(f"SandboxLimits.{name} must be at least 1, got {getattr(self, name)}")
+            low, high = LIMIT_RANGES[name]
+            value = getattr(self, name)
+            if not low <= value <= high:
+                raise ValueError(f"{name} must be between {low} and {high}, got {value}")
 
     @classmethod
     def parse(cls, text: str) -> SandboxLimits:

@@ -1,12 +1,16 @@
 """What an external agent sees inside the run's sandbox, besides its workspace.
 
-With bubblewrap (the default), three things are bound in, and nothing else of the host:
+With bubblewrap (the default), three things are bound in, besides the run's own read-only paths
+(``--sandbox-ro``, benchmark.yaml ``sandbox_ro``), and nothing else of the host -- never the suite
+folder, other tasks, references, checks, gold or answers (``sandbox/views.py``: the agent's view):
 
 - ``/harness`` (read-only): a copy of the harness's files (never its ``.git`` or ``.harnessevolve``
   run state, which hold other rollouts and reference answers);
 - ``/run/harnessevolve`` (read-only): the task file, the relay script and the model endpoint's unix
   socket; ``/run/harnessevolve/out`` inside it is writable, for the agent's ATIF file and answer;
-- the Python environment harnessevolve runs in (read-only, at its own path), first on ``PATH``.
+- the Python environment harnessevolve runs in (read-only, at its own path), first on ``PATH``,
+  with every benchmark folder and reference inside it masked (an installed wheel's built-in suites,
+  BFCL's data with its ground truth).
 
 The sandbox keeps ``--unshare-net``: its only network is its own loopback, where the in-sandbox
 relay (``unix_relay.py``) forwards ``OPENAI_BASE_URL=http://127.0.0.1:<port>/v1`` to the socket.
@@ -22,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harnessevolve.core.errors import SandboxError
-from harnessevolve.sandbox.bwrap import SYSTEM_DIRS, BwrapSandbox
-from harnessevolve.sandbox.base import Sandbox
-from harnessevolve.sandbox.launch import ReadOnly
 from harnessevolve.harness.agent_config import HARNESS_MOUNT
+from harnessevolve.sandbox.base import Sandbox, agent_view
+from harnessevolve.sandbox.bwrap import SYSTEM_DIRS, BwrapSandbox
+from harnessevolve.sandbox.launch import ReadOnly
 
 CONTROL_MOUNT = "/run/harnessevolve"
 SOCKET_NAME = "model.sock"
@@ -56,30 +60,6 @@ class AgentPaths:
         return arg
 
 
-class _AgentBwrap(BwrapSandbox):
-    """The run's bwrap sandbox (same limits, namespaces, uid) plus writable binds, mounted after
-    the read-only ones so that one may sit inside another."""
-
-    def __init__(self, base: BwrapSandbox, writable: list[tuple[str, str]]) -> None:
-        self.__dict__.update(base.__dict__)
-        self._writable = writable
-
-    def filesystem_args(self, workspace: Path, read_only: ReadOnly = ()) -> list[str]:
-        args = super().filesystem_args(workspace)
-        made = {Path("/"), Path("/tmp"), *workspace.parents}
-        binds = [("--ro-bind", str(s), Path(t)) for s, t in read_only]
-        for option, source, target in binds + [("--bind", s, Path(t)) for s, t in self._writable]:
-            for parent in reversed(target.parents):  # bwrap would make them 0700: closed to the uid
-                if parent not in made and not any(
-                    parent == Path(d) or Path(d) in parent.parents for d in SYSTEM_DIRS
-                ):
-                    made.add(parent)
-                    args += ["--perms", "0755", "--dir", str(parent)]
-            args += [option, source, str(target)]
-            made.add(target)
-        return args
-
-
 def python_roots() -> list[str]:
     """The folders the Python environment needs (the venv and its base interpreter), system ones left out."""
     roots = []
@@ -99,19 +79,22 @@ class AgentBox:
 
 
 def agent_sandbox(sandbox: Sandbox, harness_copy: Path, control: Path) -> AgentBox:
-    """How to host an external agent in the run's ``sandbox``; ``SandboxError`` when it cannot
-    (docker, for now)."""
-    if isinstance(sandbox, BwrapSandbox):
-        read_only = tuple((Path(root), Path(root)) for root in python_roots())
-        read_only += ((harness_copy, Path(HARNESS_MOUNT)), (control, Path(CONTROL_MOUNT)))
-        box = _AgentBwrap(sandbox, [(str(control / "out"), f"{CONTROL_MOUNT}/out")])
-        return AgentBox(box, AgentPaths(HARNESS_MOUNT, CONTROL_MOUNT), read_only)
+    """How to host an external agent in the run's ``sandbox``, as the agent sees it (``agent_view``:
+    never the code-only paths -- the suite's Python, task files, references -- and every answer or
+    suite folder masked, even inside the Python runtime); ``SandboxError`` when it cannot (docker,
+    for now)."""
     if sandbox.name == "none":
         return AgentBox(sandbox, AgentPaths(str(harness_copy), str(control)), ())
-    raise SandboxError(
-        f"the {sandbox.name!r} sandbox cannot run an external agent",
-        hint="run command and mini-swe-agent harnesses with --sandbox bwrap",
-    )
+    if not isinstance(sandbox, BwrapSandbox):
+        raise SandboxError(
+            f"the {sandbox.name!r} sandbox cannot run an external agent",
+            hint="run command and mini-swe-agent harnesses with --sandbox bwrap",
+        )
+    view = sandbox.with_view(agent_view(sandbox).view)  # a copy of its own, the out folder writable
+    view.writable = ((control / "out", Path(f"{CONTROL_MOUNT}/out")),)
+    read_only = tuple((Path(root), Path(root)) for root in python_roots())
+    read_only += ((harness_copy, Path(HARNESS_MOUNT)), (control, Path(CONTROL_MOUNT)))
+    return AgentBox(view, AgentPaths(HARNESS_MOUNT, CONTROL_MOUNT), read_only)
 
 
 def launcher(argv: list[str], paths: AgentPaths) -> str:

@@ -15,13 +15,20 @@ and ``PASSED_ON``) and
 - past the rollout's ``max_model_calls``: 429-free 403 ``call_limit_reached`` (OpenAI clients do
   not retry 403), and the rollout stops with ``step_limit``;
 - the run's budget spent (:func:`budget_check`): 402 ``budget_exhausted``, and the rollout stops;
-- a malformed body: 400 ``invalid_request_error``; a provider failure after retries: 502.
+- a malformed body: 400 ``invalid_request_error``; a provider failure after retries: 502;
+- a body over ``REQUEST_BYTES``: 413 ``request_too_large``, recorded as its size and sha256 only.
+
+What it records is bounded (``rollout_bounds``): after ``REFUSED_CALLS`` refusals (provider failures
+not counted) the rollout stops with ``refusal_limit``; once the record passes ``RECORD_BYTES`` it
+stops with ``record_limit``; after either, requests are refused without being recorded (only
+counted, ``unrecorded``). A provider's error text is redacted before the agent or the record sees it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import os
 import time
@@ -32,12 +39,18 @@ from pathlib import Path
 from typing import Any
 
 from harnessevolve.core.enums import StopReason
+from harnessevolve.core.redact import redact
+from harnessevolve.execute.runners.rollout_bounds import (
+    RECORD_BYTES,
+    REFUSED_CALLS,
+    REQUEST_BYTES,
+    REQUEST_HARD_BYTES,
+)
 from harnessevolve.models import ModelReply, acomplete
 
 BudgetCheck = Callable[[], str | None]
 """Returns None while the run may spend, else why it may not (``tokens budget reached: ...``)."""
 _BUDGET: ContextVar[BudgetCheck | None] = ContextVar("harnessevolve_endpoint_budget", default=None)
-MAX_BODY_BYTES = 32 << 20
 PASSED_ON = ("tool_choice", "response_format", "stop", "top_p", "presence_penalty", "frequency_penalty")
 """Request parameters forwarded to litellm as they are, when the agent gives them."""
 
@@ -72,6 +85,8 @@ class ModelCall:
     kept on the agent step for the policy trainer."""
     latency_ms: float = 0.0
     timestamp: float = 0.0
+    body: dict[str, Any] | None = None
+    """A refused oversized body: ``{"bytes", "sha256"}`` (its content is not kept)."""
 
     def to_dict(self) -> dict[str, Any]:
         skip: tuple[object, ...] = (None, [], {})
@@ -81,7 +96,7 @@ class ModelCall:
 @dataclass
 class EndpointStop:
     reason: str
-    """``budget_exhausted`` or ``step_limit``."""
+    """``budget_exhausted``, ``step_limit``, ``refusal_limit`` or ``record_limit``."""
     message: str
 
 
@@ -116,11 +131,17 @@ class ModelEndpoint:
         """Set when the endpoint refuses further calls (budget or call limit)."""
         self._budget = _BUDGET.get()
         self._runner: Any = None
+        self.refused = 0
+        """Requests refused so far (provider failures not counted)."""
+        self.recorded_bytes = 0
+        """JSON bytes of what ``calls`` holds of requests and replies, about."""
+        self.unrecorded = 0
+        """Requests refused without a record (past ``REFUSED_CALLS`` or ``RECORD_BYTES``)."""
 
     async def __aenter__(self) -> ModelEndpoint:
         from aiohttp import web
 
-        app = web.Application(client_max_size=MAX_BODY_BYTES)
+        app = web.Application(client_max_size=REQUEST_HARD_BYTES)
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
@@ -151,10 +172,27 @@ class ModelEndpoint:
 
     async def _chat(self, request: Any) -> Any:
         started = time.perf_counter()
+        if self.refused >= REFUSED_CALLS or self.recorded_bytes > RECORD_BYTES:
+            self.unrecorded += 1
+            stop = self.stop or EndpointStop(StopReason.REFUSAL_LIMIT, "no more requests are recorded")
+            response = self._error(403, stop.reason, stop.message)
+            response.force_close()
+            return response
         call = ModelCall(len(self.calls) + 1, 0, "", [], 0, timestamp=time.time())
         self.calls.append(call)
+        raw, size, digest = await read_body(request)
+        if raw is None:
+            call.body = {"bytes": size, "sha256": digest}
+            response = self._refuse(
+                call,
+                413,
+                "request_too_large",
+                f"the request body ({size} bytes) is over {REQUEST_BYTES} bytes",
+            )
+            response.force_close()
+            return response
         try:
-            body = json.loads(await request.read())
+            body = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as exc:
             return self._refuse(call, 400, "invalid_json", f"request body is not JSON: {exc}")
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not body["messages"]:
@@ -192,6 +230,14 @@ class ModelEndpoint:
                 StopReason.STEP_LIMIT, f"this rollout may make at most {self.max_calls} model calls"
             )
             return self._refuse(call, 403, "call_limit_reached", halted.message)
+        self.recorded_bytes += len(json.dumps(call.new_messages, default=str)) + len(json.dumps(call.tools))
+        if self.recorded_bytes > RECORD_BYTES:
+            call.new_messages = []
+            halted = self._halt(
+                StopReason.RECORD_LIMIT,
+                f"this rollout's requests passed the {RECORD_BYTES}-byte record limit",
+            )
+            return self._refuse(call, 413, "record_limit", halted.message)
         max_tokens = body.get("max_completion_tokens") or body.get("max_tokens") or self.max_tokens
         try:
             reply = await acomplete(
@@ -207,7 +253,7 @@ class ModelEndpoint:
                 or None,
             )
         except Exception as exc:  # noqa: BLE001 - a provider fault is the agent's to see, and recorded
-            text = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+            text = redact(f"{type(exc).__name__}: {exc}".splitlines()[0][:500])
             call.latency_ms = (time.perf_counter() - started) * 1000
             return self._refuse(call, 502, "model_error", text)
         self.replies.append(reply)
@@ -229,6 +275,9 @@ class ModelEndpoint:
         if reply.extra.get("retries"):
             call.usage["retries"] = len(reply.extra["retries"])
         call.latency_ms = round((time.perf_counter() - started) * 1000, 3)
+        self.recorded_bytes += len(reply.content or "") + sum(
+            len(c.raw_arguments or "") for c in reply.tool_calls
+        )
         document = completion_document(reply, self.model, call.index)
         if body.get("stream"):
             return await _stream(request, document)
@@ -243,8 +292,39 @@ class ModelEndpoint:
 
     def _refuse(self, call: ModelCall, status: int, code: str, message: str) -> Any:
         call.status = status
-        call.error = f"{code}: {message}"
+        call.error = f"{code}: {message}"[:1000]
+        self.recorded_bytes += len(call.error) + len(call.requested_model)
+        if status != 502:
+            self.refused += 1
+            if self.refused >= REFUSED_CALLS and self.stop is None:
+                self._halt(
+                    StopReason.REFUSAL_LIMIT,
+                    f"the endpoint refused {self.refused} requests (at most {REFUSED_CALLS} per rollout); "
+                    f"the last: {call.error[:200]}",
+                )
         return self._error(status, code, message)
+
+
+async def read_body(request: Any) -> tuple[bytes | None, int, str]:
+    """The request's body when at most ``REQUEST_BYTES``; else None, its size and sha256 (reading
+    stops past ``REQUEST_HARD_BYTES``: the size is then a lower bound and the hash of what was read)."""
+    kept = bytearray()
+    digest: Any = None
+    size = 0
+    async for chunk in request.content.iter_chunked(1 << 20):
+        size += len(chunk)
+        if digest is None and size > REQUEST_BYTES:
+            digest = hashlib.sha256(kept)
+            kept = bytearray()
+        if digest is not None:
+            digest.update(chunk)
+            if size > REQUEST_HARD_BYTES:
+                break
+        else:
+            kept.extend(chunk)
+    if digest is None:
+        return bytes(kept), size, ""
+    return None, size, digest.hexdigest()
 
 
 def _after_last_assistant(messages: list[Any]) -> list[dict[str, Any]]:

@@ -3,8 +3,9 @@
 The agent gets (paths as it sees them inside the sandbox, see ``agent_sandbox``):
 
 - ``HARNESSEVOLVE_TASK``: a JSON file with ``instruction``, ``turns`` (every user turn, the first
-  being the instruction), ``system_prompt`` (the harness's assembled prompt: system prompt, skills,
-  examples), ``tools`` (the harness's tool specs), ``loop`` (its loop settings) and ``model``;
+  being the instruction), ``context`` (the task's own system context, e.g. a policy; may be
+  empty), ``system_prompt`` (that context, then the harness's assembled prompt: system prompt,
+  skills, examples), ``tools`` (the harness's tool specs), ``loop`` (its loop settings) and ``model``;
 - ``OPENAI_BASE_URL`` (the in-sandbox relay to the endpoint), ``OPENAI_API_KEY`` (a dummy: no
   key enters the sandbox), ``OPENAI_MODEL`` / ``HARNESSEVOLVE_MODEL`` (the one model it may ask for),
   ``HARNESSEVOLVE_MODEL_SOCKET`` (the endpoint's unix socket, for clients that speak HTTP over it);
@@ -15,10 +16,15 @@ The agent gets (paths as it sees them inside the sandbox, see ``agent_sandbox``)
 It ends with one of these stop reasons: ``submitted`` (exit 0 with an answer), ``no_answer`` (exit 0
 without one), ``agent_crashed`` (non-zero exit), ``agent_timeout`` (past ``agent.timeout_s``),
 ``output_flood`` (printed more than ``FLOOD_FACTOR`` x ``agent.output_limit`` characters),
-``bad_trajectory`` (its ATIF file is not valid ATIF), ``model_refused`` (asked for another model,
-no answer), ``budget_exhausted`` / ``step_limit`` (the endpoint refused further calls; the agent
-gets ``STOP_GRACE_S`` to exit after the refusal, then is killed), ``setup_error`` (it could not be
-started at all).
+``bad_trajectory`` (its ATIF file is not valid ATIF), ``bad_output`` (a file it left for us is a
+link, not a regular file, or too large: not read), ``model_refused`` (asked for another model, no
+answer), ``budget_exhausted`` / ``step_limit`` / ``refusal_limit`` / ``record_limit`` (the endpoint
+refused further calls; the agent gets ``STOP_GRACE_S`` to exit after the refusal, then is killed),
+``setup_error`` (it could not be started at all).
+
+What it leaves is bounded and read back warily (``rollout_bounds``, ``rollout_files``): the control
+folder, output folder included, is a tmpfs of its own (as root), removed after the rollout; files
+are read through a handle on the output folder, never through a link; the trajectory is capped.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from harnessevolve.core.atif import Step, Trajectory
 from harnessevolve.core.enums import StopReason
 from harnessevolve.core.errors import SandboxError, TrajectoryError
 from harnessevolve.core.tasks import Task
+from harnessevolve.execute.runners import rollout_bounds as bounds
 from harnessevolve.execute.runners.agent_process import FLOOD_FACTOR, ProcessResult, run_process
 from harnessevolve.execute.runners.agent_sandbox import (
     RELAY,
@@ -49,13 +56,16 @@ from harnessevolve.execute.runners.agent_sandbox import (
     launcher,
 )
 from harnessevolve.execute.runners.endpoint import ModelEndpoint
-from harnessevolve.execute.runners.recorded import merge_metrics, read_agent_atif, steps_from_calls
-from harnessevolve.sandbox.base import Sandbox, launched, resolve_sandbox
+from harnessevolve.execute.runners.recorded import merge_metrics, steps_from_calls
+from harnessevolve.execute.runners.rollout_files import UnsafeOutput, open_folder, parse_atif, read_regular
 from harnessevolve.execute.workspace import tool_env
 from harnessevolve.harness.agent_config import agent_path
 from harnessevolve.harness.model import Harness
+from harnessevolve.sandbox.base import Sandbox, launched, resolve_sandbox
+from harnessevolve.sandbox.limits import mount_workspace, unmount_workspace
 
-ANSWER_LIMIT = 100_000
+ANSWER_LIMIT = bounds.ANSWER_BYTES
+ATIF_FILE = "trajectory.json"
 DUMMY_KEY = "harnessevolve-endpoint-no-key"
 
 
@@ -70,9 +80,11 @@ class ExternalAgent:
     name: str
     files: tuple[Path, ...] = ()
     """Files of ours copied into the control folder (``/run/harnessevolve``), e.g. a driver script."""
-    convert: Callable[[Path], Trajectory | None] | None = None
-    """Reads the agent's own record from the out folder as a trajectory (``extra.answer``,
-    ``extra.stop_hint``); None: the ATIF file at ``HARNESSEVOLVE_ATIF``, if any, is read."""
+    record: str = ATIF_FILE
+    """The file of the out folder holding the agent's own record of the rollout, if it writes one."""
+    convert: Callable[[bytes], Trajectory] | None = None
+    """Turns that file's bytes into a trajectory (``extra.answer``, ``extra.stop_hint``); None: it
+    is ATIF (``HARNESSEVOLVE_ATIF``)."""
 
 
 def _write_harness_copy(harness: Harness, target: Path) -> None:
@@ -93,7 +105,8 @@ def task_document(harness: Harness, task: Task, model: str) -> dict[str, Any]:
         "task_id": task.id,
         "instruction": task.instruction,
         "turns": list(getattr(task, "turns", ()) or (task.instruction,)),
-        "system_prompt": harness.assembled_prompt() if harness.system_prompt else "",
+        "context": task.context,
+        "system_prompt": task.system_message(harness.assembled_prompt() if harness.system_prompt else ""),
         "tools": [
             {**t.openai_schema()["function"], "builtin": t.builtin, "command": t.command}
             for t in harness.tools
@@ -132,11 +145,19 @@ class ExternalRunner:
             return _trajectory(agent, harness, task, model, seed, started, calls, stop, error=error)
 
         root = Path(tempfile.mkdtemp(prefix="he-agent-"))
+        out_fd: int | None = None
         try:
+            harness_bytes = sum(len(t.encode()) for t in harness.files.values())
+            mount_workspace(  # as root: a tmpfs of its own, so the out folder cannot fill the host
+                root,
+                size_mb=bounds.out_folder_mb(harness_bytes),
+                files=bounds.out_folder_files(len(harness.files)),
+            )
             control = root / "control"
             control.mkdir(mode=0o755)
             (control / "out").mkdir()
             (control / "out").chmod(0o777)  # the sandbox's own uid writes its answer and ATIF here
+            out_fd = open_folder(control / "out")  # held: what is read back is read through it
             _write_harness_copy(harness, root / "harness")
             for source in (RELAY, *agent.files):
                 shutil.copy(source, control / source.name)
@@ -181,11 +202,14 @@ class ExternalRunner:
                         killed = killed and not launch.limits_hit(True)
                 except (SandboxError, OSError) as exc:
                     return setup_failed(endpoint.calls, f"sandbox_error: {exc}", StopReason.SANDBOX_ERROR)
-            trajectory = _finish(agent, harness, task, model, seed, started, endpoint, result, control / "out")
+            trajectory = _finish(agent, harness, task, model, seed, started, endpoint, result, out_fd)
             if killed and trajectory.extra.get("stop_reason") == StopReason.AGENT_CRASHED:
                 return trajectory.with_extra(infra="killed")
             return trajectory
         finally:
+            if out_fd is not None:
+                os.close(out_fd)
+            unmount_workspace(root)
             shutil.rmtree(root, ignore_errors=True)
 
 
@@ -212,12 +236,16 @@ def _agent_env(agent: ExternalAgent, paths: AgentPaths, model: str, workspace: P
     return env
 
 
-def _read_answer(out: Path) -> str | None:
-    path = out / "answer.txt"
-    if not path.is_file():
+def _read_answer(out: int) -> str | None:
+    data = read_regular(out, "answer.txt", ANSWER_LIMIT)
+    return None if data is None else data.decode(errors="replace").strip()
+
+
+def _read_own(agent: ExternalAgent, out: int) -> Trajectory | None:
+    data = read_regular(out, agent.record, bounds.RECORD_FILE_BYTES)
+    if data is None:
         return None
-    with path.open("rb") as handle:
-        return handle.read(ANSWER_LIMIT).decode(errors="replace").strip()
+    return agent.convert(data) if agent.convert else parse_atif(data, agent.record)
 
 
 def _finish(
@@ -229,19 +257,26 @@ def _finish(
     started: float,
     endpoint: ModelEndpoint,
     result: ProcessResult,
-    out: Path,
+    out: int,
 ) -> Trajectory:
     calls = endpoint.calls
     error: str | None = None
     own: Trajectory | None = None
     bad_atif = None
+    unsafe: list[str] = []
     try:
-        own = agent.convert(out) if agent.convert else read_agent_atif(out / "trajectory.json")
+        own = _read_own(agent, out)
     except TrajectoryError as exc:
         bad_atif = f"bad_trajectory: the agent's ATIF file: {exc.one_line()}"
+    except UnsafeOutput as exc:
+        unsafe.append(str(exc))
     hint = own.extra.get("stop_hint") if own is not None else None
     ended_with = own.extra.get("mini_exit_status") if own is not None else None
-    answer = _read_answer(out)
+    try:
+        answer = _read_answer(out)
+    except UnsafeOutput as exc:
+        unsafe.append(str(exc))
+        answer = None
     if answer is None and own is not None and isinstance(own.extra.get("answer"), str):
         answer = own.extra["answer"]
     if answer is None:
@@ -253,7 +288,10 @@ def _finish(
     refused = [c for c in calls if c.status == 404]
     failed = [c for c in calls if c.status == 502]
     tail = result.output.strip().splitlines()[-1][:300] if result.output.strip() else "no output"
-    if endpoint.stop is not None:
+    if unsafe:
+        stop, error = StopReason.BAD_OUTPUT, f"bad_output: {'; '.join(unsafe)}"
+        answer = None
+    elif endpoint.stop is not None:
         stop, error = endpoint.stop.reason, f"{endpoint.stop.reason}: {endpoint.stop.message}"
     elif result.ended == "timeout":
         stop, error = (
@@ -322,6 +360,7 @@ def _trajectory(
     if not steps:
         steps = (Step(1, "user", task.instruction),)
     answered = [c for c in calls if c.reply is not None]
+    spending = [c.usage for c in answered]
     extra: dict[str, Any] = {
         **({k: v for k, v in own.extra.items() if k != "stop_hint"} if own is not None else {}),
         "task_id": task.id,
@@ -343,7 +382,7 @@ def _trajectory(
     if result is not None:
         extra["agent_exit_code"] = result.exit_code
         extra["agent_output"] = result.output
-    return Trajectory(
+    trajectory = Trajectory(
         session_id=own.session_id if own is not None else uuid.uuid4().hex,
         agent_name=own.agent_name if own is not None else agent.name,
         agent_version=own.agent_version if own is not None else __version__,
@@ -351,9 +390,43 @@ def _trajectory(
         steps=steps,
         extra=extra,
         final_metrics={
-            "total_prompt_tokens": sum(c.usage.get("prompt_tokens", 0) for c in answered),
-            "total_completion_tokens": sum(c.usage.get("completion_tokens", 0) for c in answered),
-            "total_cost_usd": sum(c.usage.get("cost_usd", 0.0) for c in answered),
+            "total_prompt_tokens": sum(spent.get("prompt_tokens", 0) for spent in spending),
+            "total_completion_tokens": sum(spent.get("completion_tokens", 0) for spent in spending),
+            "total_cost_usd": sum(spent.get("cost_usd", 0.0) for spent in spending),
             "total_steps": len(steps),
         },
+    )
+    return _capped(trajectory, task)
+
+
+def _capped(trajectory: Trajectory, task: Task) -> Trajectory:
+    """``trajectory``, or a summary of it when its JSON is over ``TRAJECTORY_BYTES`` (what the run
+    folder keeps of one rollout): its steps cut to the task, each model call to its status."""
+    size = len(json.dumps(trajectory.to_dict(), default=str))
+    if size <= bounds.TRAJECTORY_BYTES:
+        return trajectory
+    extra = trajectory.extra
+    calls = [
+        {k: c[k] for k in ("index", "status", "requested_model", "error") if k in c}
+        for c in extra.get("model_calls", [])
+    ]
+    summary = {
+        k: extra[k] for k in ("task_id", "harness", "harness_hash", "seed", "wall_s", "runner") if k in extra
+    }
+    return Trajectory(
+        session_id=trajectory.session_id,
+        agent_name=trajectory.agent_name,
+        agent_version=trajectory.agent_version,
+        model_name=trajectory.model_name,
+        steps=(Step(1, "user", task.instruction),),
+        extra={
+            **summary,
+            "stop_reason": StopReason.RECORD_LIMIT,
+            "answer": None,
+            "error": f"record_limit: the rollout's trajectory was {size} bytes, over its "
+            f"{bounds.TRAJECTORY_BYTES}-byte limit; only this summary is kept",
+            "model_calls": [{k: v[:300] if isinstance(v, str) else v for k, v in c.items()} for c in calls],
+            "agent_output": str(extra.get("agent_output", ""))[-2000:],
+        },
+        final_metrics=trajectory.final_metrics,
     )

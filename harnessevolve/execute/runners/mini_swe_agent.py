@@ -27,6 +27,8 @@ from harnessevolve.harness.agent_config import HARNESS_MOUNT
 from harnessevolve.harness.model import Harness
 
 DRIVER = Path(__file__).with_name("mini_driver.py")
+RECORD = "mini_trajectory.json"
+"""What ``mini_driver.py`` saves in the out folder (read back by ``external.py``, never through a link)."""
 EXIT_TO_STOP = {
     "Submitted": StopReason.SUBMITTED,
     "LimitsExceeded": StopReason.STEP_LIMIT,
@@ -57,7 +59,8 @@ class MiniSweAgentRunner(ExternalRunner):
             {},
             "mini-swe-agent",
             files=(DRIVER,),
-            convert=lambda out: mini_to_atif(out / "mini_trajectory.json", model),
+            record=RECORD,
+            convert=lambda data: mini_to_atif(data, model),
         )
 
 
@@ -67,30 +70,28 @@ def _text(content: Any) -> str:
     return "" if content is None else str(content)
 
 
-def mini_to_atif(path: Path, model: str) -> Trajectory | None:
-    """mini-swe-agent's saved trajectory as ATIF (None when it saved none); ``extra.answer`` is the
+def mini_to_atif(data: bytes, model: str) -> Trajectory:
+    """mini-swe-agent's saved trajectory (the bytes of ``RECORD``) as ATIF; ``extra.answer`` is the
     submission, ``extra.stop_hint`` the stop reason its exit status means."""
-    if not path.is_file():
-        return None
     try:
-        doc = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+        doc = json.loads(data.decode("utf-8", errors="replace"))
         messages = doc["messages"]
         info = doc.get("info", {})
-    except (ValueError, KeyError, TypeError) as exc:
-        raise TrajectoryError(f"mini-swe-agent's trajectory is unreadable: {exc}", file=path.name) from None
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise TrajectoryError(f"mini-swe-agent's trajectory is unreadable: {exc}", file=RECORD) from None
     steps: list[Step] = []
     owner: dict[str, int] = {}
     exit_status, submission = str(info.get("exit_status", "")), None
-    for message in messages if isinstance(messages, list) else []:
-        if not isinstance(message, dict):
+    for msg in messages if isinstance(messages, list) else []:
+        if not isinstance(msg, dict):
             continue
-        role, extra = message.get("role"), message.get("extra") or {}
+        role, extra = msg.get("role"), msg.get("extra") or {}
         step_id = len(steps) + 1
         if role == "system":
-            steps.append(Step(step_id, "system", _text(message.get("content"))))
+            steps.append(Step(step_id, "system", _text(msg.get("content"))))
         elif role == "user":
             marks = {"error": "format_error"} if extra.get("interrupt_type") == "FormatError" else {}
-            steps.append(Step(step_id, "user", _text(message.get("content")), extra=marks))
+            steps.append(Step(step_id, "user", _text(msg.get("content")), extra=marks))
         elif role == "assistant":
             calls = tuple(
                 ToolCall(
@@ -101,12 +102,12 @@ def mini_to_atif(path: Path, model: str) -> Trajectory | None:
                 for i, a in enumerate(extra.get("actions", []))
             )
             steps.append(
-                Step(step_id, "agent", _text(message.get("content")), tool_calls=calls, model_name=model)
+                Step(step_id, "agent", _text(msg.get("content")), tool_calls=calls, model_name=model)
             )
             owner.update({c.tool_call_id: len(steps) - 1 for c in calls})
-        elif role == "tool" and message.get("tool_call_id") in owner:
-            index = owner.pop(message["tool_call_id"])
-            result = ObservationResult(message["tool_call_id"], _text(message.get("content")))
+        elif role == "tool" and msg.get("tool_call_id") in owner:
+            index = owner.pop(msg["tool_call_id"])
+            result = ObservationResult(msg["tool_call_id"], _text(msg.get("content")))
             steps[index] = replace(steps[index], observations=(*steps[index].observations, result))
         elif role == "exit":
             exit_status = str(extra.get("exit_status", exit_status))

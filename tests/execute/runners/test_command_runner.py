@@ -316,5 +316,5 @@ def test_unsandboxed_and_docker_sandboxes(tmp_path: Path, task, script) -> None:
     plain = asyncio.run(go(UnsafeNoSandbox()))
     assert plain.extra["stop_reason"] == "submitted" and plain.extra["answer"] == "11"
     docker = asyncio.run(go(Docker()))
-    assert docker.extra["stop_reason"] == "setup_error" and "--sandbox bwrap" in docker.extra["error"]
+    assert docker.extra["stop_reason"] == "sandbox_error" and "--sandbox bwrap" in docker.extra["error"]
     assert "docker" in docker.extra["error"] and "cannot run an external agent" in docker.extra["error"]
