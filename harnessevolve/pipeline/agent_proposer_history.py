@@ -2,8 +2,9 @@
 
 Each candidate's summary, proposer, paths, verdict (``accepted``, ``rejected by <gate>``), gate
 numbers (scalars only: per-task lists and mappings stay out of the workspace), whether the edit
-fired (where a gate recorded it: a number whose name says ``fire``), and its diff (from git for a
-committed candidate; from its saved changes, against the current files, for one never committed).
+fired (the ``edit_fired`` verdict, else a gate number whose name says ``fire``), and its diff (from
+git for a committed candidate; from its saved changes, against the current files, for one never
+committed).
 """
 
 from __future__ import annotations
@@ -43,13 +44,16 @@ def _verdict_numbers(verdicts: Any) -> tuple[dict[str, dict[str, Any]], str]:
     numbers: dict[str, dict[str, Any]] = {}
     reason = ""
     for verdict in verdicts or []:
-        if not isinstance(verdict, Mapping):
-            continue
-        gate = str(verdict.get("gate"))
-        numbers[gate] = scalar_numbers(verdict.get("numbers"))
-        if not verdict.get("passed") and not reason:
-            reason = f"{gate}: {verdict.get('reason', '')}"
+        gate = str(_field(verdict, "gate"))
+        numbers[gate] = scalar_numbers(_field(verdict, "numbers"))
+        if not _field(verdict, "passed") and not reason:
+            reason = f"{gate}: {_field(verdict, 'reason') or ''}"
     return numbers, reason
+
+
+def _field(verdict: Any, name: str) -> Any:
+    """A gate verdict's field, whether the ledger record holds it as a mapping or a typed record."""
+    return verdict.get(name) if isinstance(verdict, Mapping) else getattr(verdict, name, None)
 
 
 def git_diff(repo: HarnessRepo | None, sha: str) -> str:
@@ -91,8 +95,14 @@ def past_candidates(
         return ()
     slots: dict[tuple[int, int], dict[str, Any]] = {}
     by_sha: dict[str, tuple[int, int]] = {}
+    fired_record = getattr(ev, "EditFired", None)  # did-the-edit-fire (pipeline/edit_firing.py), once there
     for record in read_events(ledger_path):
-        if isinstance(record, ev.CandidateProposed | ev.CandidateRevised):
+        if fired_record is not None and isinstance(record, fired_record) and record.sha in by_sha:
+            when = f" (generation {record.observed_generation})" if record.observed_generation else ""
+            slots[by_sha[record.sha]]["fired"] = (
+                f"yes{when}" if record.fired else f"never ({record.runs} later run(s) read)"
+            )
+        elif isinstance(record, ev.CandidateProposed | ev.CandidateRevised):
             slot = slots.setdefault((record.generation, record.candidate), {"verdict": "proposed"})
             slot.update(summary=record.summary, proposer=record.proposer, paths=record.paths or [])
         elif isinstance(record, ev.GateVerdicts) and record.candidate is not None:
@@ -146,7 +156,7 @@ def past_candidates(
                 reason=str(slot.get("reason") or ""),
                 numbers=numbers,
                 diff=diff,
-                fired=_fired(numbers),
+                fired=str(slot.get("fired") or _fired(numbers)),
             )
         )
     return tuple(out)

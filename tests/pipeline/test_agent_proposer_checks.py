@@ -128,3 +128,51 @@ def test_agent_proposer_workspace_holds_no_held_out_task() -> None:
         assert task.instruction in files[f"evidence/failed/{task.id}/signal.md"]
     assert "[held-out text removed]" in files["history/candidates.md"]
     assert "premature_finish" in files["TASK.md"] and "prompts/*.md" in files["TASK.md"]
+
+
+def test_agent_proposer_history_from_the_ledger(tmp_path: Path) -> None:
+    """Earlier candidates as the agent reads them: verdict, scalar gate numbers (per-task lists
+    left out), validation score, reason of the gate that reverted it."""
+    from harnessevolve.pipeline.agent_proposer_history import past_candidates
+    from harnessevolve.pipeline.agent_proposer_workspace import history_files
+    from harnessevolve.runs import events as ev
+    from harnessevolve.runs.ledger import Ledger
+
+    ledger = Ledger(tmp_path / "ledger.jsonl")
+    perf = {
+        "gate": "performance",
+        "passed": True,
+        "reason": "gain 0.25",
+        "numbers": {"gain": 0.25, "tasks": ["a"]},
+    }
+    ledger.append(
+        ev.CandidateProposed(generation=1, candidate=1, summary="add a demo", proposer="demo", paths=["p.md"])
+    )
+    ledger.append(ev.GateVerdicts(generation=1, candidate=1, summary="add a demo", verdicts=[perf]))
+    ledger.append(ev.CandidateCommitted(generation=1, sha="a" * 40, verdict="accepted", candidate=1, of=1))
+    ledger.append(
+        ev.CandidateAccepted(
+            generation=1, sha="a" * 40, harness_hash=None, validation=0.75, candidate=1, verdicts=[perf]
+        )
+    )
+    ledger.append(
+        ev.CandidateProposed(generation=2, candidate=1, summary="a rule", proposer="agent", paths=["s.md"])
+    )
+    ledger.append(
+        ev.CandidateCommitted(generation=2, sha="b" * 40, verdict="rejected by heldout", candidate=1)
+    )
+    ledger.append(
+        ev.CandidateReverted(
+            generation=2, sha="b" * 40, revert_sha="c" * 40, gate="heldout", reason="drop 0.1 > 0.025"
+        )
+    )
+    ledger.close()
+    history = past_candidates(tmp_path / "ledger.jsonl", None, {})
+    assert [(p.generation, p.verdict) for p in history] == [(1, "accepted"), (2, "rejected by heldout")]
+    assert (
+        history[0].numbers["performance"] == {"gain": 0.25}
+        and history[0].numbers["validation"]["score"] == 0.75
+    )
+    text = history_files(history)["history/candidates.md"]
+    assert "gen 2, candidate 1: a rule" in text and "rejected by heldout (drop 0.1 > 0.025)" in text
+    assert "performance: gain=0.25" in text and "fired: not recorded" in text
