@@ -68,6 +68,11 @@ class InfraTally:
     def counted(self) -> None:
         self.rollouts += 1
 
+    def uncount(self) -> None:
+        """A counted rollout turned out to be a machine failure that is retried (its checks could
+        not start): the retry counts instead."""
+        self.rollouts -= 1
+
     def failed(self, failure: InfraFailure) -> None:
         if failure.retry:
             self.retried += 1

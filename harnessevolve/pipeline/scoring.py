@@ -116,8 +116,8 @@ class Scorer:
         context = contextvars.copy_context()  # the usage scope, whatever context on_done runs in
         harness_hash = harness.content_hash()
         handled: set[tuple[bool, str]] = set()
-        recorded: set[str] = set()
-        """Tasks whose rollout failed on the machine (told to the tally as it ended)."""
+        recorded: set[tuple[bool, str]] = set()
+        """(last try, task) whose rollout failed on the machine (told to the tally as it ended)."""
 
         def finished(rollout: Rollout, *, last_try: bool) -> None:
             # Scored and cached the moment it ends (checks run sandboxed programs: off the event
@@ -134,7 +134,7 @@ class Scorer:
                     rollout.task_id, harness_hash, reason, infra_detail(rollout.trajectory), not last_try
                 )
                 self.infra.failed(failure)
-                recorded.add(rollout.task_id)
+                recorded.add((last_try, rollout.task_id))
                 if not last_try:
                     retry.append(by_id[rollout.task_id])
                     if rollout.workspace is not None:
@@ -144,26 +144,35 @@ class Scorer:
             work = asyncio.to_thread(self._evaluate, by_id[rollout.task_id], rollout, harness_hash, model)
             evaluating[rollout.task_id] = asyncio.get_running_loop().create_task(work, context=context.copy())
 
+        async def attempt(tasks: list[Task], last_try: bool) -> None:
+            def done(rollout: Rollout) -> None:
+                finished(rollout, last_try=last_try)
+
+            for rollout in await self.executor.run(harness, tasks, model=model, seed=self.seed, on_done=done):
+                done(rollout)  # an executor that did not call on_done (handled ones are skipped)
+
         try:
-            for attempt, last_try in ((todo, False), (retry, True)):
-                if not attempt:
-                    continue
-                if last_try and self.on_progress:
-                    progress[True] = self.on_progress(f"{label} (retry: the machine failed)", len(attempt))
-
-                def done(rollout: Rollout, last_try: bool = last_try) -> None:
-                    finished(rollout, last_try=last_try)
-
-                for rollout in await self.executor.run(
-                    harness, list(attempt), model=model, seed=self.seed, on_done=done
-                ):
-                    done(rollout)  # an executor that did not call on_done (handled ones are skipped)
+            await attempt(todo, False)
+            await asyncio.gather(*evaluating.values())
+            for task in todo:  # a rollout whose checks' sandbox could not start: nothing scored either
+                pending = evaluating.get(task.id)
+                if pending is not None and pending.result().infra and (False, task.id) not in recorded:
+                    first = pending.result()
+                    detail = str(first.trajectory.extra.get("infra_detail", ""))
+                    self.infra.failed(InfraFailure(task.id, harness_hash, str(first.infra), detail, True))
+                    self.infra.uncount()
+                    del evaluating[task.id]
+                    retry.append(task)
+            if retry:
+                if self.on_progress:
+                    progress[True] = self.on_progress(f"{label} (retry: the machine failed)", len(retry))
+                await attempt(retry, True)
         finally:
             if evaluating:  # an interrupted batch still scores (and caches) what finished
                 await asyncio.gather(*evaluating.values(), return_exceptions=True)
         for task in todo:
             result = self.memo[(key, task.id)] = await evaluating[task.id]
-            if result.infra and task.id not in recorded:  # its checks' sandbox could not start
+            if result.infra and (True, task.id) not in recorded:  # the retry's checks could not start
                 detail = str(result.trajectory.extra.get("infra_detail", ""))
                 self.infra.failed(InfraFailure(task.id, harness_hash, result.infra, detail, False))
         self.infra.check()

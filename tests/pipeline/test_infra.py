@@ -132,6 +132,32 @@ def test_a_rollout_whose_sandbox_fails_is_infra_retried_once_and_not_cached(
     assert not any(f"{broken}" in p.read_text() for p in (tmp_path / "cache").rglob("*.json"))
 
 
+def test_a_rollout_whose_checks_cannot_start_their_sandbox_is_infra_and_retried(
+    harness_dir: Path, scripts
+) -> None:
+    from harnessevolve.core.tasks import load_benchmark
+
+    tasks = list(load_benchmark("shell-onecall").split("train")[:2])  # file and command checks
+    broken = tasks[0].id
+    sandbox = type("Failing", (FailingSandbox,), {"broken": (broken,), "refused": []})()
+    submits = scripts(
+        "submits", lambda m, t: {"tool_calls": [{"name": "submit", "arguments": {"answer": "x"}}]}
+    )
+    failures: list[InfraFailure] = []
+    scorer = Scorer(
+        LocalExecutor(1, sandbox),
+        model=submits,
+        seed=0,
+        references={},
+        infra=InfraTally(1.0, on_failure=failures.append),
+    )
+    results = asyncio.run(scorer.score(load_harness(harness_dir), tasks, "batch"))
+    assert results[0].infra == "sandbox_start" and results[0].score == 0
+    assert results[1].infra is None
+    assert [(f.task_id, f.retry) for f in failures] == [(broken, True), (broken, False)]
+    assert (scorer.infra.rollouts, scorer.infra.failures, scorer.infra.retried) == (2, 1, 1)
+
+
 def test_run_summary_counts_a_sandbox_that_fails_to_start_as_infra_not_as_an_agent_failure(
     harness_dir: Path, cli, commander: str, shell_basics: Benchmark, failing_sandbox
 ) -> None:
