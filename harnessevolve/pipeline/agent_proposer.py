@@ -67,7 +67,7 @@ DEFAULT_OPTIMIZER = "optimizer-agent"
 TRAJECTORY_DIR = "proposer"
 LOOP_REPEATS = 3
 """The same action this many times in a row, then the call limit: a loop."""
-REFUSED_STOPS = {
+REFUSED_STOPS: dict[str, str] = {
     StopReason.AGENT_TIMEOUT: "hang",
     StopReason.OUTPUT_FLOOD: "output flood",
     StopReason.BUDGET_EXHAUSTED: "budget",
