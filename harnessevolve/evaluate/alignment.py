@@ -11,7 +11,8 @@ stdout, exit status and files. The actions are compared in order; at the first m
 2. a failed call (its observation reports an error the reference's did not) that the run retried
    or recovered from (the reference's action follows within ``RECOVERY_WINDOW`` actions) is not a
    divergence; one the run went on from is ``tool_error_ignored``, on the step that went on;
-3. ``LOOP_REPEATS`` identical calls (after normalisation) are ``step_limit``;
+3. ``LOOP_REPEATS`` identical calls (after normalisation) are ``step_limit``, and so is a call
+   redone (the same call, or the same code) where the reference finished;
 4. a finish while the reference still had calls is ``premature_finish``, and so is a finish without
    the answer the reference's finishing call gave (a plain message where it called ``submit``);
    a submitted answer that differs from the reference's is ``wrong_argument`` on the submit, its
@@ -46,7 +47,7 @@ from harnessevolve.evaluate.call_match import (
     difference,
     operands,
 )
-from harnessevolve.evaluate.effect_match import EffectOracle, same_observation
+from harnessevolve.evaluate.effect_match import EffectOracle, code_argument, same_observation
 from harnessevolve.evaluate.no_reference import signal_without_reference
 from harnessevolve.evaluate.side_by_side import GAP_COST, OTHER_TOOL_COST, SAME_TOOL_COST, AlignedRow, align
 from harnessevolve.evaluate.tool_schemas import ToolSet, canonical_call, offered_tools
@@ -174,6 +175,14 @@ def _error_signal(ctx: _Context, cause: Cause, act: Action, exp: Action | None) 
         "the run is not evidence about the harness",
     }[cause]
     return ctx.signal(cause, act, exp, hint)
+
+
+def _repeats(ctx: _Context, act: Action, before: Action) -> bool:
+    """``act`` redoes ``before``: the same call, or the same code with other (unknown) arguments."""
+    if act.is_finish or before.is_finish or act.tool != before.tool:
+        return False
+    code = code_argument(act)
+    return ctx.key(act) == ctx.key(before) or (code is not None and code == code_argument(before))
 
 
 def _loop_at(ctx: _Context, run: list[Action], start: int) -> bool:
@@ -325,7 +334,15 @@ def _classify(ctx: _Context, i: int, j: int, diff: Difference, last: Action | No
             f"step {act.step_id}: repeating {_describe(act)} instead of {_describe(exp)}",
         )
     if exp.is_finish and not act.is_finish:
+        if i > 0 and _repeats(ctx, act, run[i - 1]):
+            hint = (
+                f"step {act.step_id}: repeated {_describe(act)} instead of finishing with "
+                f"{_describe(exp)} as the reference did"
+            )
+            return ctx.signal(Cause.STEP_LIMIT, act, exp, hint)
         hint = f"step {act.step_id}: {_describe(act)} after the reference had finished"
+        if exp.tool is not None:
+            hint += f" (the reference did {_describe(exp)} here)"
         return ctx.signal(Cause.EXTRA_STEP, act, None, hint)
     if act.is_finish and exp.is_finish:
         return _finish_signal(ctx, i, act, exp, diff)

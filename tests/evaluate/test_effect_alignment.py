@@ -191,3 +191,14 @@ def test_an_effect_check_matches_silent_commands_by_their_files(tmp_path: Path) 
 def test_no_oracle_without_an_effect_check(tmp_path: Path) -> None:
     task = Task(id="t", instruction="x", split="train", checks=(Check(type="answer", expected="1"),))
     assert effect_oracle(task, timeout_s=1, runner=LocalRunner(tmp_path)) is None
+
+
+def test_a_call_redone_where_the_reference_finished_is_a_step_limit() -> None:
+    """The gold command ran, then again (with a junk argument) instead of the submit."""
+    failed = run(bash(GOLD, LAST), ("bash", {"command": GOLD, "exit_code": 1}, LAST), stop="repeated")
+    signal = first_divergence(failed, REFERENCE)
+    assert (signal.cause, signal.step, signal.reference_step) == (Cause.STEP_LIMIT, 4, 4)
+    assert "instead of finishing with submit" in signal.hint
+    other = run(bash(GOLD, LAST), bash("cat notes.txt", "all\nthe last line"), stop="repeated")
+    signal = first_divergence(other, REFERENCE)
+    assert signal.cause is Cause.EXTRA_STEP and "the reference did submit(" in signal.hint
