@@ -319,3 +319,25 @@ def test_mini_swe_agent_cannot_read_heldout_answer(tmp_path: Path, scripts) -> N
     assert trajectory["extra"]["runner"] == "mini-swe-agent"
     assert VISIBLE in text, trajectory["extra"].get("error")  # its command really ran (control)
     assert SECRET not in text
+
+
+def test_coding_agent_cannot_read_heldout_answer(tmp_path: Path, scripts) -> None:
+    """The agent proposer's optimizer (``harnesses/optimizer-agent``) runs through the same runner,
+    in the run's sandbox (``agent_proposer.py``: ``runner.run(..., sandbox=run.sandbox)``): a
+    Python suite's held-out answer is out of its view too, by its host path."""
+    if importlib.util.find_spec("minisweagent") is None:
+        pytest.skip("needs the agents extra (mini-swe-agent)")
+    suite = tmp_path / "suite"
+    bench = make_suite(suite)
+    probe = " ".join([*probe_paths(suite), str(suite / "visible.txt")])
+    commands = [
+        f"cat {probe} 2>&1; ls /run/harnessevolve",
+        "printf 'COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\\ndone\\n'",
+    ]
+    replies = [{"tool_calls": [{"name": "bash", "arguments": {"command": c}}]} for c in commands]
+    model = scripts("iso-coder", replies)
+    trajectory = external_rollout(HARNESSES / "optimizer-agent", bench, "probe", model=model)
+    text = json.dumps(trajectory)
+    assert trajectory["extra"]["runner"] == "mini-swe-agent"
+    assert "task.json" in text, trajectory["extra"].get("error")  # its command ran (control)
+    assert SECRET not in text and VISIBLE not in text

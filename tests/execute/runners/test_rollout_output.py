@@ -222,3 +222,30 @@ def test_endpoint_record_cap_ends_the_rollout_with_record_limit(tmp_path: Path, 
     assert statuses[:5] == [200] * 5 and 413 in statuses  # 6 x 3 MiB passes the 16 MiB record
     assert extra["stop_reason"] == "record_limit", extra.get("error")
     assert len(json.dumps(extra["model_calls"])) <= bounds.RECORD_BYTES + (4 << 20)
+
+
+ERROR_AGENT = """
+import json, os, urllib.error, urllib.request
+body = json.dumps({"model": os.environ["OPENAI_MODEL"], "messages": [{"role": "user", "content": "hi"}]})
+request = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", data=body.encode())
+try:
+    urllib.request.urlopen(request, timeout=60).read()
+    seen = "answered"
+except urllib.error.HTTPError as exc:
+    seen = exc.read().decode()
+open(os.environ["HARNESSEVOLVE_ANSWER"], "w").write(seen)
+"""
+
+
+def test_provider_errors_reach_the_agent_redacted(tmp_path: Path, scripts, monkeypatch) -> None:
+    token = "Qx7vR2mK9pL4tZ8wN3bY6cF1"
+    monkeypatch.setenv("UPSTREAM_SESSION", token)  # no secret-looking name: caught by its shape
+
+    def failing(messages: list, tools: list) -> dict:
+        raise RuntimeError(f"upstream refused session {token}")
+
+    model = scripts("out-error", failing)
+    trajectory = rollout(harness_with(tmp_path, ERROR_AGENT), model=model)
+    answer = trajectory.extra["answer"] or ""
+    assert "model_error" in answer and "[REDACTED]" in answer, answer  # it saw the error (control)
+    assert token not in answer and token not in json.dumps(trajectory.to_dict())
