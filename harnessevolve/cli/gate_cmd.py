@@ -152,17 +152,10 @@ def gate(
 
 def latest_benchmark(harness: Path) -> str:
     """The ``--benchmark`` of the harness's latest run (what ``gate`` checks when given none)."""
-    from harnessevolve.report.runs import runs_dir
-    from harnessevolve.runs.events import RunStarted
-    from harnessevolve.runs.ledger import read_ledger
+    from harnessevolve.runs.rundir import RunDir
 
-    folder = runs_dir(harness)
-    runs = sorted(p for p in folder.glob("*") if (p / "ledger.jsonl").is_file()) if folder.is_dir() else []
-    for run_dir in reversed(runs):
-        started = next(
-            (e for e in read_ledger(run_dir / "ledger.jsonl") if e.get("event") == RunStarted.NAME), None
-        )
-        spec = ((started or {}).get("options") or {}).get("benchmark")
+    for run in reversed(RunDir.of(harness)):
+        spec = run.config().benchmark
         if spec:
             return str(spec)
     raise BenchmarkError(

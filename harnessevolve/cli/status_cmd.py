@@ -17,13 +17,16 @@ from harnessevolve.cli._errors import handle_errors
 from harnessevolve.cli.options import HarnessDir, JsonOut
 from harnessevolve.cli.report_cmd import RunRef
 from harnessevolve.cli.ui import console
+from harnessevolve.report.event_text import describe
 from harnessevolve.report.firing import firing_summary, firings
 from harnessevolve.report.infra_view import infra_counts
 from harnessevolve.report.run_model import RunView
 from harnessevolve.report.run_view import load_run_view
-from harnessevolve.report.runs import END_STATES, format_duration, parse_ts, read_lock, resolve_run, run_state
+from harnessevolve.report.runs import END_STATES, format_duration, parse_ts, read_lock, run_state
 from harnessevolve.runs import events as ev
-from harnessevolve.runs.ledger import parse_ledger_bytes, parse_ledger_line
+from harnessevolve.runs.events import parse_event
+from harnessevolve.runs.ledger import LEDGER_VERSION, parse_ledger_bytes, parse_ledger_line
+from harnessevolve.runs.rundir import RunDir
 
 STATE_STYLE = {
     "running": "bold blue",
@@ -51,98 +54,20 @@ def _s(value: Any) -> str:
     return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
-def _sha(value: Any) -> str:
-    return str(value or "?")[:8]
+def describe_event(e: ev.Event) -> str:
+    """One line of plain text for a ledger event (``report.event_text.describe``)."""
+    return describe(e)
 
 
-def describe_event(e: dict[str, Any]) -> str:
-    """One line of plain text for a ledger event; unknown events list their scalar fields."""
-    name, g = e.get("event"), e.get("generation", "?")
-    if name == ev.RunStarted.NAME:
-        options = e.get("options") or {}
-        model = options.get("model") or "of the harness"  # no --model: harness.yaml's
-        return (
-            f"run {e.get('run_id')} on {e.get('benchmark')}, model {model}, "
-            f"{options.get('generations', '?')} generations, from {_sha(e.get('rev'))}"
-        )
-    if name == ev.Baseline.NAME:
-        return f"seed harness: {e.get('split', 'validation')} {_s(e.get('score'))} on {e.get('tasks')} tasks"
-    if name == ev.GenerationStarted.NAME:
-        return f"gen {g} starts at {_sha(e.get('rev'))}"
-    if name == ev.BatchEvaluated.NAME:
-        clusters = ", ".join(f"{c.get('cause')} x{c.get('size')}" for c in e.get("clusters") or [])
-        return (
-            f"gen {g}: train {_s(e.get('score'))}, {e.get('failed')}/{len(e.get('tasks') or [])} failed"
-            + (f"; clusters {clusters}" if clusters else "")
-        )
-    if name == ev.CandidateCommitted.NAME:
-        targets = ", ".join(e.get("targets") or [])
-        return f"gen {g}: {_sha(e.get('sha'))} by {e.get('proposer')}: {e.get('summary')} [{targets}]"
-    if name == ev.GateVerdicts.NAME:
-        marks = ", ".join(
-            f"{v.get('gate')} {'pass' if v.get('passed') else 'FAIL'}" for v in e.get("verdicts") or []
-        )
-        which = _sha(e["sha"]) if e.get("sha") else f"candidate {e.get('candidate', 1)}"
-        return f"gen {g}: {which}: {marks}"
-    if name in (ev.CandidateProposed.NAME, ev.CandidateRevised.NAME):
-        which = f"candidate {e.get('candidate', 1)}" + (f" rev {e['revision']}" if e.get("revision") else "")
-        return f"gen {g}: {which} by {e.get('proposer', 'proposer')}: {e.get('summary')}"
-    if name == ev.CandidateRejected.NAME:
-        why = f"{e.get('gate')} gate: {e.get('reason')}" if e.get("gate") else "passed, another was picked"
-        return f"gen {g}: candidate {e.get('candidate', 1)} not kept ({why})"
-    if name == ev.Committing.NAME:
-        return f"gen {g}: committing {e.get('verdict')} candidate: {e.get('summary')}"
-    if name == ev.CandidateAccepted.NAME:
-        return f"gen {g}: accepted {_sha(e.get('sha'))}" + (
-            " on a tie (no gain on its batch)" if e.get("tie") else ""
-        )
-    if name == ev.CandidateReverted.NAME:
-        return f"gen {g}: reverted {_sha(e.get('sha'))} by the {e.get('gate')} gate: {e.get('reason')}"
-    if name == ev.GenerationFinished.NAME:
-        validation = e.get("validation")
-        return f"gen {g}: {e.get('outcome')}" + (
-            f", validation {_s(validation)}" if validation is not None else ""
-        )
-    if name == ev.EpochFinished.NAME:
-        restored = f", restored as {_sha(e.get('restored'))}" if e.get("restored") else ""
-        best = f"best {_sha(e.get('best'))} validation {_s(e.get('best_validation'))}"
-        return f"epoch {e.get('epoch')}: {best}{restored}"
-    if name in (ev.ProposalFailed.NAME, ev.RevisionFailed.NAME):
-        errors = e.get("errors") or []
-        return f"gen {g}: proposer {e.get('proposer')} failed: {errors[0] if errors else '?'}"
-    if name == ev.RunFinished.NAME:
-        net = e.get("net_change") or {}
-        change = ""
-        if net:
-            change = (
-                f"; {len(net.get('files') or [])} file(s) changed since the seed, validation "
-                f"{_s(net.get('validation_seed'))} -> {_s(net.get('validation_final'))}"
-                if net.get("changed")
-                else "; no net change (the final harness equals the seed)"
-            )
-        return (
-            f"{len(e.get('accepted') or [])} accepted, {len(e.get('reverted') or [])} reverted; "
-            f"head {_sha(e.get('rev'))}{change}"
-        )
-    if name in (ev.RunInterrupted.NAME, ev.RunFailed.NAME):
-        by = f" by {e['signal']}" if e.get("signal") else ""
-        return f"stopped{by} in gen {g} at stage {e.get('stage')}: {e.get('error')}"
-    if name == ev.TestEvaluated.NAME:
-        scores = e.get("scores") or {}
-        pair = f"seed {_s(scores.get('seed'))} -> evolved {_s(scores.get('evolved'))}"
-        return f"test split ({e.get('tasks')} tasks): {pair}"
-    fields = [
-        f"{k}={_s(v)}"
-        for k, v in e.items()
-        if k not in ("v", "ts", "event") and not isinstance(v, dict | list)
-    ]
-    return " ".join(fields)
+def event_json(e: ev.Event) -> dict[str, Any]:
+    """The event as its ledger line: ``v``, ``ts``, ``event``, then its fields."""
+    return {"v": LEDGER_VERSION, **e.to_json()}
 
 
-def event_line(e: dict[str, Any]) -> Text:
-    ts = parse_ts(e.get("ts"))
+def event_line(e: ev.Event) -> Text:
+    ts = parse_ts(e.ts)
     clock = ts.astimezone().strftime("%H:%M:%S") if ts else "--:--:--"
-    name = str(e.get("event", "?"))
+    name = e.event_name
     text = describe_event(e)
     return Text.assemble(
         (clock, "dim"), " ", (f"{name:<20}", EVENT_STYLE.get(name, "cyan")), " ", text[:2000]
@@ -159,11 +84,11 @@ def status(run_ref: RunRef = None, harness: HarnessDir = Path("."), as_json: Jso
 
     stale-lock: the run's process died and left the harness lock. Also shows the generation, the
     accepted edits, the elapsed time and the last event."""
-    view = load_run_view(resolve_run(run_ref, harness), with_git=False)
+    view = load_run_view(RunDir.find(run_ref, harness).root, with_git=False)
     if as_json:
         console.print_json(json.dumps(status_document(view), default=str))
         return
-    last = view.last_event or {}
+    last = view.last_event
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
     table.add_column()
@@ -192,7 +117,7 @@ def status(run_ref: RunRef = None, harness: HarnessDir = Path("."), as_json: Jso
             + f", {len(view.not_kept)} not kept of {len(view.candidates)}"
             + (
                 "; no net change since the seed"
-                if view.net_change and not view.net_change.get("changed")
+                if (net := view.net_change) and not net.get("changed")
                 else ""
             )
         ),
@@ -203,10 +128,10 @@ def status(run_ref: RunRef = None, harness: HarnessDir = Path("."), as_json: Jso
     infra = infra_counts(view.root / "ledger.jsonl")
     if infra.failures or infra.retried:
         table.add_row("infra", Text(infra.line(), "yellow"))
-    if last:
+    if last is not None:
         table.add_row(
             "last event",
-            Text(f"{last.get('event')} {_ago(parse_ts(last.get('ts')))}: {describe_event(last)}"),
+            Text(f"{last.event_name} {_ago(parse_ts(last.ts))}: {describe_event(last)}"),
         )
     if view.state == "stale-lock" and view.lock_owner:
         table.add_row(
@@ -221,7 +146,7 @@ def status(run_ref: RunRef = None, harness: HarnessDir = Path("."), as_json: Jso
 
 
 def status_document(view: RunView) -> dict[str, Any]:
-    last = view.last_event or {}
+    last = view.last_event
     return {
         "run_id": view.run_id,
         "run_dir": str(view.root),
@@ -239,7 +164,7 @@ def status_document(view: RunView) -> dict[str, Any]:
         "not_kept": [c.sha or c.short for c in view.not_kept],
         "tests": [t.scores for t in view.tests],
         "elapsed_s": view.elapsed_seconds(),
-        "last_event": {"event": last.get("event"), "ts": last.get("ts")} if last else None,
+        "last_event": {"event": last.event_name, "ts": last.ts} if last is not None else None,
         "lock_owner": view.lock_owner,
         "infra": infra_counts(view.root / "ledger.jsonl").__dict__,
     }
@@ -259,24 +184,24 @@ def log(
     as_json: Annotated[bool, typer.Option("--json", help="Print each event as one JSON line.")] = False,
 ) -> None:
     """Print a run's ledger, one line an event (time, event, what happened); --follow tails a running run."""
-    run_dir = resolve_run(run_ref, harness)
+    run = RunDir.find(run_ref, harness)
 
-    def emit(event: dict[str, Any]) -> None:
+    def emit(record: ev.Event) -> None:
         if as_json:
-            typer.echo(json.dumps(event, ensure_ascii=False, default=str))
+            typer.echo(json.dumps(event_json(record), ensure_ascii=False, default=str))
         else:
-            console.print(event_line(event), soft_wrap=True)
+            console.print(event_line(record), soft_wrap=True)
 
-    view = load_run_view(run_dir, with_git=False)
-    data = (run_dir / "ledger.jsonl").read_bytes()
+    view = load_run_view(run.root, with_git=False)
+    data = run.ledger.read_bytes()
     offset = data.rfind(b"\n") + 1  # a torn last line is read again once its writer completes it
-    events = parse_ledger_bytes(data[:offset], run_dir / "ledger.jsonl")
-    for event in events[-last:] if last else events:
-        emit(event)
+    events = [parse_event(line) for line in parse_ledger_bytes(data[:offset], run.ledger)]
+    for record in events[-last:] if last else events:
+        emit(record)
     if not follow:
         return
     try:
-        state = follow_ledger(run_dir / "ledger.jsonl", offset, events, view, emit, interval)
+        state = follow_ledger(run.ledger, offset, events, view, emit, interval)
     except KeyboardInterrupt:
         return
     if not as_json:
@@ -286,9 +211,9 @@ def log(
 def follow_ledger(
     ledger: Path,
     offset: int,
-    events: list[dict[str, Any]],
+    events: list[ev.Event],
     view: RunView,
-    emit: Callable[[dict[str, Any]], None],
+    emit: Callable[[ev.Event], None],
     interval: float,
 ) -> str:
     """Print events appended after byte ``offset``; return the run's state once it is no longer
@@ -302,14 +227,14 @@ def follow_ledger(
         offset += len(chunk)
         *lines, pending = (pending + chunk).split(b"\n")
         new = [
-            parse_ledger_line(raw.decode("utf-8", "replace"), ledger, numbered + i + 1)
+            parse_event(parse_ledger_line(raw.decode("utf-8", "replace"), ledger, numbered + i + 1))
             for i, raw in enumerate(lines)
             if raw.strip()
         ]
         numbered += len(lines)
-        for event in new:
-            events.append(event)
-            emit(event)
-        if any(e.get("event") in END_STATES for e in new) or (state != "running" and not chunk):
+        for record in new:
+            events.append(record)
+            emit(record)
+        if any(e.event_name in END_STATES for e in new) or (state != "running" and not chunk):
             return run_state(events, view.run_id, read_lock(view.harness_dir))
         time.sleep(interval)

@@ -92,7 +92,7 @@ def inputs(doc: dict[str, Any]) -> list[CheckInput | str]:
 def score_of(value: Any) -> dict[str, Any]:
     reason = ""
     if isinstance(value, dict) and "score" in value:
-        value, reason = value["score"], str(value.get("reason", ""))
+        value, reason = value["score"], str(value["reason"]) if "reason" in value else ""
     elif isinstance(value, tuple | list) and len(value) == 2:
         value, reason = value[0], str(value[1])
     if isinstance(value, bool):

@@ -63,11 +63,11 @@ def _option(optional_params: Mapping[str, Any], name: str, default: Any = None) 
 def _select_tools(optional_params: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
     """The tools on offer after ``tool_choice``, and the forced tool name if there is one."""
     tools = list(optional_params.get("tools") or ())
-    choice = optional_params.get("tool_choice")
-    if choice == "none":
+    forced = optional_params.get("tool_choice")
+    if forced == "none":
         return [], None
-    if isinstance(choice, Mapping):
-        name = (choice.get("function") or {}).get("name") or choice.get("name")
+    if isinstance(forced, Mapping):
+        name = (forced.get("function") or {}).get("name") or forced.get("name")
         chosen = [t for t in tools if tool_function(t).get("name") == name]
         if chosen:
             return chosen, str(name)

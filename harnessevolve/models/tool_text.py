@@ -163,10 +163,10 @@ def message_text(content: Any) -> str:
     return str(content)
 
 
-def _render_assistant(message: Mapping[str, Any]) -> str:
-    text = message_text(message.get("content")).strip()
+def _render_assistant(msg: Mapping[str, Any]) -> str:
+    text = message_text(msg.get("content")).strip()
     calls = []
-    for call in message.get("tool_calls") or ():
+    for call in msg.get("tool_calls") or ():
         function = call.get("function") or {}
         raw = function.get("arguments") or "{}"
         try:
@@ -189,19 +189,19 @@ def to_plain_messages(
     """
     names_by_id: dict[str, str] = {}
     turns: list[dict[str, str]] = []
-    for message in messages:
-        role = str(message.get("role", "user"))
+    for msg in messages:
+        role = str(msg.get("role", "user"))
         if role == "assistant":
-            for call in message.get("tool_calls") or ():
+            for call in msg.get("tool_calls") or ():
                 names_by_id[str(call.get("id"))] = str((call.get("function") or {}).get("name"))
-            text = _render_assistant(message)
+            text = _render_assistant(msg)
         elif role in ("tool", "function"):
-            name = message.get("name") or names_by_id.get(str(message.get("tool_call_id")), "tool")
-            text = TOOL_RESULT_TEMPLATE.format(name=name, content=message_text(message.get("content")))
+            name = msg.get("name") or names_by_id.get(str(msg.get("tool_call_id")), "tool")
+            text = TOOL_RESULT_TEMPLATE.format(name=name, content=message_text(msg.get("content")))
             role = "user"
         else:
             role = "system" if role in ("system", "developer") else "user"
-            text = message_text(message.get("content"))
+            text = message_text(msg.get("content"))
         if turns and turns[-1]["role"] == role:
             turns[-1]["content"] += "\n\n" + text
         else:
@@ -320,20 +320,20 @@ def _normalise(obj: dict[str, Any], names: Sequence[str]) -> tuple[str, Any] | N
         if isinstance(inner, dict) and len(obj) <= 2:
             return _normalise(inner, names)
     for key in TOOL_KEYS:
-        value = obj.get(key)
-        if isinstance(value, dict) and isinstance(value.get("name"), str):
-            return _normalise(value, names)  # {"function": {"name": .., "arguments": ..}}
-        if not isinstance(value, str):
+        entry = obj.get(key)
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+            return _normalise(entry, names)  # {"function": {"name": .., "arguments": ..}}
+        if not isinstance(entry, str):
             continue
         for arg_key in ARGUMENT_KEYS:
             if arg_key in obj:
-                return value, obj[arg_key]
+                return entry, obj[arg_key]
         rest = {k: v for k, v in obj.items() if k not in (key, "type", "id")}
-        return value, rest  # arguments given at the top level
+        return entry, rest  # arguments given at the top level
     if len(obj) == 1:
-        ((only, value),) = obj.items()
-        if only in names and (value is None or isinstance(value, dict)):
-            return only, value  # {"read_file": {"path": ..}}
+        ((only, entry),) = obj.items()
+        if only in names and (entry is None or isinstance(entry, dict)):
+            return only, entry  # {"read_file": {"path": ..}}
     return None
 
 

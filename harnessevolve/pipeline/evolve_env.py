@@ -105,7 +105,7 @@ class EnvironmentEvolver:
         self.docs = native_documents(benchmark)
         self.pool: list[Task] = []
         self.tried_parents: set[str] = set()
-        self.recorded: dict[str, dict[str, Any]] = {}
+        self.recorded: dict[str, TaskGenerated] = {}
         """Decisions a killed run already made for the generation it resumes (id -> event)."""
         self.seen: dict[str, dict[str, bool]] = {}
         """Harness content hash -> task id -> passed."""
@@ -117,23 +117,23 @@ class EnvironmentEvolver:
         decisions made during it are replayed rather than recomputed."""
         if not self.ledger_path.exists():
             return
-        for event in read_ledger(self.ledger_path):
-            if event.get("event") != TaskGenerated.NAME:
+        for record in read_ledger(self.ledger_path):
+            if not isinstance(record, TaskGenerated):
                 continue
-            self.tried_parents.add(str(event["parent"]))
-            if event["generation"] >= next_generation:
-                self.recorded[str(event["task"])] = event
-            elif event.get("kept"):
-                self._adopt(self._load(str(event["task"])))
+            self.tried_parents.add(record.parent)
+            if record.generation >= next_generation:
+                self.recorded[record.task] = record
+            elif record.kept:
+                self._adopt(self._load(record.task))
 
     def rebuild_batches(self, tasks: Sequence[Task], count: int) -> list[list[Task]]:
         """The last ``count`` minibatches from the ledger, generated tasks included (the resume
         point drops ids it does not know; the performance gate compares on whole batches)."""
         known = {t.id: t for t in (*tasks, *self.pool)}
         batches = [
-            [known[t] for t in e.get("tasks", []) if t in known]
+            [known[t] for t in e.tasks if t in known]
             for e in read_ledger(self.ledger_path)
-            if e.get("event") == BatchEvaluated.NAME
+            if isinstance(e, BatchEvaluated)
         ]
         return batches[:count]
 
@@ -225,7 +225,7 @@ class EnvironmentEvolver:
             return
         recorded = self.recorded.get(variant.task_id)
         if recorded is not None:  # decided before the kill: same outcome, no new event
-            if recorded.get("kept"):
+            if recorded.kept:
                 self._adopt(self._load(variant.task_id))
             return
         kept, reason = await self._judge(variant, harness)

@@ -69,7 +69,7 @@ class Judgement:
 
     @property
     def passed(self) -> bool:
-        return all(v.passed for v in self.verdicts) and self.table.get("heldout") is True
+        return all(v.passed for v in self.verdicts) and dict.get(self.table, "heldout") is True
 
     @property
     def screened(self) -> bool:

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from harnessevolve.harness.git import HarnessRepo
-from harnessevolve.runs.events import Baseline, EpochFinished, GenerationFinished, RunStarted
+from harnessevolve.runs.events import Baseline, EpochFinished, Event, GenerationFinished, RunStarted
 
 
 @dataclass(frozen=True)
@@ -50,24 +50,24 @@ class NetChange:
         return f"net change since the seed {self.seed_rev[:8]}: {files}{score}"
 
 
-def net_change(events: list[dict[str, Any]], repo: HarnessRepo) -> NetChange | None:
+def net_change(events: list[Event], repo: HarnessRepo) -> NetChange | None:
     """From the run's ledger (its first ``run_started`` and ``baseline``, the last validation score)
     and git. None when the ledger has no start (nothing to compare)."""
-    started = next((e for e in events if e.get("event") == RunStarted.NAME), None)
-    if started is None or not started.get("rev"):
+    started = next((e for e in events if isinstance(e, RunStarted)), None)
+    if started is None or not started.rev:
         return None
-    seed = next((e.get("score") for e in events if e.get("event") == Baseline.NAME), None)
+    seed: float | None = next((e.score for e in events if isinstance(e, Baseline)), None)
     final = seed
     for e in events:  # the current harness's validation score after each step
-        if e.get("event") == GenerationFinished.NAME and e.get("validation") is not None:
-            final = e["validation"]
-        elif e.get("event") == EpochFinished.NAME and e.get("best_validation") is not None:
-            final = e["best_validation"]
+        if isinstance(e, GenerationFinished) and e.validation is not None:
+            final = e.validation
+        elif isinstance(e, EpochFinished):
+            final = e.best_validation
     head = repo.head()
     return NetChange(
-        seed_rev=started["rev"],
+        seed_rev=started.rev,
         final_rev=head,
-        files=tuple(repo.changed_files(started["rev"], head)),
+        files=tuple(repo.changed_files(started.rev, head)),
         validation_seed=float(seed) if seed is not None else None,
         validation_final=float(final) if final is not None else None,
     )

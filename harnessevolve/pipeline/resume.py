@@ -16,6 +16,7 @@ What makes this safe:
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,7 +30,15 @@ from harnessevolve.core.trailers import trailer_map
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
 from harnessevolve.pipeline.epochs import EpochClock, Snapshot
-from harnessevolve.pipeline.recovery import failed_verdict, gate_verdicts, recovered_row, revert_message
+from harnessevolve.pipeline.recovery import (
+    failed_verdict,
+    gate_report,
+    gate_verdicts,
+    of_generation,
+    on_tie,
+    recovered_row,
+    revert_message,
+)
 from harnessevolve.pipeline.state import GenerationRow
 from harnessevolve.runs import events as ev
 from harnessevolve.runs.events import (
@@ -38,7 +47,8 @@ from harnessevolve.runs.events import (
     CandidateReverted,
     GenerationFinished,
 )
-from harnessevolve.runs.ledger import Ledger, read_ledger
+from harnessevolve.runs.ledger import Ledger
+from harnessevolve.runs.rundir import RunDir
 
 
 @dataclass
@@ -58,27 +68,21 @@ class ResumePoint:
     recovered: list[str] = field(default_factory=list)
 
 
-def of_generation(events: Sequence[dict[str, Any]], generation: int, name: str) -> list[dict[str, Any]]:
-    return [e for e in events if e.get("event") == name and e.get("generation") == generation]
-
-
-def reconcile(repo: HarnessRepo, ledger: Ledger, run_id: str, events: list[dict[str, Any]]) -> list[str]:
-    """Bring git and the ledger into agreement for the generation a crash cut short."""
+def reconcile(repo: HarnessRepo, ledger: Ledger, run_id: str, events: list[ev.Event]) -> list[str]:
+    """Bring git and the ledger into agreement for the generation a crash cut short. ``events``
+    must be read under the harness lock (a second resume cannot act on a stale ledger); every event
+    written here first checks that the ledger does not hold it already."""
     done = repo.recover_interrupted()
     leftovers = [p for p in ledger.path.parent.rglob(".*.tmp") if p.is_file() and not p.is_symlink()]
     for path in leftovers:  # atomic writes into the run folder that a kill cut off before the rename
         path.unlink(missing_ok=True)
     if leftovers:
         done.append(f"removed {len(leftovers)} temp file(s) from the run folder")
-    started = [e["generation"] for e in events if e.get("event") == ev.GenerationStarted.NAME]
-    finished = {e["generation"] for e in events if e.get("event") == GenerationFinished.NAME}
-    open_gens = [g for g in started if g not in finished]
-    generation = open_gens[-1] if open_gens else None
+    generation = open_generation(events)
     writing = {
         _top_relative(repo, p)
-        for e in events
-        if e.get("event") == ev.Committing.NAME and e.get("generation") == generation
-        for p in e.get("paths", [])
+        for e in (of_generation(events, generation, ev.Committing) if generation is not None else [])
+        for p in e.paths
     }
     dirty = repo.dirty_paths()
     temps = own_temp_files(dirty, writing)
@@ -97,31 +101,26 @@ def reconcile(repo: HarnessRepo, ledger: Ledger, run_id: str, events: list[dict[
         repo.discard_changes()
         done.append(f"discarded the half-written candidate of generation {generation}")
     if generation is None:
+        ledger.replay(open_events(events))  # a step between generations (an epoch's end) is redone
         return done
     head = repo.message()
     tags = trailer_map(head)
     if tags.get("Run") != run_id or tags.get("Generation") != str(generation):
-        return done  # nothing of this generation reached git: it is redone from the start
-    committed = {e.get("sha") for e in of_generation(events, generation, ev.CandidateCommitted.NAME)}
+        ledger.replay(open_events(events))  # redone from the start: what it logs already is not repeated
+        return done
+    committed = {e.sha for e in of_generation(events, generation, CandidateCommitted)}
     sha = repo.head()
     run_dir = ledger.path.parent
     verdicts = gate_verdicts(events, generation, run_dir)
-    staged = of_generation(events, generation, ev.Committing.NAME)
-    staged_summary = str(staged[-1].get("summary") or "") if staged else ""
+    staged = of_generation(events, generation, ev.Committing)
+    staged_summary = staged[-1].summary if staged else ""
     if "Reverts" in tags:
         rejected_sha = tags["Reverts"]
         failed = failed_verdict(verdicts, tags.get("Gate"))
-        if not of_generation(events, generation, ev.CandidateReverted.NAME):
+        if not of_generation(events, generation, CandidateReverted):
+            why = "recorded on resume"
             ledger.append(
-                CandidateReverted(
-                    generation=generation,
-                    sha=rejected_sha,
-                    revert_sha=sha,
-                    gate=tags.get("Gate"),
-                    reason=str(failed.get("reason")) if failed else "recorded on resume",
-                    numbers=failed.get("numbers") if failed else None,
-                    recovered=True,
-                )
+                CandidateReverted(**_reverted(generation, rejected_sha, sha, tags.get("Gate"), failed, why))
             )
         row = recovered_row(events, generation, run_dir, sha=rejected_sha, accepted=False)
         _finish(ledger, generation, f"reverted by {tags.get('Gate')}", sha, summary=staged_summary, row=row)
@@ -129,53 +128,137 @@ def reconcile(repo: HarnessRepo, ledger: Ledger, run_id: str, events: list[dict[
         return done
     verdict = tags.get("Verdict", "")
     summary = head.splitlines()[0].removeprefix("harnessevolve: ")
+    trial = _trial(events, generation, run_dir, staged_summary or summary)
     if sha not in committed:
         ledger.append(
-            CandidateCommitted(
-                generation=generation,
-                sha=sha,
-                summary=summary,
-                proposer=tags.get("Proposer"),
-                verdict=verdict,
-                recovered=True,
-            )
+            CandidateCommitted(**_committed(generation, sha, summary, tags.get("Proposer"), verdict, trial))
         )
     if verdict == Verdict.ACCEPTED:
-        ledger.append(
-            CandidateAccepted(
-                generation=generation,
-                sha=sha,
-                harness_hash=load_harness(repo.dir).content_hash(),
-                validation=staged[-1].get("validation") if staged else None,
-                recovered=True,
+        tie = on_tie(verdicts)
+        if not of_generation(events, generation, CandidateAccepted):
+            ledger.append(
+                CandidateAccepted(
+                    generation=generation,
+                    sha=sha,
+                    candidate=trial.candidate,
+                    of=trial.of,
+                    revisions=trial.revisions,
+                    harness_hash=load_harness(repo.dir).content_hash(),
+                    validation=staged[-1].validation if staged else None,
+                    verdicts=verdicts or None,
+                    recovered=True,
+                    tie=tie or None,
+                )
             )
-        )
         row = recovered_row(events, generation, run_dir, sha=sha, accepted=True)
-        _finish(ledger, generation, "accepted", sha, summary=staged_summary or summary, row=row)
+        outcome = "accepted (tie)" if tie else "accepted"
+        _finish(ledger, generation, outcome, sha, summary=staged_summary or summary, row=row)
         done.append(f"recorded the accepted commit {sha[:8]} of generation {generation}")
     elif verdict.startswith("rejected by "):
         gate = verdict.removeprefix("rejected by ")
         failed = failed_verdict(verdicts, gate)
         revert_sha = repo.revert(sha, revert_message(sha, gate, failed, run_id, generation))
-        ledger.append(
-            CandidateReverted(
-                generation=generation,
-                sha=sha,
-                revert_sha=revert_sha,
-                gate=gate,
-                reason=str(failed.get("reason"))
-                if failed
-                else "rejected before the crash; reverted on resume",
-                numbers=failed.get("numbers") if failed else None,
-                recovered=True,
-            )
-        )
+        if not of_generation(events, generation, CandidateReverted):
+            why = "rejected before the crash; reverted on resume"
+            ledger.append(CandidateReverted(**_reverted(generation, sha, revert_sha, gate, failed, why)))
         row = recovered_row(events, generation, run_dir, sha=sha, accepted=False)
         _finish(
             ledger, generation, f"reverted by {gate}", revert_sha, summary=staged_summary or summary, row=row
         )
         done.append(f"reverted the rejected commit {sha[:8]} of generation {generation}")
     return done
+
+
+def open_generation(events: list[ev.Event]) -> int | None:
+    """The last generation that started and did not finish (what a crash cut short), or None."""
+    finished = {e.generation for e in events if isinstance(e, GenerationFinished)}
+    started = [
+        e.generation for e in events if isinstance(e, ev.GenerationStarted) and e.generation not in finished
+    ]
+    return started[-1] if started else None
+
+
+REPLAYED_AFTER = (ev.GenerationFinished, ev.EpochFinished, ev.Baseline, ev.AgentModelChanged, ev.RunStarted)
+"""The events after the last of these are the unfinished step a resume redoes."""
+NOT_REPLAYED = (ev.RunResumed, ev.RunInterrupted, ev.RunFailed, ev.StaleLockRemoved)
+"""Events of a process, not of the run's work: never matched against a redo."""
+
+
+def open_events(events: list[ev.Event]) -> list[ev.Event]:
+    """The events of the step a crash cut short (after the last finished step), in order."""
+    last = max((i for i, e in enumerate(events) if isinstance(e, REPLAYED_AFTER)), default=-1)
+    return [e for e in events[last + 1 :] if not isinstance(e, NOT_REPLAYED)]
+
+
+@dataclass(frozen=True)
+class _Trial:
+    """What the ledger says of the committed candidate: its proposal's details and its number."""
+
+    details: dict[str, Any]
+    candidate: int | None
+    of: int | None
+    revisions: int | None
+
+
+def _trial(events: list[ev.Event], generation: int, run_dir: Path, summary: str) -> _Trial:
+    """The committed candidate of ``generation`` as its proposal recorded it: the gate report names
+    its number and revisions; its details are those of its last proposal or revision."""
+    doc = gate_report(run_dir, generation) or {}
+    proposed = of_generation(events, generation, ev.CandidateProposed)
+    number = doc.get("candidate") if isinstance(doc.get("candidate"), int) else None
+    answers: list[ev.CandidateProposed | ev.CandidateRevised] = [
+        e
+        for e in events
+        if isinstance(e, ev.CandidateProposed | ev.CandidateRevised)
+        and e.generation == generation
+        and (e.candidate == number if number is not None else e.summary == summary)
+    ]
+    source = answers[-1] if answers else None
+    if number is None and source is not None:
+        number = source.candidate
+    names = [f.name for f in dataclasses.fields(ev.CandidateDetails) if f.name not in ev.ENVELOPE]
+    details = {k: getattr(source, k) for k in names} if source is not None else {}
+    revisions = doc.get("revisions") if isinstance(doc.get("revisions"), int) else None
+    return _Trial(details, number, len(proposed) or None, revisions)
+
+
+def _committed(
+    generation: int, sha: str, summary: str, proposer: str | None, verdict: str, trial: _Trial
+) -> dict[str, Any]:
+    """The fields of the ``candidate_committed`` the crash cut off: its proposal's details too."""
+    details = {k: v for k, v in trial.details.items() if v is not None}
+    details.setdefault("summary", summary)
+    details.setdefault("proposer", proposer)
+    return {
+        "generation": generation,
+        "sha": sha,
+        **details,
+        "candidate": trial.candidate,
+        "of": trial.of,
+        "revisions": trial.revisions,
+        "verdict": verdict,
+        "recovered": True,
+    }
+
+
+def _reverted(
+    generation: int,
+    sha: str,
+    revert_sha: str,
+    gate: str | None,
+    failed: ev.GateVerdictRecord | None,
+    why: str,
+) -> dict[str, Any]:
+    """The fields of a recovered ``candidate_reverted``: the failed gate's reason and numbers."""
+    return {
+        "generation": generation,
+        "sha": sha,
+        "revert_sha": revert_sha,
+        "gate": gate,
+        "reason": str(failed.reason) if failed is not None else why,
+        "numbers": dict(failed.numbers) if failed is not None else None,
+        "recovered": True,
+    }
 
 
 TEMP_FILE = re.compile(r"^(?P<folder>(?:[^/]*/)*)\.(?P<name>[^/]+)\.[A-Za-z0-9_]+\.tmp$")
@@ -214,84 +297,75 @@ def _finish(
 
 
 def resume_point(
-    events: list[dict[str, Any]], benchmark: Benchmark, run_id: str, patience: int, generations: int
+    events: list[ev.Event], benchmark: Benchmark, run_id: str, patience: int, generations: int
 ) -> ResumePoint:
     """The loop's state after the last finished generation, rebuilt from the ledger."""
     tasks = {t.id: t for t in benchmark.tasks}
-    baseline = next((e for e in events if e.get("event") == ev.Baseline.NAME), None)
+    baseline = next((e for e in events if isinstance(e, ev.Baseline)), None)
     point = ResumePoint(run_id=run_id, baseline_done=baseline is not None, next_generation=1)
     if baseline is None:
         return point
-    point.snapshots.append(Snapshot(baseline["rev"], baseline["harness_hash"], float(baseline["score"]), 0))
+    point.snapshots.append(Snapshot(baseline.rev, baseline.harness_hash, float(baseline.score), 0))
     point.epochs = EpochClock(patience)
-    finished = {e["generation"]: e for e in events if e.get("event") == GenerationFinished.NAME}
-    summaries = {
-        e.get("sha"): e.get("summary", "") for e in events if e.get("event") == ev.CandidateCommitted.NAME
-    }
+    finished = {e.generation: e for e in events if isinstance(e, GenerationFinished)}
+    summaries = {e.sha: e.summary or "" for e in events if isinstance(e, CandidateCommitted)}
     last = 0
     for generation in sorted(finished):
         row_event = finished[generation]
-        batch = of_generation(events, generation, ev.BatchEvaluated.NAME)
+        batch = of_generation(events, generation, ev.BatchEvaluated)
         if batch:
-            point.batches.append([tasks[t] for t in batch[-1]["tasks"] if t in tasks])
-        accepted = of_generation(events, generation, ev.CandidateAccepted.NAME)
-        for event in accepted:
-            point.accepted.append(event["sha"])
+            point.batches.append([tasks[t] for t in batch[-1].tasks if t in tasks])
+        accepted = of_generation(events, generation, CandidateAccepted)
+        for record in accepted[:1]:  # one per generation (an older run may hold a duplicate)
+            point.accepted.append(record.sha)
             point.snapshots.append(
-                Snapshot(
-                    event["sha"],
-                    event.get("harness_hash") or "",
-                    float(event.get("validation") or 0.0),
-                    generation,
-                )
+                Snapshot(record.sha, record.harness_hash or "", float(record.validation or 0.0), generation)
             )
-        for event in of_generation(events, generation, ev.CandidateReverted.NAME):
-            point.reverted.append(event["sha"])
-            point.rejected.append(summaries.get(event["sha"], ""))
-        point.rejected += [
-            e.get("summary", "") for e in of_generation(events, generation, ev.CandidateRejected.NAME)
-        ]
+        for reverted in of_generation(events, generation, CandidateReverted):
+            point.reverted.append(reverted.sha)
+            point.rejected.append(summaries.get(reverted.sha, ""))
+        point.rejected += [e.summary or "" for e in of_generation(events, generation, ev.CandidateRejected)]
         point.rows.append(
             GenerationRow(
                 generation,
-                candidate=row_event.get("candidate") or "-",
-                summary=row_event.get("summary") or "",
-                verdicts=row_event.get("verdicts") or {},
-                train_current=row_event.get("train_current"),
-                train_candidate=row_event.get("train_candidate"),
-                validation=row_event.get("validation"),
-                outcome=row_event.get("outcome", ""),
+                candidate=row_event.candidate or "-",
+                summary=row_event.summary or "",
+                verdicts=row_event.verdicts or {},
+                train_current=row_event.train_current,
+                train_candidate=row_event.train_candidate,
+                validation=row_event.validation,
+                outcome=row_event.outcome,
             )
         )
         ended = point.epochs.epoch
         if point.epochs.tick(bool(accepted)) or generation == generations:
-            logged = any(
-                e.get("event") == ev.EpochFinished.NAME and e.get("generation") == generation for e in events
-            )
+            logged = any(isinstance(e, ev.EpochFinished) and e.generation == generation for e in events)
             point.epoch_end_pending = None if logged else ended
         last = generation
     point.next_generation = last + 1
     return point
 
 
-def load_run_for_resume(run_dir: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def load_run_for_resume(run_dir: Path) -> tuple[list[ev.Event], ev.RunStarted]:
     """The ledger's events and the ``run_started`` record; refuses a finished or unreadable run."""
-    ledger = run_dir / "ledger.jsonl"
-    if not ledger.is_file():
+    run = RunDir(run_dir)
+    if not run.exists():
         raise HarnessEvolveError(
-            "no ledger in the run folder", file=str(ledger), hint="pass a run id from `harnessevolve status`"
+            "no ledger in the run folder",
+            file=str(run.ledger),
+            hint="pass a run id from `harnessevolve status`",
         )
-    events = read_ledger(ledger)
-    started = next((e for e in events if e.get("event") == ev.RunStarted.NAME), None)
-    if started is None or not isinstance(started.get("options"), dict):
+    events = run.events()
+    started = run.started(events)
+    if started is None:
         raise HarnessEvolveError(
             "the ledger has no resumable run_started record",
-            file=str(ledger),
+            file=str(run.ledger),
             field="run_started.options",
             hint="only runs started by this version can be resumed",
         )
-    if any(e.get("event") == ev.RunFinished.NAME for e in events):
+    if any(isinstance(e, ev.RunFinished) for e in events):
         raise HarnessEvolveError(
-            "the run already finished", file=str(ledger), hint="start a new run instead of --resume"
+            "the run already finished", file=str(run.ledger), hint="start a new run instead of --resume"
         )
     return events, started

@@ -30,6 +30,7 @@ from harnessevolve.pipeline.rollout_cache import RolloutCache
 from harnessevolve.pipeline.scorer_setup import ScorerSetup
 from harnessevolve.pipeline.scoring import Scorer
 from harnessevolve.pipeline.state import RunState
+from harnessevolve.runs.counters import Counts, RunCounters
 from harnessevolve.runs.events import BudgetExhausted as BudgetExhaustedEvent
 from harnessevolve.runs.events import Event, RunFailed, RunFinished, RunInterrupted, RunStarted
 from harnessevolve.runs.ledger import Ledger, read_ledger
@@ -155,6 +156,8 @@ def run_generations(
         if point is not None:
             loop.evolver.restore(point.next_generation)
     journal = SpendJournal(run_dir, meter)  # spend on disk as it happens: budgets hold across kills
+    counters = RunCounters(run_dir)  # this process's rollout counts, kept beside a killed one's
+    ledger.listeners.append(lambda _event: counters.record(_counts(loop)))
     try:
         with run_tempdir(run_id) as (_folder, swept):
             if swept.removed:
@@ -169,14 +172,15 @@ def run_generations(
         journal.close()
     usage = meter.snapshot()
     net = net_change(read_ledger(ledger.path), repo)
+    totals = counters.total(_counts(loop))  # every process of the run, resumed ones included
     ledger.append(
         RunFinished(
             accepted=state.accepted,
             reverted=state.reverted,
             rev=repo.head(),
-            rollouts=loop.judging.repeated.rollouts,
-            cached_rollouts=sum(s.cached for s in loop.judging.repeated.scorers.values()),
-            tokens=loop.judging.repeated.tokens,
+            rollouts=totals.rollouts,
+            cached_rollouts=totals.cached_rollouts,
+            tokens=totals.tokens,
             usage=usage,
             stopped=stopped,
             net_change=net.to_dict() if net else None,
@@ -228,6 +232,11 @@ def _drive(
                         rev=repo.head(),
                         usage=meter.snapshot(),
                     )
+def _counts(loop: GenerationLoop) -> Counts:
+    repeated = loop.judging.repeated
+    return Counts(repeated.rollouts, sum(s.cached for s in repeated.scorers.values()), repeated.tokens)
+
+
                 )
         if interrupted:
             stopped_at = interrupts.StopPoint(

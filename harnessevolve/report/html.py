@@ -151,8 +151,8 @@ def render_html(view: RunView, link_base: str | None = None) -> str:
 
 def _event_counts(view: RunView) -> list[tuple[str, int]]:
     counts: dict[str, int] = {}
-    for e in view.events:
-        name = str(e.get("event"))
+    for record in view.events:
+        name = record.event_name
         counts[name] = counts.get(name, 0) + 1
     return sorted(counts.items())
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from harnessevolve.core.enums import Verdict as CandidateVerdict
 from harnessevolve.report.run_usage import UsageTable
+from harnessevolve.runs.events import Event
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,7 @@ class RunView:
     state: str
     """``running``, ``finished``, ``interrupted``, ``failed``, ``stale-lock`` (its process is gone and
     left the lock) or ``incomplete`` (no end event and no lock: killed without a trace)."""
-    events: tuple[dict[str, Any], ...]
+    events: tuple[Event, ...]
     benchmark: str | None = None
     model: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
@@ -175,7 +176,7 @@ class RunView:
         return max(known) if known else None
 
     @property
-    def last_event(self) -> dict[str, Any] | None:
+    def last_event(self) -> Event | None:
         return self.events[-1] if self.events else None
 
     def elapsed_seconds(self, now: datetime | None = None) -> float | None:

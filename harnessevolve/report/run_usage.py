@@ -51,17 +51,18 @@ def _nonzero(table: UsageTable) -> UsageTable:
     return {k: v for k, v in table.items() if any(abs(x) > 1e-12 for x in v.values())}
 
 
-def fold_usage(events: list[dict[str, Any]]) -> RunUsage:
+def fold_usage(events: list[ev.Event]) -> RunUsage:
     by_generation: dict[int, UsageTable] = {}
     cumulative: UsageTable | None = None
     by_model: UsageTable = {}
     summed: UsageTable = {}
     final: UsageTable | None = None
     for e in events:
-        raw = e.get("usage")
+        raw = getattr(e, "usage", None)
         if not isinstance(raw, dict):
             continue
-        gen = e.get("generation") if isinstance(e.get("generation"), int) else None
+        generation = getattr(e, "generation", None)
+        gen = generation if isinstance(generation, int) else None
         if "by_stage" in raw:
             snapshot = _table(raw["by_stage"])
             share = add(snapshot, cumulative or {}, -1.0)
@@ -69,7 +70,7 @@ def fold_usage(events: list[dict[str, Any]]) -> RunUsage:
         else:
             share = _table(raw)
             summed = add(summed, share)
-        if e.get("event") == ev.RunFinished.NAME:
+        if isinstance(e, ev.RunFinished):
             final = snapshot if "by_stage" in raw else share
         elif gen is not None:
             by_generation[gen] = _nonzero(add(by_generation.get(gen, {}), share))

@@ -9,6 +9,7 @@ candidate's number; losers are ``candidate_rejected`` with their changes saved i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +26,11 @@ from harnessevolve.report.run_model import (
     Verdict,
 )
 from harnessevolve.report.run_usage import fold_usage
-from harnessevolve.report.runs import END_STATES, harness_of, parse_ts, read_lock, run_state
+from harnessevolve.report.runs import END_STATES, parse_ts, read_lock, run_state
 from harnessevolve.runs import events as ev
 from harnessevolve.runs.files import CANDIDATE_FILE_VERSION, read_json_file
-from harnessevolve.runs.ledger import read_ledger
+from harnessevolve.runs.run_config import RunConfig
+from harnessevolve.runs.rundir import RunDir
 
 KNOWN_EVENTS = frozenset(ev.CATALOG)
 """Every event the report renders (each is counted in the event table; most are folded below)."""
@@ -39,35 +41,25 @@ def _float(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _verdicts(raw: Any) -> tuple[Verdict, ...]:
-    return tuple(
-        Verdict(
-            str(v.get("gate", "?")),
-            bool(v.get("passed")),
-            str(v.get("reason", "")),
-            v["numbers"] if isinstance(v.get("numbers"), dict) else {},
-        )
-        for v in raw or []
-        if isinstance(v, dict)
-    )
+def _verdicts(raw: list[ev.GateVerdictRecord] | None) -> tuple[Verdict, ...]:
+    return tuple(Verdict(v.gate, bool(v.passed), str(v.reason), dict(v.numbers)) for v in raw or [])
 
 
-def _clusters(raw: Any) -> tuple[Cluster, ...]:
+def _clusters(raw: list[ev.ClusterSummary]) -> tuple[Cluster, ...]:
     return tuple(
         Cluster(
-            str(c.get("cause", "?")),
-            int(c.get("size", 0) or 0),
-            float(c.get("severity", 0.0) or 0.0),
-            str(c.get("fix_direction", "")),
-            tuple(str(t) for t in c.get("tasks", []) or []),
+            str(c.cause),
+            int(c.size or 0),
+            float(c.severity or 0.0),
+            str(c.fix_direction),
+            tuple(map(str, c.tasks)),
         )
-        for c in raw or []
-        if isinstance(c, dict)
+        for c in raw
     )
 
 
-def _details(e: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {k: e[k] for k in DETAILS if e.get(k) is not None}
+def _details(e: ev.CandidateDetails) -> dict[str, Any]:
+    out: dict[str, Any] = {k: getattr(e, k) for k in DETAILS if getattr(e, k) is not None}
     for key in ("targets", "target_tasks", "paths"):
         if key in out:
             out[key] = tuple(str(x) for x in out[key])
@@ -75,123 +67,176 @@ def _details(e: dict[str, Any]) -> dict[str, Any]:
 
 
 class _Fold:
-    """Folds ledger events, in order, into generation rows and candidates."""
+    """Folds ledger events, in order, into generation rows and candidates (dispatch on the record's
+    type: ``FOLDS``; an event without a fold only counts in the event table)."""
 
     def __init__(self) -> None:
         self.gens: dict[int, dict[str, Any]] = {}
         self.cands: dict[tuple[int, int], dict[str, Any]] = {}
         self.by_sha: dict[str, dict[str, Any]] = {}
-        self.failed_proposals: list[dict[str, Any]] = []
+        self.failed_proposals: list[ev.Event] = []
         self.tests: list[TestScores] = []
-        self.lineage: list[tuple[str, dict[str, Any]]] = []
+        self.accepted: list[ev.CandidateAccepted] = []
+        self.lineage: list[ev.CandidateAccepted | ev.EpochFinished] = []
         self.baseline: float | None = None
-        self.stopped: dict[str, Any] | None = None
-        self.training: list[dict[str, Any]] = []
-        self.environment: list[dict[str, Any]] = []
-        self.generated: list[dict[str, Any]] = []
+        self.stopped: ev.BudgetExhausted | None = None
+        self.training: list[ev.Event] = []
+        self.environment: list[ev.EnvironmentStatus] = []
+        self.generated: list[ev.TaskGenerated] = []
         self.head: str | None = None
 
     def slot(self, gen: int, index: int) -> dict[str, Any]:
         return self.cands.setdefault((gen, index), {"generation": gen, "index": index})
 
-    def add(self, e: dict[str, Any]) -> None:
-        name, gen = e.get("event"), e.get("generation")
-        gen = gen if isinstance(gen, int) else None
-        row = self.gens.setdefault(gen, {"generation": gen}) if gen is not None else {}
-        index = e["candidate"] if isinstance(e.get("candidate"), int) else 1
-        if isinstance(e.get("rev"), str):
-            self.head = e["rev"]
-        sha = e.get("sha") if isinstance(e.get("sha"), str) else None
-        if name == ev.Baseline.NAME and self.baseline is None:
-            self.baseline = _float(e.get("score"))
-        elif name == ev.GenerationStarted.NAME:
-            row["rev"] = e.get("rev")
-        elif name == ev.BatchEvaluated.NAME:
-            row.update(
-                train_current=_float(e.get("score")),
-                failed=e.get("failed"),
-                tasks=len(e.get("tasks") or []),
-                clusters=_clusters(e.get("clusters")),
-            )
-        elif name in (ev.CandidateProposed.NAME, ev.CandidateRevised.NAME) and gen is not None:
-            self.slot(gen, index).update(_details(e), revisions=int(e.get("revision", 0) or 0))
-        elif name == ev.GateVerdicts.NAME and (sha in self.by_sha or gen is not None):
-            slot = self.by_sha[sha] if sha in self.by_sha else self.slot(gen, index)  # type: ignore[arg-type]
-            slot["verdicts"] = _verdicts(e.get("verdicts"))
-            for v in slot["verdicts"]:
-                if v.gate == "performance" and row.get("train_candidate") is None:
-                    row["train_candidate"] = _float(v.numbers.get("candidate"))
-                if v.gate == "heldout":
-                    row["candidate_validation"] = _float(v.numbers.get("candidate"))
-        elif name == ev.CandidateRejected.NAME and gen is not None:
-            self.slot(gen, index).update(
-                _details(e),
-                outcome=CandidateVerdict.REJECTED,
-                rejected_by=e.get("gate"),
-                reason=str(e.get("reason") or "passed every gate; another candidate was picked"),
-                changes_file=e.get("file"),
-                verdicts=_verdicts(e.get("verdicts")),
-                revisions=int(e.get("revisions", 0) or 0),
-            )
-        elif name == ev.CandidateCommitted.NAME and sha and gen is not None:
-            slot = self.slot(gen, index)
-            slot.update(_details(e), sha=sha)
-            slot.setdefault("outcome", CandidateVerdict.PENDING)
-            self.by_sha[sha] = slot
-            row["candidate"] = sha
-        elif name == ev.CandidateAccepted.NAME and sha in self.by_sha:
-            self.by_sha[sha]["outcome"] = CandidateVerdict.ACCEPTED
-            self.by_sha[sha]["tie"] = bool(e.get("tie"))
-            if e.get("verdicts"):
-                self.by_sha[sha]["verdicts"] = _verdicts(e["verdicts"])
-            if _float(e.get("validation")) is not None and gen is not None:
-                row["candidate_validation"] = _float(e.get("validation"))
-            self.lineage.append(("accepted", e))
-        elif name == ev.CandidateReverted.NAME and sha in self.by_sha:
-            self.by_sha[sha].update(
+    def row(self, gen: int) -> dict[str, Any]:
+        return self.gens.setdefault(gen, {"generation": gen})
+
+    def add(self, e: ev.Event) -> None:
+        rev, generation = getattr(e, "rev", None), getattr(e, "generation", None)
+        if isinstance(rev, str):
+            self.head = rev
+        if isinstance(generation, int):
+            self.row(generation)  # every generation an event names has a row
+        fold = FOLDS.get(type(e))
+        if fold is not None:
+            fold(self, e)
+
+    def baseline_(self, e: ev.Baseline) -> None:
+        if self.baseline is None:
+            self.baseline = _float(e.score)
+
+    def generation_started(self, e: ev.GenerationStarted) -> None:
+        self.row(e.generation)["rev"] = e.rev
+
+    def batch_evaluated(self, e: ev.BatchEvaluated) -> None:
+        self.row(e.generation).update(
+            train_current=_float(e.score), failed=e.failed, tasks=len(e.tasks), clusters=_clusters(e.clusters)
+        )
+
+    def proposed(self, e: ev.CandidateProposed | ev.CandidateRevised) -> None:
+        self.slot(e.generation, e.candidate).update(_details(e), revisions=int(e.revision or 0))
+
+    def gate_verdicts(self, e: ev.GateVerdicts) -> None:
+        row = self.row(e.generation)
+        slot = self.by_sha[e.sha] if e.sha in self.by_sha else self.slot(e.generation, e.candidate or 1)
+        slot["verdicts"] = _verdicts(e.verdicts)
+        for v in slot["verdicts"]:
+            if v.gate == "performance" and row.get("train_candidate") is None:
+                row["train_candidate"] = _float(v.numbers.get("candidate"))
+            if v.gate == "heldout":
+                row["candidate_validation"] = _float(v.numbers.get("candidate"))
+
+    def rejected(self, e: ev.CandidateRejected) -> None:
+        self.slot(e.generation, e.candidate).update(
+            _details(e),
+            outcome=CandidateVerdict.REJECTED,
+            rejected_by=e.gate,
+            reason=str(e.reason or "passed every gate; another candidate was picked"),
+            changes_file=e.file,
+            verdicts=_verdicts(e.verdicts),
+            revisions=int(e.revisions or 0),
+        )
+
+    def committed(self, e: ev.CandidateCommitted) -> None:
+        row = self.row(e.generation)
+        slot = self.slot(e.generation, e.candidate or 1)
+        slot.update(_details(e), sha=e.sha)
+        slot.setdefault("outcome", CandidateVerdict.PENDING)
+        self.by_sha[e.sha] = slot
+        row["candidate"] = e.sha
+
+    def accepted_(self, e: ev.CandidateAccepted) -> None:
+        row = self.row(e.generation)
+        if e.sha not in self.by_sha:
+            return
+        self.by_sha[e.sha]["outcome"] = CandidateVerdict.ACCEPTED
+        self.by_sha[e.sha]["tie"] = bool(e.tie)
+        if e.verdicts:
+            self.by_sha[e.sha]["verdicts"] = _verdicts(e.verdicts)
+        if _float(e.validation) is not None:
+            row["candidate_validation"] = _float(e.validation)
+        self.lineage.append(e)
+
+    def reverted(self, e: ev.CandidateReverted) -> None:
+        self.row(e.generation)
+        if e.sha in self.by_sha:
+            self.by_sha[e.sha].update(
                 outcome=CandidateVerdict.REVERTED,
-                rejected_by=e.get("gate"),
-                reason=str(e.get("reason", "")),
-                revert_sha=e.get("revert_sha"),
+                rejected_by=e.gate,
+                reason=str(e.reason),
+                revert_sha=e.revert_sha,
             )
-        elif name == ev.GenerationFinished.NAME:
-            row.update(outcome=str(e.get("outcome", "")), validation=_float(e.get("validation")))
-            for key in ("train_current", "train_candidate"):
-                if _float(e.get(key)) is not None:
-                    row[key] = _float(e.get(key))
-        elif name in (ev.ProposalFailed.NAME, ev.NoProposal.NAME, ev.RevisionFailed.NAME):
-            self.failed_proposals.append(e)
-        elif name == ev.EpochFinished.NAME and isinstance(e.get("restored"), str):
-            self.lineage.append(("restored", e))
-        elif name == ev.BudgetExhausted.NAME:
-            self.stopped = e
-        elif name in (ev.PolicyTrained.NAME, ev.PolicyTrainingSkipped.NAME, ev.AgentModelChanged.NAME):
-            self.training.append(e)
-        elif name == ev.EnvironmentStatus.NAME:
-            self.environment.append(e)
-        elif name == ev.TaskGenerated.NAME:
-            self.generated.append(e)
-        elif name == ev.TestEvaluated.NAME:
-            self.tests.append(
-                TestScores(
-                    int(e.get("tasks", 0) or 0),
-                    {k: float(v) for k, v in (e.get("scores") or {}).items() if _float(v) is not None},
-                    {k: str(v) for k, v in (e.get("revisions") or {}).items()},
-                    e.get("model"),
-                    str(e.get("ts", "")),
-                )
-            )
+
+    def generation_finished(self, e: ev.GenerationFinished) -> None:
+        row = self.row(e.generation)
+        row.update(outcome=str(e.outcome), validation=_float(e.validation))
+        for key, value in (("train_current", e.train_current), ("train_candidate", e.train_candidate)):
+            if _float(value) is not None:
+                row[key] = _float(value)
+
+    def failed_proposal(self, e: ev.ProposalFailed | ev.NoProposal | ev.RevisionFailed) -> None:
+        self.failed_proposals.append(e)
+
+    def epoch_finished(self, e: ev.EpochFinished) -> None:
+        self.row(e.generation)
+        if e.restored:
+            self.lineage.append(e)
+
+    def budget_exhausted(self, e: ev.BudgetExhausted) -> None:
+        self.stopped = e
+
+    def trained(self, e: ev.PolicyTrained | ev.PolicyTrainingSkipped | ev.AgentModelChanged) -> None:
+        self.training.append(e)
+
+    def environment_status(self, e: ev.EnvironmentStatus) -> None:
+        self.environment.append(e)
+
+    def task_generated(self, e: ev.TaskGenerated) -> None:
+        self.generated.append(e)
+
+    def test_evaluated(self, e: ev.TestEvaluated) -> None:
+        scores = {k: float(v) for k, v in e.scores.items() if _float(v) is not None}
+        revisions = {k: str(v) for k, v in e.revisions.items()}
+        self.tests.append(TestScores(int(e.tasks or 0), scores, revisions, e.model, str(e.ts or "")))
+
+
+FOLDS: dict[type[ev.Event], Callable[[_Fold, Any], None]] = {
+    ev.Baseline: _Fold.baseline_,
+    ev.GenerationStarted: _Fold.generation_started,
+    ev.BatchEvaluated: _Fold.batch_evaluated,
+    ev.CandidateProposed: _Fold.proposed,
+    ev.CandidateRevised: _Fold.proposed,
+    ev.GateVerdicts: _Fold.gate_verdicts,
+    ev.CandidateRejected: _Fold.rejected,
+    ev.CandidateCommitted: _Fold.committed,
+    ev.CandidateAccepted: _Fold.accepted_,
+    ev.CandidateReverted: _Fold.reverted,
+    ev.GenerationFinished: _Fold.generation_finished,
+    ev.ProposalFailed: _Fold.failed_proposal,
+    ev.NoProposal: _Fold.failed_proposal,
+    ev.RevisionFailed: _Fold.failed_proposal,
+    ev.EpochFinished: _Fold.epoch_finished,
+    ev.BudgetExhausted: _Fold.budget_exhausted,
+    ev.PolicyTrained: _Fold.trained,
+    ev.PolicyTrainingSkipped: _Fold.trained,
+    ev.AgentModelChanged: _Fold.trained,
+    ev.EnvironmentStatus: _Fold.environment_status,
+    ev.TaskGenerated: _Fold.task_generated,
+    ev.TestEvaluated: _Fold.test_evaluated,
+}
+"""What each event adds to the view; every other event only counts in the event table."""
 
 
 def load_run_view(run_dir: Path, *, with_git: bool = True) -> RunView:
     """Everything a report shows about the run in ``run_dir``; ``with_git=False`` skips diffs."""
-    run_dir = Path(run_dir)
-    if not (run_dir / "ledger.jsonl").is_file():
-        raise HarnessEvolveError("no ledger.jsonl here", file=str(run_dir), hint="pass a run folder or id")
-    events = [e for e in read_ledger(run_dir / "ledger.jsonl") if isinstance(e, dict)]
-    harness_dir = harness_of(run_dir, events)
-    started = next((e for e in events if e.get("event") == ev.RunStarted.NAME), {})
-    run_id = str(started.get("run_id") or run_dir.name)
+    run = RunDir(Path(run_dir))
+    if not run.exists():
+        raise HarnessEvolveError("no ledger.jsonl here", file=str(run.root), hint="pass a run folder or id")
+    run_dir = run.root
+    events = run.events()
+    harness_dir = run.harness_dir(events)
+    started = run.started(events)
+    run_id = started.run_id if started is not None and started.run_id else run.id
     fold = _Fold()
     for e in events:
         fold.add(e)
@@ -205,65 +250,69 @@ def load_run_view(run_dir: Path, *, with_git: bool = True) -> RunView:
         GenerationView(**{**row, "usage": usage.by_generation.get(g, {})})
         for g, row in sorted(fold.gens.items())
     )
-    finished = next((e for e in reversed(events) if e.get("event") == ev.RunFinished.NAME), None)
+    finished = next((e for e in reversed(events) if isinstance(e, ev.RunFinished)), None)
     state = run_state(events, run_id, lock := read_lock(harness_dir))
-    end = next((e for e in reversed(events) if e.get("event") in END_STATES), None)
-    restored = {s for k, e in fold.lineage if k == "restored" and (s := e["restored"])}
+    end = next((e for e in reversed(events) if e.event_name in END_STATES), None)
+    restored = {e.restored for e in fold.lineage if isinstance(e, ev.EpochFinished) and e.restored}
     restore_info = {s: history.commit(s) for s in restored} if history else {}
     lineage = (
-        [LineageStep(started["rev"], "seed", "seed harness", 0, fold.baseline)] if started.get("rev") else []
+        [LineageStep(started.rev, "seed", "seed harness", 0, fold.baseline)]
+        if started and started.rev
+        else []
     )
-    for kind, e in fold.lineage:
-        if kind == "accepted":
-            cand = fold.by_sha[e["sha"]]
-            row = fold.gens.get(e["generation"], {}) if isinstance(e.get("generation"), int) else {}
+    for step in fold.lineage:
+        if isinstance(step, ev.CandidateAccepted):
+            cand = fold.by_sha[step.sha]
+            row = fold.gens.get(step.generation, {})
             validation = row.get("candidate_validation", row.get("validation"))
             lineage.append(
-                LineageStep(e["sha"], kind, str(cand.get("summary", "")), e.get("generation"), validation)
+                LineageStep(step.sha, "accepted", str(cand.get("summary", "")), step.generation, validation)
             )
-        else:
-            info = restore_info.get(e["restored"])
-            summary = info.summary if info else f"restore snapshot {str(e.get('best', ''))[:8]}"
-            lineage.append(LineageStep(e["restored"], kind, summary, None, _float(e.get("best_validation"))))
-    options = started.get("options") or {}
-    model = None if options.get("model") in (None, "None", "") else str(options["model"])
+        elif step.restored:
+            info = restore_info.get(step.restored)
+            summary = info.summary if info else f"restore snapshot {step.best[:8]}"
+            lineage.append(
+                LineageStep(step.restored, "restored", summary, None, _float(step.best_validation))
+            )
+    options = dict(started.options) if started is not None else {}
+    recorded = RunConfig.from_json(options).scoring.model  # the run's typed options
+    model = None if recorded in (None, "None", "") else recorded
     model_source = "option"
     if model is None:
         model = recorded_model(run_dir)
         model_source = "trajectory" if model else "unknown"
+    totals = (
+        {k: v for k, v in finished.fields().items() if _float(v) is not None} if finished is not None else {}
+    )
     return RunView(
         run_id=run_id,
         root=run_dir,
         harness_dir=harness_dir,
         state=state,
         events=tuple(events),
-        benchmark=started.get("benchmark"),
+        benchmark=started.benchmark if started is not None else None,
         model=model,
         model_source=model_source,
-        net_change=(finished or {}).get("net_change")
-        if isinstance((finished or {}).get("net_change"), dict)
-        else None,
-        options=dict(options),
-        started_at=parse_ts(events[0].get("ts")) if events else None,
-        ended_at=parse_ts(end.get("ts")) if end and state in END_STATES.values() else None,
-        seed_rev=started.get("rev"),
+        net_change=finished.net_change if finished is not None else None,
+        options=options,
+        started_at=parse_ts(events[0].ts) if events else None,
+        ended_at=parse_ts(end.ts) if end and state in END_STATES.values() else None,
+        seed_rev=started.rev if started is not None else None,
         head_rev=fold.head,
         baseline_validation=fold.baseline,
         generations=gens,
         candidates=candidates,
-        failed_proposals=tuple(fold.failed_proposals),
+        failed_proposals=tuple(e.to_json() for e in fold.failed_proposals),
         lineage=tuple(lineage),
         tests=tuple(fold.tests),
         usage=usage.by_stage,
         usage_by_model=usage.by_model,
-        totals={k: v for k, v in (finished or {}).items() if _float(v) is not None and k != "v"}
-        if finished
-        else {},
-        unknown_events=tuple(sorted({str(e.get("event")) for e in events} - KNOWN_EVENTS)),
-        stopped=fold.stopped,
-        training=tuple(fold.training),
-        environment=tuple(fold.environment),
-        generated=tuple(fold.generated),
+        totals=totals,
+        unknown_events=tuple(sorted({e.event_name for e in events} - KNOWN_EVENTS)),
+        stopped=fold.stopped.to_json() if fold.stopped is not None else None,
+        training=tuple(e.to_json() for e in fold.training),
+        environment=tuple(e.to_json() for e in fold.environment),
+        generated=tuple(e.to_json() for e in fold.generated),
         lock_owner=lock if lock and lock.get("run_id") == run_id else None,
         git_error=history.error if history else None,
     )

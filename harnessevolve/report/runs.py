@@ -7,53 +7,26 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.runs import events as ev
-from harnessevolve.runs.rundir import STATE_DIR, pid_alive
+from harnessevolve.runs.rundir import STATE_DIR, RunDir, pid_alive, runs_folder
 
 START_EVENTS = (ev.RunStarted.NAME, ev.RunResumed.NAME)
 END_STATES = ev.END_EVENTS
 
 
 def runs_dir(harness_dir: Path) -> Path:
-    return Path(harness_dir) / STATE_DIR / "runs"
+    return runs_folder(harness_dir)
 
 
 def resolve_run(ref: str | None, harness_dir: Path) -> Path:
-    """The run folder named by ``ref``: a run folder or its ledger, a run id, a unique id prefix,
-    or (``None``) the harness's latest run."""
-    if ref:
-        path = Path(ref)
-        if path.is_file() and path.name == "ledger.jsonl":
-            return path.parent
-        if (path / "ledger.jsonl").is_file():
-            return path
-    folder = runs_dir(harness_dir)
-    runs = sorted(p for p in folder.glob("*") if (p / "ledger.jsonl").is_file()) if folder.is_dir() else []
-    if ref:
-        runs = [p for p in runs if p.name == ref] or [p for p in runs if p.name.startswith(ref)]
-        if len(runs) > 1:
-            raise HarnessEvolveError(
-                f"run id prefix {ref!r} matches {len(runs)} runs",
-                file=str(folder),
-                hint="give more of the id: " + ", ".join(p.name for p in runs[:4]),
-            )
-    if not runs:
-        raise HarnessEvolveError(
-            f"no run {ref!r}" if ref else "this harness has no runs yet",
-            file=str(folder),
-            hint="pass a run id, a run folder, or --harness DIR; start a run with `harnessevolve run`",
-        )
-    return runs[-1]
+    """The run folder named by ``ref`` (``RunDir.find``): a run folder or its ledger, a run id, a
+    unique id prefix, or (``None``) the harness's latest run."""
+    return RunDir.find(ref, harness_dir).root
 
 
-def harness_of(run_dir: Path, events: list[dict[str, Any]]) -> Path:
+def harness_of(run_dir: Path, events: list[ev.Event]) -> Path:
     """``<harness>/.harnessevolve/runs/<id>`` -> ``<harness>``; else what ``run_started`` says."""
-    beside = Path(run_dir).resolve().parent.parent.parent
-    if (beside / "harness.yaml").is_file() or not events:
-        return beside
-    recorded = events[0].get("harness") if events[0].get("event") == ev.RunStarted.NAME else None
-    return Path(recorded) if recorded else beside
+    return RunDir(Path(run_dir)).harness_dir(events)
 
 
 def read_lock(harness_dir: Path) -> dict[str, Any] | None:
@@ -64,12 +37,12 @@ def read_lock(harness_dir: Path) -> dict[str, Any] | None:
     return owner if isinstance(owner, dict) else None
 
 
-def run_state(events: list[dict[str, Any]], run_id: str, lock: dict[str, Any] | None) -> str:
+def run_state(events: list[ev.Event], run_id: str, lock: dict[str, Any] | None) -> str:
     """``finished``, ``interrupted`` or ``failed`` from the last end event after the last (re)start;
     an open run is ``running`` while the process holding the harness lock for it lives,
     ``stale-lock`` when that process is gone, ``incomplete`` when no lock names it."""
-    for event in reversed(events):
-        name = event.get("event")
+    for record in reversed(events):
+        name = record.event_name
         if name in END_STATES:
             return END_STATES[name]
         if name in START_EVENTS:

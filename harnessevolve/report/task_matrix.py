@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harnessevolve.runs.events import Baseline, CandidateAccepted, Committing
+from harnessevolve.runs.events import Baseline, CandidateAccepted, Committing, Event
 
 MAX_REVISIONS = 12
 """Columns shown: the seed and the latest revisions (a long run keeps its last ones)."""
@@ -67,22 +67,22 @@ class TaskMatrix:
     """Revisions left out to keep the table readable (``MAX_REVISIONS``)."""
 
 
-def _revisions(events: list[dict[str, Any]], on_disk: list[str]) -> list[Revision]:
-    ties = {
-        e.get("harness_hash") for e in events if e.get("event") == CandidateAccepted.NAME and e.get("tie")
-    }
+def _revisions(events: list[Event], on_disk: list[str]) -> list[Revision]:
+    ties = {e.harness_hash for e in events if isinstance(e, CandidateAccepted) and e.tie}
     named: dict[str, Revision] = {}
     for e in events:
-        h = e.get("harness_hash")
-        if not isinstance(h, str) or h in named:
+        if not isinstance(e, Baseline | Committing) or not isinstance(e.harness_hash, str):
             continue
-        if e.get("event") == Baseline.NAME:
+        h = e.harness_hash
+        if h in named:
+            continue
+        if isinstance(e, Baseline):
             named[h] = Revision(h, "seed", 0)
-        elif e.get("event") == Committing.NAME:
-            verdict = str(e.get("verdict") or "committed")
+        else:
+            verdict = str(e.verdict or "committed")
             tie = h in ties
-            label = f"gen {e.get('generation')}: {verdict}" + (" (tie)" if tie else "")
-            named[h] = Revision(h, label, e.get("generation"), tie)
+            label = f"gen {e.generation}: {verdict}" + (" (tie)" if tie else "")
+            named[h] = Revision(h, label, e.generation, tie)
     rest = [Revision(h, f"candidate {h[:8]}") for h in on_disk if h not in named]
     return [r for r in named.values() if r.harness_hash in on_disk] + rest
 
@@ -110,9 +110,7 @@ def _cell(run_dir: Path, harness_hash: str, task_id: str) -> TaskCell | None:
     )
 
 
-def task_matrix(
-    run_dir: Path, events: list[dict[str, Any]], max_revisions: int = MAX_REVISIONS
-) -> TaskMatrix:
+def task_matrix(run_dir: Path, events: list[Event], max_revisions: int = MAX_REVISIONS) -> TaskMatrix:
     folder = Path(run_dir) / "evaluations"
     on_disk = sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
     revisions = _revisions(events, on_disk)

@@ -15,12 +15,13 @@ import logging
 import os
 import re
 import time
+from functools import singledispatch
 from pathlib import Path
 from typing import Any, Protocol
 
 from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.runs import events as ev
-from harnessevolve.runs.rundir import STATE_DIR
+from harnessevolve.runs.rundir import STATE_DIR, RunDir
 
 log = logging.getLogger(__name__)
 RUN_ID_TAG = "harnessevolve.run_id"
@@ -28,18 +29,18 @@ END_STATUS = {ev.RunFinished.NAME: "FINISHED", ev.RunFailed.NAME: "FAILED", ev.R
 
 
 class Tracker(Protocol):
-    """Receives every ledger record (the dict ``Ledger.append`` returns), in order.
+    """Receives every ledger event as written (its typed record), in order.
 
     ``on_event`` must return quickly and never raise; ``close`` flushes and ends the tracked run.
     """
 
-    def on_event(self, event: dict[str, Any]) -> None: ...
+    def on_event(self, event: ev.Event) -> None: ...
 
     def close(self) -> None: ...
 
 
 class NullTracker:
-    def on_event(self, event: dict[str, Any]) -> None:
+    def on_event(self, event: ev.Event) -> None:
         pass
 
     def close(self) -> None:
@@ -62,46 +63,76 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def event_metrics(event: dict[str, Any]) -> dict[str, float]:
-    """The numbers an event contributes, keyed by metric name (step: its generation)."""
-    name = event.get("event")
+@singledispatch
+def _own_metrics(event: ev.Event) -> dict[str, float]:
+    """The numbers an event of this type contributes (none, unless registered below)."""
+    return {}
+
+
+@_own_metrics.register
+def _(e: ev.Baseline) -> dict[str, float]:
+    return {"validation/current": float(e.score)} if _number(e.score) is not None else {}
+
+
+@_own_metrics.register
+def _(e: ev.BatchEvaluated) -> dict[str, float]:
+    out = {"train/current": float(e.score or 0.0), "train/failed": float(e.failed or 0)}
+    for cluster in e.clusters:
+        out[metric_name("cluster", cluster.cause)] = float(cluster.size or 0)
+    return out
+
+
+@_own_metrics.register(ev.GateVerdicts)
+@_own_metrics.register(ev.CandidateRejected)
+def _(e: ev.GateVerdicts | ev.CandidateRejected) -> dict[str, float]:
     out: dict[str, float] = {}
-    if name == ev.Baseline.NAME and _number(event.get("score")) is not None:
-        out["validation/current"] = float(event["score"])
-    elif name == ev.BatchEvaluated.NAME:
-        out["train/current"] = float(event.get("score") or 0.0)
-        out["train/failed"] = float(event.get("failed") or 0)
-        for cluster in event.get("clusters") or []:
-            out[metric_name("cluster", cluster.get("cause", "?"))] = float(cluster.get("size") or 0)
-    elif name in (ev.GateVerdicts.NAME, ev.CandidateRejected.NAME):
-        for verdict in event.get("verdicts") or []:
-            gate = verdict.get("gate", "?")
-            out[metric_name("gate", gate, "passed")] = 1.0 if verdict.get("passed") else 0.0
-            for key, value in (verdict.get("numbers") or {}).items():
-                if _number(value) is not None:
-                    out[metric_name("gate", gate, key)] = float(value)
-    elif name == ev.CandidateAccepted.NAME and _number(event.get("validation")) is not None:
-        out["validation/candidate"] = float(event["validation"])
-    elif name == ev.GenerationFinished.NAME:
-        for key, metric in (("validation", "validation/current"), ("train_current", "train/current")):
-            if _number(event.get(key)) is not None:
-                out[metric] = float(event[key])
-        if _number(event.get("train_candidate")) is not None:
-            out["train/candidate"] = float(event["train_candidate"])
-    elif name == ev.EpochFinished.NAME and _number(event.get("best_validation")) is not None:
-        out["validation/best"] = float(event["best_validation"])
-    elif name == ev.TestEvaluated.NAME:
-        for which, value in (event.get("scores") or {}).items():
+    for verdict in e.verdicts or []:
+        out[metric_name("gate", verdict.gate, "passed")] = 1.0 if verdict.passed else 0.0
+        for key, value in verdict.numbers.items():
             if _number(value) is not None:
-                out[metric_name("test", which)] = float(value)
-    elif name == ev.RunFinished.NAME:
-        for key in ("rollouts", "tokens", "cached_rollouts"):
-            if _number(event.get(key)) is not None:
-                out[metric_name("run", key)] = float(event[key])
-    usage = event.get("usage")
-    if isinstance(usage, dict):
-        by_stage = usage.get("by_stage")
-        stages = by_stage if isinstance(by_stage, dict) else usage
+                out[metric_name("gate", verdict.gate, key)] = float(value)
+    return out
+
+
+@_own_metrics.register
+def _(e: ev.CandidateAccepted) -> dict[str, float]:
+    return {"validation/candidate": float(e.validation)} if _number(e.validation) is not None else {}
+
+
+@_own_metrics.register
+def _(e: ev.GenerationFinished) -> dict[str, float]:
+    pairs = (
+        ("validation/current", e.validation),
+        ("train/current", e.train_current),
+        ("train/candidate", e.train_candidate),
+    )
+    return {metric: float(value) for metric, value in pairs if _number(value) is not None}
+
+
+@_own_metrics.register
+def _(e: ev.EpochFinished) -> dict[str, float]:
+    return {"validation/best": float(e.best_validation)} if _number(e.best_validation) is not None else {}
+
+
+@_own_metrics.register
+def _(e: ev.TestEvaluated) -> dict[str, float]:
+    return {metric_name("test", k): float(v) for k, v in e.scores.items() if _number(v) is not None}
+
+
+@_own_metrics.register
+def _(e: ev.RunFinished) -> dict[str, float]:
+    pairs = (("rollouts", e.rollouts), ("tokens", e.tokens), ("cached_rollouts", e.cached_rollouts))
+    return {metric_name("run", k): float(v) for k, v in pairs if _number(v) is not None}
+
+
+def event_metrics(event: ev.Event) -> dict[str, float]:
+    """The numbers an event contributes, keyed by metric name (step: its generation): its own
+    (dispatch on its type), then the usage snapshot it carries."""
+    out = _own_metrics(event)
+    spent = getattr(event, "usage", None)
+    if isinstance(spent, dict):
+        by_stage = spent.get("by_stage")
+        stages = by_stage if isinstance(by_stage, dict) else spent
         for stage, numbers in stages.items():
             for key in ("tokens", "cost_usd", "calls"):
                 value = numbers.get(key) if isinstance(numbers, dict) else None
@@ -150,7 +181,7 @@ class MlflowTracker:
         self.broken = False
 
     # -- the Tracker protocol -------------------------------------------------------------
-    def on_event(self, event: dict[str, Any]) -> None:
+    def on_event(self, event: ev.Event) -> None:
         if self.broken:
             return
         try:
@@ -172,12 +203,12 @@ class MlflowTracker:
             artifacts = (self.harness_dir / STATE_DIR / "mlruns").resolve().as_uri()
         return self.client.create_experiment(self.experiment_name, artifact_location=artifacts)
 
-    def _open(self, event: dict[str, Any]) -> str | None:
+    def _open(self, event: ev.RunStarted | ev.RunResumed) -> str | None:
         """The MLflow run for this run: a new one, or on ``run_resumed`` the one made before; ``None``
         when a finished run is replayed a second time (it is tracked already)."""
         from mlflow.entities import Param, RunTag
 
-        run_id = str(event.get("run_id") or (self.run_dir.name if self.run_dir else ""))
+        run_id = str(event.run_id or (self.run_dir.name if self.run_dir else ""))
         experiment = self._experiment_id()
         if self.run_dir is None and run_id:
             self.run_dir = self.harness_dir / STATE_DIR / "runs" / run_id
@@ -185,39 +216,41 @@ class MlflowTracker:
             existing = self.client.search_runs(
                 [experiment], filter_string=f"tags.`{RUN_ID_TAG}` = '{run_id}'", max_results=1
             )
-            if existing and event.get("event") == ev.RunResumed.NAME:
+            if existing and isinstance(event, ev.RunResumed):
                 self.client.update_run(existing[0].info.run_id, status="RUNNING")
                 return existing[0].info.run_id
             if existing:
                 log.warning("run %s is tracked in MLflow already (%s)", run_id, existing[0].info.run_id)
                 return None
-        tags = {RUN_ID_TAG: run_id, "harnessevolve.benchmark": str(event.get("benchmark", ""))}
+        started = event if isinstance(event, ev.RunStarted) else None
+        benchmark = started.benchmark if started else ""
+        tags = {RUN_ID_TAG: run_id, "harnessevolve.benchmark": benchmark}
         run = self.client.create_run(experiment, run_name=run_id or None, tags=tags)
-        params = {
-            "benchmark": event.get("benchmark"),
-            "seed_rev": event.get("rev"),
-            "gates": event.get("gates"),
+        params: dict[str, Any] = {
+            "benchmark": started.benchmark if started else None,
+            "seed_rev": event.rev,
+            "gates": started.gates if started else None,
         }
-        params.update({f"options.{k}": v for k, v in (event.get("options") or {}).items()})
+        params.update({f"options.{k}": v for k, v in (started.options if started else {}).items()})
         self.client.log_batch(
             run.info.run_id,
             params=[Param(k, str(v)[:6000]) for k, v in params.items() if v is not None],
-            tags=[RunTag("harnessevolve.harness", str(event.get("harness", "")))],
+            tags=[RunTag("harnessevolve.harness", started.harness if started else "")],
         )
         return run.info.run_id
 
-    def _record(self, event: dict[str, Any]) -> None:
+    def _record(self, event: ev.Event) -> None:
         from mlflow.entities import Metric, RunTag
 
-        name = event.get("event")
+        name = event.event_name
         if self.run_id is None:
-            if name not in (ev.RunStarted.NAME, ev.RunResumed.NAME):
+            if not isinstance(event, ev.RunStarted | ev.RunResumed):
                 return
             self.run_id = self._open(event)
             if self.run_id is None:
                 self.broken = True
                 return
-        generation = event.get("generation")
+        generation = getattr(event, "generation", None)
         step = generation if isinstance(generation, int) else 0
         metrics = event_metrics(event)
         if name == ev.CandidateAccepted.NAME:
@@ -228,8 +261,8 @@ class MlflowTracker:
             metrics["candidates/not_kept"] = float(self.not_kept)
         stamp = int(time.time() * 1000)
         tags = [RunTag("harnessevolve.last_event", str(name))]
-        if name == ev.CandidateAccepted.NAME and event.get("sha"):
-            tags.append(RunTag("harnessevolve.head", str(event["sha"])))
+        if isinstance(event, ev.CandidateAccepted) and event.sha:
+            tags.append(RunTag("harnessevolve.head", event.sha))
         self.client.log_batch(
             self.run_id, metrics=[Metric(k, v, stamp, step) for k, v in metrics.items()], tags=tags
         )
@@ -239,7 +272,7 @@ class MlflowTracker:
     def _finish(self, status: str) -> None:
         assert self.run_id is not None
         if self.run_dir is not None:
-            for artifact in ("ledger.jsonl", "report.html"):
+            for artifact in (RunDir(self.run_dir).ledger.name, "report.html"):
                 if (self.run_dir / artifact).is_file():
                     self.client.log_artifact(self.run_id, str(self.run_dir / artifact))
             if (self.run_dir / "gates").is_dir() and any((self.run_dir / "gates").iterdir()):
@@ -264,7 +297,7 @@ def make_tracker(
     return TRACKERS[kind](harness_dir, tracking_uri=tracking_uri, run_dir=run_dir)
 
 
-def mirror_run(tracker: Tracker, events: list[dict[str, Any]]) -> None:
+def mirror_run(tracker: Tracker, events: list[ev.Event]) -> None:
     """Replay a run's ledger into a tracker (a finished run tracked after the fact)."""
     for event in events:
         tracker.on_event(event)

@@ -15,8 +15,10 @@ table). ``tests/runs/test_events.py`` checks that every event written anywhere i
 from __future__ import annotations
 
 import dataclasses
+import types
+import typing
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 ENVELOPE = ("v", "ts", "event")
 """Keys every ledger line has besides its event's fields."""
@@ -24,6 +26,81 @@ ENVELOPE = ("v", "ts", "event")
 
 class UnknownEventError(TypeError):
     """A writer named an event, or a field, the catalog does not have (a programming error)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Record:
+    """A nested payload of an event (a cluster, a gate verdict): written as a JSON object, read
+    back as its record. Keys it does not declare are dropped; missing optional ones get defaults."""
+
+    @classmethod
+    def from_json(cls, data: Any) -> Self:
+        if isinstance(data, cls):
+            return data
+        if not isinstance(data, dict):
+            raise TypeError(f"{cls.__name__} needs an object, not {type(data).__name__}")
+        declared = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in declared})
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: _encode(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClusterSummary(Record):
+    """One cluster of a ``batch_evaluated`` event: failed runs sharing a cause."""
+
+    cause: str
+    size: int
+    severity: float
+    fix_direction: str = ""
+    tasks: list[str] = field(default_factory=list)
+    divergences: list[dict[str, Any]] = field(default_factory=list)
+    """``{task, step, reference_step}`` per failed run: where it left its reference."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class GateVerdictRecord(Record):
+    """One gate's decision as the ledger keeps it (``gate.verdict.GateVerdict.to_dict``)."""
+
+    gate: str
+    passed: bool
+    reason: str = ""
+    numbers: dict[str, Any] = field(default_factory=dict)
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, Record):
+        return value.to_json()
+    if isinstance(value, list | tuple):
+        return [_encode(v) for v in value]
+    return value
+
+
+_RECORD_FIELDS: dict[type[Event], dict[str, tuple[type[Record], bool]]] = {}
+
+
+def _record_fields(cls: type[Event]) -> dict[str, tuple[type[Record], bool]]:
+    """Fields of ``cls`` that hold records: name -> (record class, whether a list of them)."""
+    if cls in _RECORD_FIELDS:
+        return _RECORD_FIELDS[cls]
+    out: dict[str, tuple[type[Record], bool]] = _RECORD_FIELDS.setdefault(cls, {})
+    for name, hint in typing.get_type_hints(cls).items():
+        arms = (
+            typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+        )
+        for arm in arms:
+            inner = typing.get_args(arm)
+            if (
+                typing.get_origin(arm) is list
+                and inner
+                and isinstance(inner[0], type)
+                and issubclass(inner[0], Record)
+            ):
+                out[name] = (inner[0], True)
+            elif isinstance(arm, type) and issubclass(arm, Record):
+                out[name] = (arm, False)
+    return out
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,10 +114,29 @@ class Event:
     NAME: ClassVar[str] = ""
     ts: str | None = field(default=None, compare=False, repr=False)
 
+    def __post_init__(self) -> None:
+        """Nested payloads given as JSON objects (a line read back, a writer's ``to_dict()``)
+        become their records; anything else that does not fit raises TypeError."""
+        for name, (record, many) in _record_fields(type(self)).items():
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if many:
+                if not isinstance(value, list | tuple):
+                    raise TypeError(f"{self.NAME}.{name} must be a list")
+                object.__setattr__(self, name, [record.from_json(v) for v in value])
+            else:
+                object.__setattr__(self, name, record.from_json(value))
+
     @property
     def event_name(self) -> str:
         """The event's name on disk (``NAME``; an :class:`UnknownEvent`'s own name)."""
         return self.NAME
+
+    def to_json(self) -> dict[str, Any]:
+        """The event as a JSON object: ``ts`` (when read), ``event`` and its fields."""
+        head: dict[str, Any] = {"ts": self.ts} if self.ts is not None else {}
+        return {**head, "event": self.event_name, **self.fields()}
 
     def fields(self) -> dict[str, Any]:
         """The event's fields as written: required ones always, optional ones when set."""
@@ -49,7 +145,7 @@ class Event:
             value = getattr(self, f.name)
             if value is None and f.default is None:
                 continue
-            out[f.name] = value
+            out[f.name] = _encode(value)
         return out
 
 
@@ -71,6 +167,9 @@ class UnknownEvent(Event):
     @property
     def event_name(self) -> str:
         return self.name
+
+    def fields(self) -> dict[str, Any]:
+        return dict(self.payload)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -212,7 +311,7 @@ class BatchEvaluated(Event):
     tasks: list[str]
     score: float
     failed: int
-    clusters: list[dict[str, Any]]
+    clusters: list[ClusterSummary]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -333,7 +432,7 @@ class GateVerdicts(Event):
     candidate: int | None = None
     summary: str | None = None
     sha: str | None = None
-    verdicts: list[dict[str, Any]]
+    verdicts: list[GateVerdictRecord]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -351,7 +450,7 @@ class CandidateRejected(CandidateDetails):
     reason: str | None = None
     validation: float | None = None
     train_candidate: float | None = None
-    verdicts: list[dict[str, Any]] | None = None
+    verdicts: list[GateVerdictRecord] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -389,10 +488,29 @@ class CandidateAccepted(Event):
     candidate: int | None = None
     of: int | None = None
     revisions: int | None = None
-    verdicts: list[dict[str, Any]] | None = None
+    verdicts: list[GateVerdictRecord] | None = None
     recovered: bool | None = None
     tie: bool | None = None
     """True when the performance gate passed it on a tie (no gain on the batch)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EditFired(Event):
+    """Whether an accepted edit showed in later trajectories (``pipeline/edit_firing.py``): its
+    targeted step gone or changed, or the pattern it added reused. ``fired: false`` at the end of a
+    run labels an edit that never fired (``runs`` 0: nothing ran after it)."""
+
+    NAME: ClassVar[str] = "edit_fired"
+    generation: int
+    sha: str
+    fired: bool
+    observed_generation: int | None = None
+    runs: int = 0
+    marker_runs: int = 0
+    gone: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    evidence: list[str] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -504,8 +622,6 @@ class FloorChecked(Event):
     """The floor as a score: mean over the sample of the best null agent's score (partial credit)."""
 
 
-
-
 @dataclass(frozen=True, kw_only=True)
 class TaskGenerated(Event):
     """Environment evolution made a harder train task from ``parent`` (``run --evolve-environments``).
@@ -541,6 +657,7 @@ class EnvironmentStatus(Event):
 CATALOG: dict[str, type[Event]] = {
     cls.NAME: cls
     for cls in (
+        EditFired,
         RunStarted,
         RunResumed,
         StaleLockRemoved,

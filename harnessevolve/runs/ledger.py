@@ -17,7 +17,16 @@ from typing import Any
 
 from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.core.redact import redact, redact_obj
-from harnessevolve.runs.events import ENVELOPE, Event, RunStarted, UnknownEvent, build_event, parse_event
+from harnessevolve.runs.events import (
+    ENVELOPE,
+    Event,
+    RunFinished,
+    RunStarted,
+    TestEvaluated,
+    UnknownEvent,
+    build_event,
+    parse_event,
+)
 
 LEDGER_VERSION = 2
 """2: ``run_started.options`` holds the run's options typed, once (1 kept them twice: stringified in
@@ -30,17 +39,40 @@ class LedgerError(HarnessEvolveError):
     default_hint = "the ledger is append-only JSONL; restore the line named above or start a new run"
 
 
-Listener = Callable[[dict[str, Any]], None]
+Listener = Callable[[Event], None]
+
+AFTER_END: frozenset[str] = frozenset({TestEvaluated.NAME})
+"""Events a finished run still takes: the sealed test split scored later (``report --final``,
+``gate``). Anything else after ``run_finished`` is refused (a run cannot go on once finished)."""
+
+
+class LedgerClosedError(HarnessEvolveError):
+    """An event other than a post-run annotation was appended after ``run_finished``."""
+
+    default_hint = "the run already finished; start a new run instead"
 
 
 class Ledger:
     def __init__(self, path: Path, listeners: Iterable[Listener] = ()) -> None:
-        """``listeners`` get each event as written (secrets redacted), e.g. an MLflow tracker."""
+        """``listeners`` get each event as written (its typed record, secrets redacted), e.g. an
+        MLflow tracker. Opening reads the ledger: a finished run takes only ``AFTER_END`` events."""
         self.path = path
         self.listeners = list(listeners)
         path.parent.mkdir(parents=True, exist_ok=True)
         _repair_torn_tail(path)
+        self.finished = path.is_file() and any(
+            record.get("event") == RunFinished.NAME for record in parse_ledger_bytes(path.read_bytes(), path)
+        )
+        """Whether ``run_finished`` is in the ledger (read when opened, kept up to date by append)."""
+        self._replayed: list[dict[str, Any]] = []
         self._handle = path.open("a", encoding="utf-8")
+
+    def replay(self, events: Iterable[Event]) -> None:
+        """A resume redoes the step a crash cut short: ``events`` are what that step already wrote.
+        An append equal to one of them (fields equal; ``ts`` aside) is not written again, so a redo
+        that goes the same way leaves each event in the ledger once; the first one that differs
+        ends the replay (the redo went another way: from there on everything is written)."""
+        self._replayed = [_as_written(e.NAME, e.fields()) for e in events]
 
     def append(self, event: Event | str, **data: Any) -> dict[str, Any]:
         """Write ``event`` (a catalog record, or a catalog name and its fields); returns the line."""
@@ -49,24 +81,47 @@ class Ledger:
             raise TypeError("pass an event record or a name with fields, not both")
         if isinstance(record_event, UnknownEvent):
             raise TypeError(f"an UnknownEvent ({record_event.name!r}) is read, never written")
+        if self._replayed:
+            written = _as_written(record_event.NAME, record_event.fields())
+            if written in self._replayed:  # the redo's event is in the ledger already
+                del self._replayed[: self._replayed.index(written) + 1]
+                return written
+            self._replayed = []
+        if self.finished and record_event.NAME not in AFTER_END:
+            raise LedgerClosedError(
+                f"refusing {record_event.NAME!r}: the run already finished (run_finished is written)",
+                file=str(self.path),
+            )
         record = {
             "v": LEDGER_VERSION,
             "ts": datetime.now(UTC).isoformat(timespec="milliseconds"),
             "event": record_event.NAME,
             **record_event.fields(),
         }
-        line = json.dumps(redact_obj(record), ensure_ascii=False, default=lambda value: redact(str(value)))
+        line = _line(record)
         self._handle.write(line + "\n")
         self._handle.flush()
         os.fsync(self._handle.fileno())
+        if isinstance(record_event, RunFinished):
+            self.finished = True
         if self.listeners:
-            written = json.loads(line)
+            written = parse_event(json.loads(line))
             for listener in self.listeners:
                 listener(written)
         return record
 
     def close(self) -> None:
         self._handle.close()
+
+
+def _line(record: dict[str, Any]) -> str:
+    return json.dumps(redact_obj(record), ensure_ascii=False, default=lambda value: redact(str(value)))
+
+
+def _as_written(name: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """An event's name and fields as its line holds them (redacted, through JSON; no envelope)."""
+    written: dict[str, Any] = json.loads(_line({"event": name, **fields}))
+    return written
 
 
 def _repair_torn_tail(path: Path) -> None:
@@ -149,16 +204,20 @@ def _decode(raw: bytes, path: Path | str, number: int) -> str:
         raise LedgerError(f"line {number} is not UTF-8 text ({exc.reason})", file=where) from None
 
 
-def read_events(path: Path) -> list[Event]:
+def read_ledger(path: Path) -> list[Event]:
     """Every event of the ledger at ``path`` as its typed record (runs/events.py), ``ts`` set; a
-    line this version cannot type is an :class:`UnknownEvent`. Only a torn last line is skipped;
-    anything else undecodable raises LedgerError naming the line."""
+    line this version cannot type is an :class:`UnknownEvent`. Only a torn last line (a crash
+    mid-write) is skipped; anything else undecodable raises LedgerError naming the line."""
     return [parse_event(record) for record in parse_ledger_bytes(path.read_bytes(), path)]
 
 
-def read_ledger(path: Path) -> list[dict[str, Any]]:
-    """Every event of the ledger at ``path``; only a torn last line (a crash mid-write) is skipped,
-    anything else undecodable raises LedgerError naming the line."""
+read_events = read_ledger
+"""The same reader by the name the typed read was introduced under."""
+
+
+def read_lines(path: Path) -> list[dict[str, Any]]:
+    """The ledger's lines as written (JSON objects, migrated to this version): for checking the
+    file itself (tests, schema checks); readers of events use :func:`read_ledger`."""
     return parse_ledger_bytes(path.read_bytes(), path)
 
 
@@ -166,10 +225,12 @@ __all__ = [
     "ENVELOPE",
     "LEDGER_VERSION",
     "Ledger",
+    "LedgerClosedError",
     "LedgerError",
     "migrate_event",
     "parse_ledger_line",
     "parse_ledger_bytes",
     "read_events",
     "read_ledger",
+    "read_lines",
 ]

@@ -10,10 +10,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harnessevolve.core.errors import RunLockedError
+from harnessevolve.core.errors import HarnessEvolveError, RunLockedError
+from harnessevolve.runs.events import Event, RunStarted
 from harnessevolve.runs.files import LOCK_VERSION
+from harnessevolve.runs.ledger import read_ledger
+from harnessevolve.runs.run_config import RunConfig
 
 STATE_DIR = ".harnessevolve"
+LEDGER_FILE = "ledger.jsonl"
 
 
 def new_run_id() -> str:
@@ -25,18 +29,99 @@ def new_run_id() -> str:
 
 @dataclass(frozen=True)
 class RunDir:
+    """One run's folder: where it is, its ledger, its events and its recorded options."""
+
     root: Path
 
     @classmethod
     def create(cls, harness_dir: Path, run_id: str) -> RunDir:
-        root = harness_dir / STATE_DIR / "runs" / run_id
+        root = runs_folder(harness_dir) / run_id
         for sub in ("trajectories", "evaluations", "gates"):
             (root / sub).mkdir(parents=True, exist_ok=True)
         return cls(root)
 
+    @classmethod
+    def of(cls, harness_dir: Path) -> list[RunDir]:
+        """The harness's runs that have a ledger, oldest first (run ids sort by start time)."""
+        folder = runs_folder(harness_dir)
+        if not folder.is_dir():
+            return []
+        return [cls(p) for p in sorted(folder.glob("*")) if (p / LEDGER_FILE).is_file()]
+
+    @classmethod
+    def find(cls, ref: str | None, harness_dir: Path) -> RunDir:
+        """The run ``ref`` names: a run folder or its ledger, a run id, a unique id prefix, or
+        (``None``) the harness's latest run; HarnessEvolveError says what matched instead."""
+        if ref:
+            path = Path(ref)
+            if path.is_file() and path.name == LEDGER_FILE:
+                return cls(path.parent)
+            if (path / LEDGER_FILE).is_file():
+                return cls(path)
+        folder = runs_folder(harness_dir)
+        runs = cls.of(harness_dir)
+        if ref:
+            runs = [r for r in runs if r.id == ref] or [r for r in runs if r.id.startswith(ref)]
+            if len(runs) > 1:
+                raise HarnessEvolveError(
+                    f"run id prefix {ref!r} matches {len(runs)} runs",
+                    file=str(folder),
+                    hint="give more of the id: " + ", ".join(r.id for r in runs[:4]),
+                )
+        if not runs:
+            raise HarnessEvolveError(
+                f"no run {ref!r}" if ref else "this harness has no runs yet",
+                file=str(folder),
+                hint="pass a run id, a run folder, or --harness DIR; start a run with `harnessevolve run`",
+            )
+        return runs[-1]
+
+    @property
+    def id(self) -> str:
+        return self.root.name
+
     @property
     def ledger(self) -> Path:
-        return self.root / "ledger.jsonl"
+        return self.root / LEDGER_FILE
+
+    def exists(self) -> bool:
+        """Whether the folder holds a ledger (a run was started in it)."""
+        return self.ledger.is_file()
+
+    def events(self) -> list[Event]:
+        """The ledger's events, typed (``runs.ledger.read_ledger``)."""
+        return read_ledger(self.ledger)
+
+    def started(self, events: list[Event] | None = None) -> RunStarted | None:
+        """The run's ``run_started`` record (from ``events`` when already read)."""
+        return (
+            next((e for e in events if isinstance(e, RunStarted)), None)
+            if events is not None
+            else (self.started(self.events()))
+        )
+
+    def options(self, events: list[Event] | None = None) -> dict[str, Any]:
+        """The options ``run_started`` recorded (``{}`` when there is none)."""
+        started = self.started(events)
+        return dict(started.options) if started is not None else {}
+
+    def config(self, events: list[Event] | None = None) -> RunConfig:
+        """The options ``run_started`` recorded, typed (defaults where it recorded none)."""
+        return RunConfig.from_json(self.options(events))
+
+    def harness_dir(self, events: list[Event] | None = None) -> Path:
+        """``<harness>/.harnessevolve/runs/<id>`` -> ``<harness>``; else what ``run_started`` says
+        (a run folder moved away from its harness)."""
+        beside = self.root.resolve().parent.parent.parent
+        if (beside / "harness.yaml").is_file():
+            return beside
+        started = self.started(events) if events is None or events else None
+        return Path(started.harness) if started is not None and started.harness else beside
+
+
+def runs_folder(harness_dir: Path) -> Path:
+    """Where a harness's runs live: ``DIR/.harnessevolve/runs``."""
+    return Path(harness_dir) / STATE_DIR / "runs"
 
 
 def pid_alive(pid: int) -> bool:

@@ -315,7 +315,7 @@ def remove_tree(path: Path) -> None:
 
     top = os.path.abspath(path)
 
-    def make_writable(func, target, _exc):  # noqa: ANN001 - shutil's onerror signature
+    def make_writable(func: Callable[[str], object], target: str, _exc: object) -> None:  # shutil's onerror
         for folder in (os.path.dirname(target), target):
             if _within(folder, top):  # never the folder above the tree (that is /tmp)
                 _chmod_folder(folder)

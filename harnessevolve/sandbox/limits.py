@@ -301,7 +301,8 @@ def mount_workspace(folder: Path, *, size_mb: int, files: int) -> bool:
     _sweep_stale_workspaces()
     options = f"size={size_mb}m,nr_inodes={files},mode=0700".encode()
     source = f"{MOUNT_SOURCE}-{os.getpid()}".encode()
-    return libc.mount(source, str(folder).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options) == 0
+    status: int = libc.mount(source, str(folder).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options)
+    return status == 0
 
 
 def workspace_mounts() -> dict[str, str]:

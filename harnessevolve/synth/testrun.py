@@ -91,17 +91,17 @@ def run_pytest(wanted):
     finally:
         sys.stdout = old
     out = {}
-    for case in ET.parse(report).getroot().iter("testcase"):
-        tid = case.get("classname", "") + "::" + case.get("name", "")
+    for tc in ET.parse(report).getroot().iter("testcase"):
+        tid = tc.get("classname", "") + "::" + tc.get("name", "")
         if wanted is not None and tid not in wanted:
             continue
-        bad = case.find("failure")
+        bad = tc.find("failure")
         if bad is None:
-            bad = case.find("error")
+            bad = tc.find("error")
         if bad is not None:
             text = (bad.get("message") or "") + "\n" + (bad.text or "")
             out[tid] = {"status": "failed", "detail": text[-3000:]}
-        elif case.find("skipped") is not None:
+        elif tc.find("skipped") is not None:
             out[tid] = {"status": "skipped", "detail": ""}
         else:
             out[tid] = {"status": "passed", "detail": ""}

@@ -74,13 +74,13 @@ def load_trajectory_folder(folder: Path) -> list[Trajectory]:
     return [atif.load(p) for p in sorted(folder.rglob("*.json")) if p.name != "regret.json"]
 
 
-def _ledger(run_dir: Path) -> list[dict[str, Any]]:
-    from harnessevolve.runs.ledger import read_ledger
+def _ledger(run_dir: Path) -> list[ev.Event]:
+    from harnessevolve.runs.rundir import RunDir
 
-    path = run_dir / "ledger.jsonl"
-    if not path.is_file():
+    run = RunDir(run_dir)
+    if not run.exists():
         raise TrainError("not a run folder (no ledger.jsonl)", file=str(run_dir), field="--run")
-    return read_ledger(path)
+    return run.events()
 
 
 def _harness_styles(harness_dir: str | None) -> tuple[PromptStyle, PromptStyle, str | None]:
@@ -103,16 +103,16 @@ def run_training_data(run_dir: Path, *, with_references: bool = True) -> Trainin
     from harnessevolve.core.tasks import load_benchmark
 
     events = _ledger(run_dir)
-    started = next((e for e in events if e.get("event") == ev.RunStarted.NAME), {})
-    revs = [e["rev"] for e in events if e.get("rev")]
+    started = next((e for e in events if isinstance(e, ev.RunStarted)), None)
+    revs = [rev for e in events if isinstance(rev := getattr(e, "rev", None), str) and rev]
     train_ids: set[str] = set()
     benchmark = None
     try:
-        benchmark = load_benchmark(str(started.get("benchmark", "")))
+        benchmark = load_benchmark(started.benchmark if started is not None else "")
         train_ids = {t.id for t in benchmark.split("train")}
     except HarnessEvolveError:
         train_ids = {
-            t for e in events if e.get("event") == ev.BatchEvaluated.NAME for t in e.get("tasks", [])
+            t for e in events if isinstance(e, ev.BatchEvaluated) for t in e.tasks
         }
     rollouts = [
         t
@@ -126,14 +126,14 @@ def run_training_data(run_dir: Path, *, with_references: bool = True) -> Trainin
             if path.is_file():
                 reference = atif.load(path)
                 references.append(reference.with_extra(reference=reference.extra.get("reference") or "file"))
-    style, reference_style, _why = _harness_styles(started.get("harness"))
+    style, reference_style, _why = _harness_styles(started.harness if started is not None else None)
     return TrainingData(
         rollouts=tuple(rollouts),
         references=tuple(references),
         style=style,
         reference_style=reference_style,
         provenance=Provenance(
-            run_id=str(started.get("run_id") or run_dir.name),
+            run_id=str(started.run_id if started is not None and started.run_id else run_dir.name),
             harness_rev=revs[-1] if revs else None,
             harness_hashes=tuple(sorted({str(t.extra.get("harness_hash")) for t in rollouts})),
             source=str(run_dir),

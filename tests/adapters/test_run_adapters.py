@@ -14,7 +14,7 @@ from harnessevolve.cli.app import app
 from harnessevolve.core import atif, paths
 from harnessevolve.models.scripted import register_script, unregister_script
 from harnessevolve.pipeline.references import load_references
-from harnessevolve.runs.ledger import read_ledger
+from harnessevolve.runs.ledger import read_lines
 
 EXAMPLE = paths.builtin_dir("benchmarks") / "harbor-example"
 
@@ -37,7 +37,7 @@ def harbor_suite(tmp_path: Path) -> Path:
 
 def events_of(harness_dir: Path) -> list[str]:
     (run_dir,) = (harness_dir / ".harnessevolve" / "runs").iterdir()
-    return [e["event"] for e in read_ledger(run_dir / "ledger.jsonl")]
+    return [e["event"] for e in read_lines(run_dir / "ledger.jsonl")]
 
 
 def test_refs_import_replays_solve_sh_into_the_suite(cli, harbor_suite: Path) -> None:
@@ -95,7 +95,7 @@ def private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_run_on_nl2bash_tasks(cli, harness_dir: Path, private_home: Path) -> None:
     result = cli.invoke(app, ["refs", "import", "-b", "nl2bash:5", "--split", "all"])
     assert result.exit_code == 0, result.output
-    refs = private_home / "trajectories" / "nl2bash-fs5"
+    refs = private_home / "trajectories" / "nl2bash"  # the folder every subset shares
     assert len(list(refs.glob("*.json"))) == len(load_benchmark_spec("nl2bash:5").tasks) == 17
     register_script("nl2bash-learner", learner_for("nl2bash:5"))
     try:

@@ -25,7 +25,7 @@ from run_args import run_args
 
 from harnessevolve.cli.app import app
 from harnessevolve.core.tasks import load_benchmark
-from harnessevolve.runs.ledger import read_ledger
+from harnessevolve.runs.ledger import read_lines
 
 BENCHMARK = Path(__file__).parents[2] / "benchmarks" / "shell-basics"
 REFERENCES = Path(__file__).parents[2] / "trajectories" / "shell-basics"
@@ -111,7 +111,7 @@ def check_story(harness: Path, result) -> list[dict[str, Any]]:
     assert result.exit_code in (0, 1), result.output
     repo = git.Repo(harness)
     run_dir = next((harness / ".harnessevolve" / "runs").iterdir())
-    events = read_ledger(run_dir / "ledger.jsonl")
+    events = read_lines(run_dir / "ledger.jsonl")
     kinds = [e["event"] for e in events]
     accepted = [e for e in events if e["event"] == "candidate_accepted"]
     reverted = [e for e in events if e["event"] == "candidate_reverted"]
@@ -234,7 +234,7 @@ def test_budget_stops_an_external_agent_mid_rollout(
     result = cli.invoke(app, args)
     assert result.exit_code in (0, 1), result.output
     run_dir = next((harness / ".harnessevolve" / "runs").iterdir())
-    events = read_ledger(run_dir / "ledger.jsonl")
+    events = read_lines(run_dir / "ledger.jsonl")
     assert any(e["event"] == "budget_exhausted" and e["limit"] == "tokens" for e in events)
     stops = [json.loads(p.read_text())["extra"] for p in run_dir.rglob("trajectories/**/*.json")]
     stopped = [s for s in stops if s["stop_reason"] == "budget_exhausted"]

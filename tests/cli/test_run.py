@@ -12,7 +12,7 @@ from run_args import run_args
 
 from harnessevolve.cli.app import app
 from harnessevolve.models.scripted import register_script, unregister_script
-from harnessevolve.runs.ledger import read_ledger
+from harnessevolve.runs.ledger import read_lines
 
 
 def only_run_dir(harness_dir: Path) -> Path:
@@ -40,7 +40,7 @@ def test_two_generations_one_accepted_one_reverted(harness_dir: Path, cli, learn
     # The harness now holds exactly one demonstration: the accepted one.
     assert (harness_dir / "prompts" / "examples.md").read_text().count("## Example") == 1
 
-    events = read_ledger(only_run_dir(harness_dir) / "ledger.jsonl")
+    events = read_lines(only_run_dir(harness_dir) / "ledger.jsonl")
     kinds = [e["event"] for e in events]
     assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
     assert kinds.count("candidate_committed") == 2
@@ -172,7 +172,7 @@ def test_stale_lock_is_reported_and_replaced(harness_dir: Path, cli, learner) ->
     result = cli.invoke(app, run_args(harness_dir, learner, "-n", "1"))
     assert result.exit_code == 0, result.output
     assert "stale lock" in result.output
-    events = read_ledger(only_run_dir(harness_dir) / "ledger.jsonl")
+    events = read_lines(only_run_dir(harness_dir) / "ledger.jsonl")
     assert any(e["event"] == "stale_lock_removed" for e in events)
     assert not lock.exists()
 
@@ -195,7 +195,7 @@ def test_interrupt_records_where_and_exits_130(harness_dir: Path, cli, learner, 
     finally:
         unregister_script("interrupting")
     assert result.exit_code == 130, result.output
-    events = read_ledger(only_run_dir(harness_dir) / "ledger.jsonl")
+    events = read_lines(only_run_dir(harness_dir) / "ledger.jsonl")
     last = events[-1]
     assert last["event"] == "run_interrupted"
     assert last["generation"] == 1 and last["stage"] == "gate"
@@ -217,7 +217,7 @@ def test_unknown_proposer(harness_dir: Path, cli, learner, flag) -> None:
 def test_report_final_scores_the_test_split_once_and_logs_it(harness_dir: Path, cli, learner) -> None:
     assert cli.invoke(app, run_args(harness_dir, learner)).exit_code == 0
     ledger = only_run_dir(harness_dir) / "ledger.jsonl"
-    assert not any(e["event"] == "test_evaluated" for e in read_ledger(ledger))
+    assert not any(e["event"] == "test_evaluated" for e in read_lines(ledger))
     # The run itself never touched the test split.
     scored = {p.stem for p in (only_run_dir(harness_dir) / "trajectories").rglob("*.json")}
     assert not any(task.endswith(("-07", "-08")) for task in scored)
@@ -225,7 +225,7 @@ def test_report_final_scores_the_test_split_once_and_logs_it(harness_dir: Path, 
     result = cli.invoke(app, ["report", "--harness", str(harness_dir), "--final", "--model", learner])
     assert result.exit_code == 0, result.output
     assert "1 of 2 candidate edits accepted" in result.output
-    events = [e for e in read_ledger(ledger) if e["event"] == "test_evaluated"]
+    events = [e for e in read_lines(ledger) if e["event"] == "test_evaluated"]
     assert len(events) == 1
     assert events[0]["scores"]["evolved"] > events[0]["scores"]["seed"]
     assert (
@@ -246,7 +246,7 @@ def test_sequential_performance_mode_runs_and_logs_its_increments(
     gates.write_text("version: 1\nperformance:\n  mode: sequential\n  increment: 8\n")
     result = cli.invoke(app, run_args(harness_dir, learner, "-n", "1", "--gates", str(gates)))
     assert result.exit_code in (0, 1), result.output
-    events = read_ledger(only_run_dir(harness_dir) / "ledger.jsonl")
+    events = read_lines(only_run_dir(harness_dir) / "ledger.jsonl")
     increments = [e for e in events if e["event"] == "performance_increment"]
     assert increments and all(e["generation"] == 1 for e in increments)
     verdict = next(e for e in events if e["event"] == "gate_verdicts")["verdicts"]
@@ -284,7 +284,7 @@ def test_a_leaking_edit_is_reverted_by_the_leakage_gate(
     assert result.exit_code == 1, result.output
     reverted = next(
         e
-        for e in read_ledger(only_run_dir(harness_dir) / "ledger.jsonl")
+        for e in read_lines(only_run_dir(harness_dir) / "ledger.jsonl")
         if e["event"] == "candidate_reverted"
     )
     assert reverted["gate"] == "leakage" and secret.id in json.dumps(reverted)
@@ -310,7 +310,7 @@ def test_a_candidate_that_breaks_the_model_call_fails_the_smoke_run(
     assert result.exit_code == 1, result.output
     reverted = next(
         e
-        for e in read_ledger(only_run_dir(harness_dir) / "ledger.jsonl")
+        for e in read_lines(only_run_dir(harness_dir) / "ledger.jsonl")
         if e["event"] == "candidate_reverted"
     )
     assert reverted["gate"] == "smoke" and "model_error" in reverted["reason"]
@@ -329,6 +329,6 @@ def test_a_model_that_always_fails_stops_the_run_as_bad_input(harness_dir: Path,
     assert result.exit_code == 2, result.output
     assert "every rollout failed calling scripted/broken" in result.output and "API key" in result.output
     assert git.Repo(harness_dir).head.commit.hexsha == head
-    events = read_ledger(only_run_dir(harness_dir) / "ledger.jsonl")
+    events = read_lines(only_run_dir(harness_dir) / "ledger.jsonl")
     assert events[-1]["event"] == "run_failed" and events[-1]["stage"] == "baseline"
     assert not (harness_dir / ".harnessevolve" / "lock").exists()

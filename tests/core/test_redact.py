@@ -12,7 +12,7 @@ import pytest
 from harnessevolve.core import atif
 from harnessevolve.core.atif import Step, Trajectory
 from harnessevolve.core.redact import REDACTED, redact, redact_obj
-from harnessevolve.runs.ledger import Ledger, read_ledger
+from harnessevolve.runs.ledger import Ledger, read_lines
 
 # Fake credentials of the right shapes (none is a real key).
 OPENAI = "sk-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6"
@@ -130,7 +130,7 @@ def test_ledger_lines_are_redacted(tmp_path: Path) -> None:
     ledger.close()
     text = (tmp_path / "ledger.jsonl").read_text()
     assert OPENAI not in text and REDACTED in text
-    (event,) = read_ledger(tmp_path / "ledger.jsonl")
+    (event,) = read_lines(tmp_path / "ledger.jsonl")
     assert event["error"] == f"AuthenticationError: Incorrect API key provided: {REDACTED}"
     assert event["rev"] == str(tmp_path)
 

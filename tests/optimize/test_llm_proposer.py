@@ -20,7 +20,7 @@ from harnessevolve.optimize import llm_proposer
 from harnessevolve.optimize.llm_proposer import LLMProposer, render_context
 from harnessevolve.optimize.proposal import ProposalContext, ProposalFailed, ReferenceAction
 from harnessevolve.optimize.reply_format import REPLY_NAME, response_format
-from harnessevolve.runs.ledger import read_ledger
+from harnessevolve.runs.ledger import read_lines
 
 SEED = Path(__file__).parents[2] / "harnesses" / "shell-agent"
 SYSTEM = "prompts/system.md"
@@ -209,7 +209,7 @@ def test_run_records_a_failed_llm_proposal_and_falls_back(harness_dir: Path, cli
     result = cli.invoke(app, run_args(harness_dir, learner, "--optimizer-model", model, generations=1))
     assert result.exit_code == 0, result.output
     ledger = next((harness_dir / ".harnessevolve" / "runs").iterdir()) / "ledger.jsonl"
-    events = read_ledger(ledger)
+    events = read_lines(ledger)
     failed = [e for e in events if e["event"] == "proposal_failed"]
     assert len(failed) == 1 and failed[0]["proposer"] == "llm" and len(failed[0]["errors"]) == 3
     committed = next(e for e in events if e["event"] == "candidate_committed")

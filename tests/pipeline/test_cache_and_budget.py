@@ -19,7 +19,7 @@ from harnessevolve.pipeline.budget import Budget, BudgetExhausted, BudgetGuard
 from harnessevolve.pipeline.references import load_references
 from harnessevolve.pipeline.rollout_cache import RolloutCache
 from harnessevolve.pipeline.scoring import Scorer
-from harnessevolve.runs.ledger import read_ledger
+from harnessevolve.runs.ledger import read_lines
 
 
 class Counting:
@@ -109,7 +109,7 @@ def test_a_second_run_from_the_same_start_is_served_by_the_cache(harness_dir: Pa
     assert second.exit_code == 0, second.output
     assert counting.calls == calls  # every rollout of the second run came from the cache
     runs = sorted((harness_dir / ".harnessevolve" / "runs").iterdir())
-    finished = read_ledger(runs[-1] / "ledger.jsonl")[-1]
+    finished = read_lines(runs[-1] / "ledger.jsonl")[-1]
     assert finished["event"] == "run_finished"
     assert finished["rollouts"] == 0 and finished["cached_rollouts"] > 0
     no_cache = cli.invoke(app, run_args(harness_dir, "scripted/counting", "-n", "1", "--no-cache"))
@@ -121,7 +121,7 @@ def test_a_token_budget_stops_the_run_cleanly(harness_dir: Path, cli, learner) -
     assert result.exit_code in (0, 1), result.output
     assert "tokens budget reached" in result.output and "everything is saved" in result.output
     (run,) = list((harness_dir / ".harnessevolve" / "runs").iterdir())
-    events = read_ledger(run / "ledger.jsonl")
+    events = read_lines(run / "ledger.jsonl")
     stop = next(e for e in events if e["event"] == "budget_exhausted")
     assert stop["limit"] == "tokens" and stop["spent"] >= 50
     finished = events[-1]
@@ -208,6 +208,6 @@ def test_sandbox_limits_reach_the_commands(harness_dir: Path, cli) -> None:
         unregister_script("ulimit-probe")
     assert result.exit_code in (0, 1), result.output
     (run,) = list((harness_dir / ".harnessevolve" / "runs").iterdir())
-    assert read_ledger(run / "ledger.jsonl")[0]["options"]["sandbox_limits"] == "max_file_mb=2,cpu_s=30"
+    assert read_lines(run / "ledger.jsonl")[0]["options"]["sandbox_limits"] == "max_file_mb=2,cpu_s=30"
     saved = next((run / "trajectories").rglob("*.json")).read_text()
     assert "2048\\n30" in saved  # 2 MiB in 1 KiB blocks, then 30 CPU seconds, as bash reports them

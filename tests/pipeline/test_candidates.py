@@ -15,12 +15,12 @@ from harnessevolve.harness.load import load_harness
 from harnessevolve.optimize import registry
 from harnessevolve.optimize.proposal import Candidate
 from harnessevolve.pipeline.judge import CandidateJudge
-from harnessevolve.runs.ledger import read_ledger
+from harnessevolve.runs.ledger import read_lines
 
 
 def ledger_of(harness_dir: Path) -> list[dict]:
     (run,) = list((harness_dir / ".harnessevolve" / "runs").iterdir())
-    return read_ledger(run / "ledger.jsonl")
+    return read_lines(run / "ledger.jsonl")
 
 
 def test_k_candidates_are_judged_concurrently_and_only_the_best_is_kept(

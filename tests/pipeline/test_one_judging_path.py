@@ -11,7 +11,7 @@ from run_args import run_args
 
 from harnessevolve.cli.app import app
 from harnessevolve.models.scripted import register_script, unregister_script
-from harnessevolve.runs.ledger import read_ledger
+from harnessevolve.runs.ledger import read_lines
 
 DEMO = """## Example
 Task: Read password.txt and tell me the word inside it.
@@ -74,6 +74,6 @@ def test_report_final_scores_in_the_runs_sandbox_with_its_limits(harness_dir: Pa
         unregister_script("ulimit-final")
     assert final.exit_code == 0, final.output
     (run,) = list((harness_dir / ".harnessevolve" / "runs").iterdir())
-    assert read_ledger(run / "ledger.jsonl")[-1]["event"] == "test_evaluated"
+    assert read_lines(run / "ledger.jsonl")[-1]["event"] == "test_evaluated"
     saved = next((run / "final").rglob("*.json")).read_text()
     assert "3072\\n40" in saved  # the run's 3 MiB and 40 CPU seconds, not the defaults

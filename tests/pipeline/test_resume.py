@@ -10,7 +10,7 @@ import git
 from run_args import run_args
 
 from harnessevolve.cli.app import app
-from harnessevolve.runs.ledger import read_ledger
+from harnessevolve.runs.ledger import read_lines
 
 DEAD_PID = 2**22 + 12345  # above pid_max's default: no such process
 
@@ -52,7 +52,7 @@ def test_an_accepted_commit_missing_from_the_ledger_is_recorded_not_redone(
     result = resume(cli, harness_dir, learner)
     assert result.exit_code == 0, result.output
     assert repo.head.commit.hexsha == head  # no new commit
-    events = read_ledger(run_dir(harness_dir) / "ledger.jsonl")
+    events = read_lines(run_dir(harness_dir) / "ledger.jsonl")
     resumed = next(e for e in events if e["event"] == "run_resumed")
     assert any("recorded the accepted commit" in r for r in resumed["recovered"])
     assert resumed["stale_lock"]["pid"] == DEAD_PID
@@ -76,7 +76,7 @@ def test_a_rejected_commit_whose_revert_never_happened_is_reverted_once(
     assert repo.head.commit.summary.startswith("harnessevolve: revert")
     assert len(candidate_commits(repo)) == 2  # gen 1's accepted and gen 2's rejected: no duplicate
     assert len([c for c in repo.iter_commits() if "Reverts: " in c.message]) == 1
-    events = read_ledger(run_dir(harness_dir) / "ledger.jsonl")
+    events = read_lines(run_dir(harness_dir) / "ledger.jsonl")
     assert events[-1]["event"] == "run_finished" and len(events[-1]["reverted"]) == 1
     assert not repo.is_dirty(untracked_files=True)
 
@@ -96,7 +96,7 @@ def test_a_half_written_candidate_is_discarded_and_the_generation_redone(
     # The generation ran again and made the same commit content (deterministic agent and proposer).
     assert repo.head.commit.tree.hexsha == repo.commit(accepted).tree.hexsha
     assert len(candidate_commits(repo)) == 1
-    events = read_ledger(run_dir(harness_dir) / "ledger.jsonl")
+    events = read_lines(run_dir(harness_dir) / "ledger.jsonl")
     resumed = next(e for e in events if e["event"] == "run_resumed")
     assert any("discarded the half-written candidate" in r for r in resumed["recovered"])
 

@@ -11,13 +11,13 @@ from run_args import run_args
 from test_resume import candidate_commits, crash_after, resume, run_dir
 
 from harnessevolve.cli.app import app
-from harnessevolve.runs.ledger import read_ledger
+from harnessevolve.runs.ledger import read_lines
 
 ROW = ("candidate", "verdicts", "train_current", "train_candidate", "validation", "summary")
 
 
 def finished_rows(harness_dir: Path) -> dict[int, dict]:
-    events = read_ledger(run_dir(harness_dir) / "ledger.jsonl")
+    events = read_lines(run_dir(harness_dir) / "ledger.jsonl")
     return {e["generation"]: e for e in events if e["event"] == "generation_finished"}
 
 
@@ -37,7 +37,7 @@ def test_a_temp_file_left_by_a_kill_mid_write_is_removed(harness_dir: Path, cli,
     assert len(candidate_commits(repo)) == 1
     assert not repo.is_dirty(untracked_files=True)
     resumed = next(
-        e for e in read_ledger(run_dir(harness_dir) / "ledger.jsonl") if e["event"] == "run_resumed"
+        e for e in read_lines(run_dir(harness_dir) / "ledger.jsonl") if e["event"] == "run_resumed"
     )
     assert any("temp file" in line for line in resumed["recovered"])
 
@@ -73,12 +73,12 @@ def test_a_revert_redone_on_resume_keeps_the_gate_reason_and_numbers(harness_dir
     revert = repo.head.commit
     original_row = finished_rows(harness_dir)[2]
     original = next(
-        e for e in read_ledger(run_dir(harness_dir) / "ledger.jsonl") if e["event"] == "candidate_reverted"
+        e for e in read_lines(run_dir(harness_dir) / "ledger.jsonl") if e["event"] == "candidate_reverted"
     )
     repo.git.reset("--hard", "HEAD~1")  # killed between the commit and its revert
     crash_after(harness_dir, lambda e: e["event"] == "candidate_committed" and e["generation"] == 2)
     assert resume(cli, harness_dir, learner).exit_code == 0
-    events = read_ledger(run_dir(harness_dir) / "ledger.jsonl")
+    events = read_lines(run_dir(harness_dir) / "ledger.jsonl")
     redone = [e for e in events if e["event"] == "candidate_reverted"][-1]
     assert redone["recovered"] and redone["reason"] == original["reason"]
     assert redone["numbers"] == original["numbers"]

@@ -15,6 +15,10 @@ from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.report.run_usage import fold_usage
 from harnessevolve.report.run_view import load_run_view
 from harnessevolve.report.runs import resolve_run
+from harnessevolve.runs.events import parse_event
+
+FINISHED = {"outcome": "accepted", "rev": "r"}
+RUN_END = {"accepted": [], "reverted": [], "rev": "r"}
 
 
 def test_finished_run_candidates_diffs_and_lineage(finished_run: Path) -> None:
@@ -115,29 +119,42 @@ def test_usage_plain_per_generation_and_cumulative_snapshots() -> None:
         {
             "event": "generation_finished",
             "generation": 1,
+            **FINISHED,
             "usage": {"execute": {"tokens": 10, "cost_usd": 0.5}},
         },
         {
             "event": "generation_finished",
             "generation": 2,
+            **FINISHED,
             "usage": {"execute": {"tokens": 5, "cost_usd": 0.25}},
         },
     ]
-    usage = fold_usage(plain)
+    usage = fold_usage([parse_event(e) for e in plain])
     assert usage.by_stage == {"execute": {"tokens": 15.0, "cost_usd": 0.75}}
     assert usage.by_generation[2] == {"execute": {"tokens": 5.0, "cost_usd": 0.25}}
     snap = [
-        {"event": "generation_finished", "generation": 1, "usage": {"by_stage": {"gate": {"tokens": 10}}}},
-        {"event": "generation_finished", "generation": 2, "usage": {"by_stage": {"gate": {"tokens": 25}}}},
+        {
+            "event": "generation_finished",
+            "generation": 1,
+            **FINISHED,
+            "usage": {"by_stage": {"gate": {"tokens": 10}}},
+        },
+        {
+            "event": "generation_finished",
+            "generation": 2,
+            **FINISHED,
+            "usage": {"by_stage": {"gate": {"tokens": 25}}},
+        },
         {
             "event": "run_finished",
+            **RUN_END,
             "usage": {"by_stage": {"gate": {"tokens": 30}}, "by_model": {"m": {"tokens": 30}}},
         },
     ]
-    usage = fold_usage(snap)
+    usage = fold_usage([parse_event(e) for e in snap])
     assert usage.by_generation == {1: {"gate": {"tokens": 10.0}}, 2: {"gate": {"tokens": 15.0}}}
     assert usage.by_stage == {"gate": {"tokens": 30.0}} and usage.by_model == {"m": {"tokens": 30.0}}
-    assert fold_usage([{"event": "run_finished", "tokens": 3}]).by_stage == {}
+    assert fold_usage([parse_event({"event": "run_finished", **RUN_END, "tokens": 3})]).by_stage == {}
 
 
 def test_ledger_usage_reaches_the_view(finished_run: Path) -> None:

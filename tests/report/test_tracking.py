@@ -18,6 +18,7 @@ from harnessevolve.report.tracking import (
     make_tracker,
     mirror_run,
 )
+from harnessevolve.runs.events import parse_event
 
 mlflow = pytest.importorskip("mlflow", reason="the tracking extra is not installed")
 
@@ -39,7 +40,7 @@ def test_default_local_store_beside_the_harness(finished_run: Path, tmp_path: Pa
     assert isinstance(tracker, MlflowTracker)
     assert tracker.tracking_uri == f"sqlite:///{harness.resolve()}/.harnessevolve/mlflow.db"
     events = ledger_events(run)
-    mirror_run(tracker, events)
+    mirror_run(tracker, [parse_event(e) for e in events])
     client = mlflow.MlflowClient(tracker.tracking_uri)
     tracked = tracked_run(client, run.name)
     assert tracked.info.status == "FINISHED" and tracked.info.run_name == run.name
@@ -58,7 +59,7 @@ def test_default_local_store_beside_the_harness(finished_run: Path, tmp_path: Pa
     artifacts = {a.path for a in client.list_artifacts(tracked.info.run_id)}
     assert {"ledger.jsonl", "gates"} <= artifacts
     assert (harness / ".harnessevolve" / "mlruns").is_dir()
-    mirror_run(make_tracker("mlflow", harness), events)  # a second replay adds nothing
+    mirror_run(make_tracker("mlflow", harness), [parse_event(e) for e in events])  # a replay adds nothing
     assert tracked_run(client, run.name).info.run_id == tracked.info.run_id
 
 
@@ -67,12 +68,15 @@ def test_file_store_interrupted_then_resumed_run(finished_run: Path, tmp_path: P
     monkeypatch.setenv("MLFLOW_TRACKING_URI", (tmp_path / "mlruns").as_uri())
     events = ledger_events(finished_run)
     stop = {"v": 1, "ts": events[5]["ts"], "event": "run_interrupted", "generation": 1, "stage": "gate"}
+    stop["error"] = "KeyboardInterrupt()"
     tracker = make_tracker("mlflow", finished_run.parents[2])
-    mirror_run(tracker, events[:5] + [stop])
+    mirror_run(tracker, [parse_event(e) for e in events[:5] + [stop]])
     client = mlflow.MlflowClient()
     assert tracked_run(client, finished_run.name).info.status == "KILLED"
-    resumed = {**events[0], "event": "run_resumed"}
-    mirror_run(make_tracker("mlflow", finished_run.parents[2]), [resumed] + events[5:])
+    resumed = {**events[0], "event": "run_resumed", "next_generation": 1, "recovered": [], "stale_lock": None}
+    mirror_run(
+        make_tracker("mlflow", finished_run.parents[2]), [parse_event(e) for e in [resumed] + events[5:]]
+    )
     tracked = tracked_run(client, finished_run.name)
     assert tracked.info.status == "FINISHED" and tracked.data.metrics["candidates/accepted"] == 1.0
 
@@ -89,14 +93,37 @@ def test_report_track_mlflow_from_the_cli(finished_run: Path, tmp_path: Path, mo
 def test_a_store_failing_mid_run_never_stops_the_run(tmp_path: Path, monkeypatch, caplog) -> None:
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
     tracker = MlflowTracker(tmp_path, tracking_uri=(tmp_path / "mlruns").as_uri())
-    tracker.on_event({"event": "run_started", "run_id": "x"})
+    tracker.on_event(
+        parse_event(
+            {
+                "event": "run_started",
+                "run_id": "x",
+                "harness": "h",
+                "rev": "r",
+                "benchmark": "b",
+                "options": {},
+                "gates": None,
+            }
+        )
+    )
 
     def broken(*args, **kwargs):
         raise OSError("disk full")
 
     monkeypatch.setattr(tracker.client, "log_batch", broken)
-    tracker.on_event({"event": "baseline", "score": 0.5})
-    tracker.on_event({"event": "run_finished"})
+    tracker.on_event(
+        parse_event(
+            {
+                "event": "baseline",
+                "split": "validation",
+                "rev": "r",
+                "harness_hash": "h",
+                "score": 0.5,
+                "tasks": 1,
+            }
+        )
+    )
+    tracker.on_event(parse_event({"event": "run_finished", "accepted": [], "reverted": [], "rev": "r"}))
     assert tracker.broken and "MLflow tracking stopped" in caplog.text and "disk full" in caplog.text
 
 
@@ -115,14 +142,28 @@ def test_make_tracker_off_and_unknown(tmp_path: Path) -> None:
 
 def test_event_metrics_names_are_sanitised_and_usage_is_read() -> None:
     metrics = event_metrics(
-        {
-            "event": "batch_evaluated",
-            "generation": 1,
-            "score": 0.25,
-            "failed": 3,
-            "clusters": [{"cause": "wrong tool: (bash)", "size": 3}],
-            "usage": {"by_stage": {"execute": {"tokens": 120, "cost_usd": 0.01, "calls": 4}}},
-        }
+        parse_event(
+            {
+                "event": "batch_evaluated",
+                "generation": 1,
+                "harness_hash": "h",
+                "tasks": ["t1", "t2", "t3"],
+                "score": 0.25,
+                "failed": 3,
+                "clusters": [{"cause": "wrong tool: (bash)", "size": 3, "severity": 1.0}],
+            }
+        )
+    )
+    metrics |= event_metrics(
+        parse_event(
+            {
+                "event": "run_interrupted",
+                "generation": 1,
+                "stage": "gate",
+                "error": "KeyboardInterrupt()",
+                "usage": {"by_stage": {"execute": {"tokens": 120, "cost_usd": 0.01, "calls": 4}}},
+            }
+        )
     )
     assert metrics["cluster/wrong tool_ _bash_"] == 3.0 and metrics["train/current"] == 0.25
     assert metrics["usage/execute/tokens"] == 120.0 and metrics["usage/execute/cost_usd"] == 0.01

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from harnessevolve.cli.app import app
 from harnessevolve.runs import events as ev
-from harnessevolve.runs.ledger import Ledger, read_ledger
+from harnessevolve.runs.ledger import Ledger, read_lines
 
 PACKAGE = Path(__file__).resolve().parents[2] / "harnessevolve"
 
@@ -208,7 +208,7 @@ def test_a_write_outside_the_catalog_fails_at_the_write(tmp_path: Path) -> None:
     with pytest.raises(ev.UnknownEventError, match="proposer"):
         ledger.append("no_proposal", generation=1)
     ledger.close()
-    assert read_ledger(tmp_path / "ledger.jsonl") == []
+    assert read_lines(tmp_path / "ledger.jsonl") == []
 
 
 def test_optional_fields_left_unset_are_not_written_required_ones_always_are(tmp_path: Path) -> None:
@@ -216,7 +216,7 @@ def test_optional_fields_left_unset_are_not_written_required_ones_always_are(tmp
     ledger.append(ev.EpochFinished(**SAMPLES["epoch_finished"]))
     ledger.append(ev.GenerationFinished(generation=1, outcome="accepted", rev="b"))
     ledger.close()
-    epoch, gen = read_ledger(tmp_path / "ledger.jsonl")
+    epoch, gen = read_lines(tmp_path / "ledger.jsonl")
     assert "restored" in epoch and epoch["restored"] is None
     assert set(gen) == {"v", "ts", "event", "generation", "outcome", "rev"}
 
@@ -224,7 +224,7 @@ def test_optional_fields_left_unset_are_not_written_required_ones_always_are(tmp
 def test_every_catalog_event_is_rendered_by_the_report(tmp_path: Path) -> None:
     run_dir = tmp_path / "harness" / ".harnessevolve" / "runs" / "r1"
     ledger = Ledger(run_dir / "ledger.jsonl")
-    for name, data in SAMPLES.items():
+    for name, data in sorted(SAMPLES.items(), key=lambda item: item[0] == "run_finished"):  # it ends a run
         ledger.append(name, **data)
     ledger.close()
     out = tmp_path / "report.html"

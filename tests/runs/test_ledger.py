@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from harnessevolve.cli.app import app
 from harnessevolve.core.schema import load_schema
-from harnessevolve.runs.ledger import LEDGER_VERSION, Ledger, LedgerError, read_ledger
+from harnessevolve.runs.ledger import LEDGER_VERSION, Ledger, LedgerError, read_lines
 from harnessevolve.runs.ledger_schema import ledger_schema
 
 RUN_STARTED_V1 = {
@@ -46,11 +46,11 @@ def test_the_shipped_schema_is_the_catalogs() -> None:
 
 def test_every_sample_event_as_written_fits_the_schema(tmp_path: Path) -> None:
     ledger = Ledger(tmp_path / "ledger.jsonl")
-    for name, data in SAMPLES.items():
+    for name, data in sorted(SAMPLES.items(), key=lambda item: item[0] == "run_finished"):  # it ends a run
         ledger.append(name, **data)
     ledger.close()
     schema = load_schema("ledger")
-    for record in read_ledger(tmp_path / "ledger.jsonl"):
+    for record in read_lines(tmp_path / "ledger.jsonl"):
         jsonschema.validate(record, schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"v": 2, "ts": "x", "event": "baseline", "score": 0.5}, schema)
@@ -60,7 +60,7 @@ def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
     run_dir = run_folder(
         tmp_path, [line("generation_started", generation=1, rev="a"), '{"v": 2, "ts"'], newline=False
     )
-    assert [e["event"] for e in read_ledger(run_dir / "ledger.jsonl")] == ["generation_started"]
+    assert [e["event"] for e in read_lines(run_dir / "ledger.jsonl")] == ["generation_started"]
 
 
 def test_an_undecodable_line_before_the_last_is_an_error_naming_it(tmp_path: Path) -> None:
@@ -73,7 +73,7 @@ def test_an_undecodable_line_before_the_last_is_an_error_naming_it(tmp_path: Pat
         ],
     )
     with pytest.raises(LedgerError, match="line 2 is not JSON") as caught:
-        read_ledger(run_dir / "ledger.jsonl")
+        read_lines(run_dir / "ledger.jsonl")
     assert caught.value.file == f"{run_dir / 'ledger.jsonl'}:2"
     result = CliRunner().invoke(app, ["report", str(run_dir)])
     assert result.exit_code == 2
@@ -83,21 +83,21 @@ def test_an_undecodable_line_before_the_last_is_an_error_naming_it(tmp_path: Pat
 def test_a_line_that_is_not_an_event_is_an_error(tmp_path: Path) -> None:
     run_dir = run_folder(tmp_path, ["[1, 2]", line("no_proposal", generation=1, proposer="d")])
     with pytest.raises(LedgerError, match="line 1 is not a ledger event"):
-        read_ledger(run_dir / "ledger.jsonl")
+        read_lines(run_dir / "ledger.jsonl")
 
 
 def test_a_newer_ledger_is_refused(tmp_path: Path) -> None:
     newer = json.dumps({"v": LEDGER_VERSION + 1, "ts": "x", "event": "run_started"})
     run_dir = run_folder(tmp_path, [newer, line("no_proposal", generation=1, proposer="d")])
     with pytest.raises(LedgerError, match="newer harnessevolve"):
-        read_ledger(run_dir / "ledger.jsonl")
+        read_lines(run_dir / "ledger.jsonl")
     result = CliRunner().invoke(app, ["status", str(run_dir)])
     assert result.exit_code == 2 and "newer harnessevolve" in result.output
 
 
 def test_a_v1_run_started_is_migrated_to_typed_options_stored_once(tmp_path: Path) -> None:
     run_dir = run_folder(tmp_path, [json.dumps(RUN_STARTED_V1)])
-    (started,) = read_ledger(run_dir / "ledger.jsonl")
+    (started,) = read_lines(run_dir / "ledger.jsonl")
     assert started["v"] == LEDGER_VERSION and "resume" not in started
     assert started["options"] == {"generations": 2, "model": None, "max_cost_usd": None}
 
@@ -111,7 +111,7 @@ def test_opening_a_ledger_cuts_a_torn_tail_and_keeps_a_complete_one(tmp_path: Pa
     ledger = Ledger(path)
     ledger.append("no_proposal", generation=2, proposer="d")
     ledger.close()
-    assert [e["generation"] for e in read_ledger(path)] == [1, 2]
+    assert [e["generation"] for e in read_lines(path)] == [1, 2]
 
 
 def test_a_torn_multibyte_character_on_the_last_line_is_skipped(tmp_path: Path) -> None:
@@ -119,4 +119,4 @@ def test_a_torn_multibyte_character_on_the_last_line_is_skipped(tmp_path: Path) 
     path.write_bytes(
         (line("no_proposal", generation=1, proposer="d") + "\n").encode() + '{"s": "é'.encode()[:-1]
     )
-    assert len(read_ledger(path)) == 1
+    assert len(read_lines(path)) == 1

@@ -31,7 +31,12 @@ def test_an_unknown_name_or_a_line_that_does_not_fit_is_an_unknown_event(tmp_pat
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     future, torn, extra = read_events(path)
     assert isinstance(future, ev.UnknownEvent)
-    assert (future.name, future.payload, future.event_name, future.ts) == ("from_the_future", {"x": 1}, "from_the_future", "t1")
+    assert (future.name, future.payload, future.event_name, future.ts) == (
+        "from_the_future",
+        {"x": 1},
+        "from_the_future",
+        "t1",
+    )
     assert isinstance(torn, ev.UnknownEvent) and torn.name == "no_proposal" and "fit" in torn.reason
     assert extra == ev.NoProposal(generation=1, proposer="d")  # a later version's extra field is dropped
 
@@ -46,3 +51,21 @@ def test_an_unknown_event_is_never_written(tmp_path: Path) -> None:
         raise AssertionError("an UnknownEvent was written")
     finally:
         ledger.close()
+
+
+def test_duplicate_event_of_a_redone_step_is_not_written_again(tmp_path: Path) -> None:
+    """A resume redoes the step a crash cut short: what it already logged is not logged twice,
+    and the first event that differs ends the replay."""
+    path = tmp_path / "ledger.jsonl"
+    ledger = Ledger(path)
+    ledger.append(ev.GenerationStarted(generation=1, rev="a"))
+    ledger.append(ev.NoProposal(generation=1, proposer="demo"))
+    ledger.close()
+    again = Ledger(path)
+    again.replay(read_events(path))
+    again.append(ev.GenerationStarted(generation=1, rev="a"))  # tuples or lists: the same line
+    again.append(ev.ProposalFailed(generation=1, proposer="demo", errors=["x"]))  # the redo diverged
+    again.append(ev.NoProposal(generation=1, proposer="demo"))  # written: the replay ended
+    again.close()
+    names = [e.event_name for e in read_events(path)]
+    assert names == ["generation_started", "no_proposal", "proposal_failed", "no_proposal"]

@@ -20,7 +20,7 @@ from harnessevolve.core.tasks import load_benchmark
 from harnessevolve.models.scripted import register_script, unregister_script
 from harnessevolve.pipeline.state import RunState
 from harnessevolve.pipeline.training import train_generation
-from harnessevolve.runs.ledger import Ledger, read_ledger
+from harnessevolve.runs.ledger import Ledger, read_lines
 from harnessevolve.train.checkpoint import read_metadata
 from harnessevolve.train.config import TrainConfig
 from harnessevolve.train.errors import TrainError
@@ -153,7 +153,7 @@ def test_pipeline_stage_trains_and_writes_the_ledger(run_dir: Path, tiny_base: P
     checkpoint = run_dir / "checkpoints" / "gen-001"
     assert outcome.trained and outcome.model == f"local/torch:{checkpoint.resolve()}"
     assert state.stage == "gate"
-    event = read_ledger(run_dir / "ledger.jsonl")[-1]
+    event = read_lines(run_dir / "ledger.jsonl")[-1]
     assert event["event"] == "policy_trained" and event["checkpoint"] == str(checkpoint.resolve())
     for key in ("loss_before", "loss_after", "tokens", "seconds", "samples"):
         assert isinstance(event[key], int | float)

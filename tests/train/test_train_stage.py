@@ -8,7 +8,7 @@ from pathlib import Path
 from run_args import run_args
 
 from harnessevolve.cli.app import app
-from harnessevolve.runs.ledger import read_ledger
+from harnessevolve.runs.ledger import read_lines
 
 
 def test_a_run_goes_through_the_trainer_stage_and_switches_the_agent_model(
@@ -28,7 +28,7 @@ def test_a_run_goes_through_the_trainer_stage_and_switches_the_agent_model(
     )
     assert result.exit_code in (0, 1), result.output
     (run,) = list((harness_dir / ".harnessevolve" / "runs").iterdir())
-    events = read_ledger(run / "ledger.jsonl")
+    events = read_lines(run / "ledger.jsonl")
     trained = next(e for e in events if e["event"] == "policy_trained")
     assert trained["generation"] == 1 and trained["samples"] > 0
     assert Path(trained["checkpoint"]).is_dir() and (Path(trained["checkpoint"]) / "config.json").exists()

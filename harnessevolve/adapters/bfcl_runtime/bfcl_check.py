@@ -83,12 +83,12 @@ def score_turn(check: Any) -> tuple[float, str]:
         return 1.0, "no call expected, none made"
     if not model_turns[turn]:
         return 0.0, f"multi_turn:empty_turn_model_response: no call in turn {turn}"
-    state = state_checker(model_instances, gold_instances)
-    if not state["valid"]:
-        differences = ", ".join(state.get("details", {}).get("differences", {})) or "attributes differ"
-        return 0.0, f"{state['error_type']}: {state['error_message']} ({differences})"
-    response = response_checker(model_results, gold_results, turn)
-    if not response["valid"]:
-        missing = response.get("details", {}).get("missing_items", [])
-        return 0.0, f"{response['error_type']}: missing {str(missing)[:200]}"
+    states = state_checker(model_instances, gold_instances)
+    if not states["valid"]:
+        differences = ", ".join(states.get("details", {}).get("differences", {})) or "attributes differ"
+        return 0.0, f"{states['error_type']}: {states['error_message']} ({differences})"
+    responses = response_checker(model_results, gold_results, turn)
+    if not responses["valid"]:
+        missing = responses.get("details", {}).get("missing_items", [])
+        return 0.0, f"{responses['error_type']}: missing {str(missing)[:200]}"
     return 1.0, "state and responses match the ground truth"

@@ -73,8 +73,8 @@ def make_model_class() -> Any:
                 tools=[BASH_TOOL],
                 **params,
             )
-            usage = response.usage.model_dump() if response.usage else {}
-            cost = {"cost": float(usage.get("cost_usd") or 0.0)}
+            spent = response.usage.model_dump() if response.usage else {}
+            cost = {"cost": float(spent.get("cost_usd") or 0.0)}
             choice = response.choices[0]
             try:
                 actions = parse_toolcall_actions(
@@ -95,8 +95,9 @@ def make_model_class() -> Any:
         def format_observation_messages(
             self, message: dict[str, Any], outputs: list[dict[str, Any]], template_vars: dict | None = None
         ) -> list[dict[str, Any]]:
+            extra = message["extra"] if "extra" in message else {}
             return format_toolcall_observation_messages(
-                actions=message.get("extra", {}).get("actions", []),
+                actions=extra.get("actions", []),
                 outputs=outputs,
                 observation_template=self.config.observation_template,
                 template_vars=template_vars,

@@ -1,0 +1,85 @@
+"""A run's rollout counters, summed over every process that worked on it.
+
+A run killed and resumed is several processes; each counts only its own rollouts. ``counters.json``
+in the run folder keeps each process's latest counts (``RunCounters.record``, called after every
+ledger event), so ``run_finished`` can report the run's totals: a killed process's counts up to its
+last event survive it (a rollout finished after that event is served from the rollout cache on
+resume and counted there as cached)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from harnessevolve.core.files import atomic_write_json
+
+COUNTERS_FILE = "counters.json"
+COUNTERS_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Counts:
+    rollouts: int = 0
+    """Rollouts executed (cache hits excluded)."""
+    cached_rollouts: int = 0
+    """Results served by the persistent rollout cache."""
+    tokens: int = 0
+
+    def __add__(self, other: Counts) -> Counts:
+        return Counts(
+            self.rollouts + other.rollouts,
+            self.cached_rollouts + other.cached_rollouts,
+            self.tokens + other.tokens,
+        )
+
+    @classmethod
+    def from_json(cls, data: Any) -> Counts:
+        if not isinstance(data, dict):
+            return cls()
+        values = {k: data.get(k) for k in ("rollouts", "cached_rollouts", "tokens")}
+        return cls(**{k: v for k, v in values.items() if isinstance(v, int) and not isinstance(v, bool)})
+
+
+class RunCounters:
+    """This process's entry in ``counters.json``; :meth:`total` adds the other processes' entries."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = Path(run_dir) / COUNTERS_FILE
+        self.process = f"{os.getpid()}-{time.time_ns()}"
+        self._last: Counts | None = None
+
+    def others(self) -> Counts:
+        """The counts of the run's earlier (or killed) processes."""
+        total = Counts()
+        for key, counts in self._read().items():
+            if key != self.process:
+                total += Counts.from_json(counts)
+        return total
+
+    def record(self, counts: Counts) -> None:
+        """Keep ``counts`` as this process's entry (rewritten only when they changed)."""
+        if counts == self._last:
+            return
+        processes = self._read()
+        processes[self.process] = asdict(counts)
+        atomic_write_json(self.path, {"version": COUNTERS_VERSION, "processes": processes})
+        self._last = counts
+
+    def total(self, counts: Counts) -> Counts:
+        """The run's totals: ``counts`` (this process, recorded first) plus every other process's."""
+        self.record(counts)
+        return counts + self.others()
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            doc = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(doc, dict) or doc.get("version") != COUNTERS_VERSION:
+            return {}
+        processes = doc.get("processes")
+        return dict(processes) if isinstance(processes, dict) else {}
