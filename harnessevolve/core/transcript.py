@@ -118,11 +118,11 @@ def chat_tool_calls(calls: Iterable[ToolCall]) -> list[dict[str, Any]]:
     ]
 
 
-def parse_tool_calls(message: dict[str, Any], step_id: int, where: str | None = None) -> tuple[ToolCall, ...]:
+def parse_tool_calls(msg: dict[str, Any], step_id: int, where: str | None = None) -> tuple[ToolCall, ...]:
     """An assistant message's tool calls as ATIF (see the module docstring); with ``where``, a call
     without ``function.name`` raises ``TrajectoryError``."""
     calls = []
-    for j, call in enumerate(message.get("tool_calls") or []):
+    for j, call in enumerate(msg.get("tool_calls") or []):
         function = call.get("function") if isinstance(call, dict) else None
         if not isinstance(function, dict) or not isinstance(function.get("name"), str):
             if where is not None:
@@ -151,11 +151,11 @@ def steps_of(entries: Sequence[Entry], *, strict: bool = False) -> list[Step]:
     steps: list[Step] = []
     owner: dict[str, int] = {}  # tool_call_id -> index in steps of the agent step that made it
     for i, entry in enumerate(entries):
-        message = entry.message
+        msg = entry.message
         where = f"messages[{i}]" if strict else None
-        role = message.get("role")
+        role = msg.get("role")
         if role == "tool":
-            call_id = message.get("tool_call_id")
+            call_id = msg.get("tool_call_id")
             if call_id not in owner:
                 if strict:
                     raise TrajectoryError(
@@ -164,7 +164,7 @@ def steps_of(entries: Sequence[Entry], *, strict: bool = False) -> list[Step]:
                     )
                 continue
             index = owner.pop(call_id)
-            content = text_of(message.get("content"), where)
+            content = text_of(msg.get("content"), where)
             if entry.note and content.endswith(entry.note):
                 content = content[: -len(entry.note)]
             result = ObservationResult(call_id, content)
@@ -174,7 +174,7 @@ def steps_of(entries: Sequence[Entry], *, strict: bool = False) -> list[Step]:
             if strict:
                 raise TrajectoryError(f"unsupported role {role!r}", field=f"messages[{i}].role")
             continue
-        text = text_of(message.get("content"), where)
+        text = text_of(msg.get("content"), where)
         if entry.nudge:
             last = next((k for k in range(len(steps) - 1, -1, -1) if steps[k].source == "agent"), None)
             if last is not None:
@@ -186,8 +186,8 @@ def steps_of(entries: Sequence[Entry], *, strict: bool = False) -> list[Step]:
                 Step(step_id, ROLE_TO_SOURCE[role], text, extra=dict(entry.extra), timestamp=entry.timestamp)
             )
             continue
-        calls = parse_tool_calls(message, step_id, where)
-        reasoning = message.get("reasoning_content")
+        calls = parse_tool_calls(msg, step_id, where)
+        reasoning = msg.get("reasoning_content")
         steps.append(
             Step(
                 step_id,
