@@ -51,7 +51,7 @@ def test_loads_icalfa_tasks(fs5) -> None:
     assert task.tags == ("nl2bash-fs5", "difficulty-2")
     assert "setup_nl2b_fs_5.sh" in task.setup_files and "/testbed" in task.setup_files["setup_nl2b_fs_5.sh"]
     assert "mkdir -p testbed/dir1" in task.setup_commands[0]
-    assert fs5.references_dir == paths.builtin_dir("trajectories") / "nl2bash-fs5"
+    assert fs5.references_dir == paths.builtin_dir("trajectories") / "nl2bash"  # one folder, every subset
 
 
 def test_splits_are_stable_and_balanced() -> None:
