@@ -6,9 +6,13 @@ same tasks and splits (default NL2Bash from icalfa, optionally cut to a fixed su
 agent loop and checkers (``pipeline.scoring.Scorer``) and the same rollout budget B. Arms, per seed:
 
   seed harness        the template unchanged, temperature 0 (no budget; the same on every seed).
-  harnessevolve       ``harnessevolve run`` with the default offline proposers (auto: ablate, demo,
-                      rules; no model), gates/default.yaml, --generations G, --batch-size M. Its
-                      rollouts are the budget B of the arms below.
+  harnessevolve       ``harnessevolve run`` with the default offline proposers (auto: ablate,
+                      behaviour, tools, loop, demo, rules; no model), gates/default.yaml,
+                      --generations G, --batch-size M. Its rollouts are the budget B of the arms below.
+  harnessevolve (python-agent)
+                      the same run on the ``python-agent`` template (agent.kind: command, its loop in
+                      agent.py, editable): code edits (unified diffs on agent.py) are edit targets.
+                      Its gain is against that template's own seed score (row ``seed (python-agent)``).
   harnessevolve+rule  the same run with proposers llm-rule,ablate,demo,rules: the small-model rule
                       proposer first (--optimizer-model = --reflector), the offline ones after it.
                       Its rollouts are reported (G generations, like the default arm); its
@@ -25,8 +29,15 @@ Every arm's final harness is scored once on the test split at temperature 0. Cel
 over seeds. Targets: harnessevolve's test gain >= +10 points; >= GEPA's gain with <= half GEPA's
 rollouts (rollouts harnessevolve needed to reach GEPA's best validation score); above best-of-k (sc).
 
+The JSON (--json) holds ``command`` (the exact command line, with HARNESSEVOLVE_LOCAL_THREADS when
+set), ``seeds`` (one object per seed: arm -> its numbers), ``summary``, ``wall_min`` and the
+machine's load average at the start and the end. --smoke runs the whole table on scripted models
+(shell-basics, 2 validation / 2 test tasks, 3 seeds; a few minutes, its rollouts are real sandboxed
+runs): a check that every arm runs and is scored, not a measurement.
+
 Examples:
     .venv/bin/python benchmarks/perf/efficacy.py --seeds 3 --jobs 3 --threads 1 --json out.json
+    .venv/bin/python benchmarks/perf/efficacy.py --smoke --json /tmp/smoke.json
     .venv/bin/python benchmarks/perf/efficacy.py --seeds 1 --generations 1 --validation 12 --test 16
     .venv/bin/python benchmarks/perf/efficacy.py --from-json out.json   # re-print a saved table
 
@@ -41,8 +52,11 @@ is followed by the total wall time. docs/compare.md holds the measured tables.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
+import shlex
+import subprocess
 import sys
 import tempfile
 import time
@@ -51,7 +65,6 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import asyncio
 
 from efficacy_table import ARMS, print_table, summarize  # noqa: E402
 from gepa_arm import harness_components  # noqa: E402
@@ -69,10 +82,14 @@ from vs_gepa import gepa_arm  # noqa: E402
 
 from harnessevolve.adapters import load_benchmark_spec  # noqa: E402
 from harnessevolve.harness.load import load_harness  # noqa: E402
+from harnessevolve.pipeline.best_of_k import best_of_k, sampling_harness  # noqa: E402
 from harnessevolve.pipeline.scoring import mean_score  # noqa: E402
 from harnessevolve.pipeline.sequential import RepeatedScorer  # noqa: E402
 
 RULE_PROPOSERS = ("llm-rule", "ablate", "demo", "rules")
+CODE_TEMPLATE = "python-agent"
+ARM_CHOICES = ("code", "rule", "gepa", "bestofk")
+REPO = Path(__file__).resolve().parents[2]
 __all__ = ["ARMS", "main"]
 
 
@@ -81,15 +98,25 @@ def benchmark_spec(args: argparse.Namespace) -> str:
     return f"{SUBSET}:{','.join(limits)}@{args.benchmark}" if limits else args.benchmark
 
 
-from harnessevolve.pipeline.best_of_k import best_of_k, sampling_harness  # noqa: E402
 # ---------------------------------------------------------------- one seed
+
+
+def init_template(dest: Path, template: str | None) -> Path:
+    """``harnessevolve init DEST [--template T]``: a template in its own git repository."""
+    if template is None:
+        return init_harness(dest)
+    cli = [sys.executable, "-m", "harnessevolve.cli", "init", str(dest), "--template", template]
+    subprocess.run(cli, check=True, capture_output=True, cwd=REPO)
+    return dest
 
 
 def run_optimizer(
     args: argparse.Namespace, seed: int, tmp: Path, arm: str, ctx: dict[str, Any]
 ) -> dict[str, Any]:
     started = time.monotonic()
-    directory = init_harness(tmp / f"{arm.replace(' ', '').replace('+', '-')}-{seed}")
+    name = arm.replace(" ", "").replace("+", "-").replace("(", "").replace(")", "")
+    code = arm == "harnessevolve (python-agent)"
+    directory = init_template(tmp / f"{name}-{seed}", CODE_TEMPLATE if code else None)
     with_rule = arm == "harnessevolve + llm-rule"
     outcome = evolve(
         directory,
@@ -117,6 +144,8 @@ def run_optimizer(
         "run_id": outcome.run_id,
         "prompt": (directory / "prompts" / "system.md").read_text(),
     }
+    if code:
+        row["agent_py_changed"] = (directory / "agent.py").read_text() != ctx["code_seed_agent"]
     if with_rule:
         row["llm_rule"] = proposer_counts(directory, outcome.run_id, "llm-rule")
     print(f"  [seed {seed}] {arm}: {outcome.rollouts} rollouts, {outcome.accepted} accepted, test {test:.3f}")
@@ -168,14 +197,25 @@ def run_arm(
         return {"harnessevolve": run_optimizer(args, seed, tmp, "harnessevolve", ctx)}
     if arm == "rule":
         return {"harnessevolve + llm-rule": run_optimizer(args, seed, tmp, "harnessevolve + llm-rule", ctx)}
+    if arm == "code":
+        name = "harnessevolve (python-agent)"
+        return {name: run_optimizer(args, seed, tmp, name, ctx)}
     assert budget is not None
     return (gepa_rows if arm == "gepa" else best_of_k_rows)(args, seed, ctx, tmp, budget)
 
 
-def finish_seed(rows: dict[str, dict[str, Any]], seed_row: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    rows = {"seed harness": dict(seed_row), **rows}
-    for row in rows.values():
-        row["gain_pts"] = (row["test"] - seed_row["test"]) * 100
+def finish_seed(
+    rows: dict[str, dict[str, Any]], seed_row: dict[str, Any], code_seed_row: dict[str, Any] | None = None
+) -> dict[str, dict[str, Any]]:
+    """The seed rows first; each arm's gain against the seed it started from (the python-agent arm's
+    against the python-agent template's score, every other arm's against the shell-agent seed's)."""
+    seeds = {"seed harness": dict(seed_row)}
+    if code_seed_row is not None and "harnessevolve (python-agent)" in rows:
+        seeds["seed (python-agent)"] = dict(code_seed_row)
+    rows = {**seeds, **rows}
+    for arm, row in rows.items():
+        base = code_seed_row if "python-agent" in arm and code_seed_row is not None else seed_row
+        row["gain_pts"] = (row["test"] - base["test"]) * 100
     return rows
 
 
@@ -189,7 +229,7 @@ def run_seed(
     for arm in args.arms:
         rows.update(run_arm(args, seed, arm, ctx, tmp, budget))
         save_partial(args, seed, rows)
-    return finish_seed(rows, ctx["seed_row"])
+    return finish_seed(rows, ctx["seed_row"], ctx.get("code_seed_row"))
 
 
 def arm_in_process(args: argparse.Namespace, seed: int, arm: str, tmp: Path) -> dict[str, dict[str, Any]]:
@@ -216,7 +256,10 @@ def prepare(args: argparse.Namespace, tmp: Path, seed_row: dict[str, Any] | None
     spec = benchmark_spec(args)
     bench = load_benchmark_spec(spec)
     seed_dir = init_harness(tmp / f"seed-{os.getpid()}-{time.monotonic_ns()}")
+    code_seed = init_template(tmp / f"code-seed-{os.getpid()}-{time.monotonic_ns()}", CODE_TEMPLATE)
     return {
+        "code_seed_dir": code_seed,
+        "code_seed_agent": (code_seed / "agent.py").read_text(),
         "spec": spec,
         "bench": bench,
         "test": bench.split("test"),
@@ -228,8 +271,12 @@ def prepare(args: argparse.Namespace, tmp: Path, seed_row: dict[str, Any] | None
     }
 
 
-def seed_in_process(args: argparse.Namespace, seed: int, seed_row: dict[str, Any], tmp: Path) -> dict:
-    return run_seed(args, seed, prepare(args, tmp, seed_row), tmp)
+def seed_in_process(
+    args: argparse.Namespace, seed: int, seed_rows: tuple[dict[str, Any], dict[str, Any] | None], tmp: Path
+) -> dict:
+    ctx = prepare(args, tmp, seed_rows[0])
+    ctx["code_seed_row"] = seed_rows[1]
+    return run_seed(args, seed, ctx, tmp)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -253,8 +300,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--arms",
-        default="rule,gepa,bestofk",
-        help="arms besides the seed and harnessevolve (always run): rule, gepa, bestofk (comma list)",
+        default="code,gepa,bestofk",
+        help="arms besides the seed and harnessevolve (always run): code (harnessevolve on the "
+        "python-agent template), rule (harnessevolve + llm-rule), gepa, bestofk (comma list)",
+    )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="every arm on scripted models, 3 seeds, tiny shell-basics splits: minutes, no real model",
     )
     parser.add_argument(
         "--budget",
@@ -274,22 +327,25 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--from-json", type=Path, default=None, help="print a saved run's table; run nothing")
     args = parser.parse_args(argv)
+    if args.smoke:
+        smoke_arguments(args)
     args.arms = tuple(a.strip() for a in args.arms.split(",") if a.strip())
-    unknown = set(args.arms) - {"rule", "gepa", "bestofk"}
+    unknown = set(args.arms) - set(ARM_CHOICES)
     if unknown:
         parser.error(f"unknown arm(s): {', '.join(sorted(unknown))}")
     return args
 
 
-def score_seed_harness(ctx: dict[str, Any]) -> dict[str, Any]:
-    """The seed harness on validation and test (temperature 0: one pass serves every seed)."""
+def score_seed_harness(ctx: dict[str, Any], key: str = "seed_dir") -> dict[str, Any]:
+    """A seed harness (``key``: the shell-agent seed, or ``code_seed_dir``) on validation and test
+    (temperature 0: one pass serves every seed)."""
     started = time.monotonic()
-    harness = load_harness(ctx["seed_dir"])
+    harness = load_harness(ctx[key])
     seed_val = mean_score(
         score_split(ctx["evalscorer"], harness, ctx["bench"].split("validation"), "seed: val")
     )
     seed_test = mean_score(score_split(ctx["evalscorer"], harness, ctx["test"], "seed: test"))
-    print(f"seed harness: validation {seed_val:.3f}, test {seed_test:.3f}", flush=True)
+    print(f"seed {harness.name}: validation {seed_val:.3f}, test {seed_test:.3f}", flush=True)
     return {
         "rollouts": 0,
         "tokens": 0,
@@ -300,8 +356,34 @@ def score_seed_harness(ctx: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def score_seeds(args: argparse.Namespace, ctx: dict[str, Any]) -> None:
+    ctx["seed_row"] = score_seed_harness(ctx)
+    ctx["code_seed_row"] = score_seed_harness(ctx, "code_seed_dir") if "code" in args.arms else None
+
+
+def command_line(argv: Sequence[str]) -> str:
+    """The exact command that ran this script (the thread setting included when it was set)."""
+    python = os.path.relpath(sys.executable, REPO) if sys.executable.startswith(str(REPO)) else sys.executable
+    script = os.path.relpath(Path(__file__).resolve(), REPO)
+    threads = os.environ.get("HARNESSEVOLVE_LOCAL_THREADS")
+    prefix = f"HARNESSEVOLVE_LOCAL_THREADS={threads} " if threads else ""
+    return prefix + shlex.join([python, script, *argv])
+
+
+def smoke_arguments(args: argparse.Namespace) -> None:
+    """--smoke: scripted agent and reflector (efficacy_smoke.py), every arm, tiny splits, 3 seeds."""
+    from efficacy_smoke import register_smoke_models
+
+    args.model, args.reflector = register_smoke_models()
+    args.benchmark, args.validation, args.test = "shell-basics", 2, 2
+    args.generations, args.batch_size, args.arms = 1, 2, ",".join(ARM_CHOICES)
+    args.seeds, args.jobs, args.threads = 3, 1, None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
+    load_start = os.getloadavg()
     if args.from_json:
         saved = json.loads(args.from_json.read_text())
         print_table(saved["seeds"], summarize(saved["seeds"]))
@@ -328,21 +410,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                         for s in range(args.seeds)
                         for arm in ("he", *args.arms)
                     }
-                    ctx["seed_row"] = score_seed_harness(ctx)
+                    score_seeds(args, ctx)
                     per_seed = []
                     for s in range(args.seeds):
                         rows: dict[str, dict[str, Any]] = {}
                         for arm in ("he", *args.arms):
                             rows.update(jobs[(s, arm)].result())
-                        per_seed.append(finish_seed(rows, ctx["seed_row"]))
+                        per_seed.append(finish_seed(rows, ctx["seed_row"], ctx["code_seed_row"]))
                 else:
-                    ctx["seed_row"] = score_seed_harness(ctx)
+                    score_seeds(args, ctx)
+                    rows_of_seeds = (ctx["seed_row"], ctx["code_seed_row"])
                     futures = [
-                        pool.submit(seed_in_process, args, s, ctx["seed_row"], tmp) for s in range(args.seeds)
+                        pool.submit(seed_in_process, args, s, rows_of_seeds, tmp) for s in range(args.seeds)
                     ]
                     per_seed = [f.result() for f in futures]
         else:
-            ctx["seed_row"] = score_seed_harness(ctx)
+            score_seeds(args, ctx)
             per_seed = [run_seed(args, s, ctx, tmp) for s in range(args.seeds)]
     summary = summarize(per_seed)
     print_table(per_seed, summary)
@@ -350,7 +433,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"total wall time {wall:.1f} min")
     if args.json:
         doc = {
+            "command": command_line(argv),
+            "smoke": args.smoke,
             "args": {k: str(v) for k, v in vars(args).items()},
+            "load_average": {"start": list(load_start), "end": list(os.getloadavg())},
+            "cpus": os.cpu_count(),
             "wall_min": wall,
             "seeds": per_seed,
             "summary": summary,

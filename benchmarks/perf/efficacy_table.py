@@ -1,5 +1,6 @@
-"""The efficacy table: per-arm mean ± sd over seeds, the per-seed gains, llm-rule's counts and the
-issue's targets (efficacy.py prints it; ``--from-json`` re-prints a saved run's)."""
+"""The efficacy table: per-arm mean ± sd over seeds, the per-seed gains (the python-agent arm's
+against its own seed), llm-rule's counts and the issue's targets (efficacy.py prints it;
+``--from-json`` re-prints a saved run's)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,15 @@ from vs_gepa import fmt, spread
 ARMS = (
     "seed harness",
     "harnessevolve",
+    "seed (python-agent)",
+    "harnessevolve (python-agent)",
     "harnessevolve + llm-rule",
     "GEPA",
     "best-of-k (sc)",
     "best-of-k (pass@k oracle)",
 )
-OPTIMIZERS = ("harnessevolve", "harnessevolve + llm-rule")
+OPTIMIZERS = ("harnessevolve", "harnessevolve (python-agent)", "harnessevolve + llm-rule")
+SEEDS = ("seed harness", "seed (python-agent)")
 
 
 def summarize(per_seed: list[dict[str, dict[str, Any]]]) -> dict[str, Any]:
@@ -25,6 +29,8 @@ def summarize(per_seed: list[dict[str, dict[str, Any]]]) -> dict[str, Any]:
 
     out: dict[str, Any] = {"he_gain": mean("harnessevolve", "gain_pts")}
     out["target_gain_10"] = out["he_gain"] >= 10
+    if all("harnessevolve (python-agent)" in s for s in per_seed):
+        out["code_gain"] = mean("harnessevolve (python-agent)", "gain_pts")
     if all("GEPA" in s for s in per_seed):
         out["gepa_gain"] = mean("GEPA", "gain_pts")
         out["gepa_rollouts"] = mean("GEPA", "rollouts")
@@ -61,7 +67,7 @@ def print_table(per_seed: list[dict[str, dict[str, Any]]], summary: dict[str, An
             f"{fmt(col['gain_pts'], 1):>13} {fmt(col['to_best'], 0):>12}"
         )
     print(f"\nmean ± sd over {len(per_seed)} seed(s); per-seed test gains (pts):")
-    for arm in ARMS[1:]:
+    for arm in (a for a in ARMS if a not in SEEDS):
         if all(arm in s for s in per_seed):
             gains = ", ".join(f"{s[arm]['gain_pts']:+.1f}" for s in per_seed)
             print(f"  {arm}: {gains}")
@@ -83,6 +89,9 @@ def print_table(per_seed: list[dict[str, dict[str, Any]]], summary: dict[str, An
         f"target: harnessevolve test gain >= +10 pts: {verdict(summary['target_gain_10'])} "
         f"({summary['he_gain']:+.1f})"
     )
+    if "code_gain" in summary:
+        gain = summary["code_gain"]
+        print(f"harnessevolve on python-agent (code edits): test gain {gain:+.1f} pts vs its seed")
     if "gepa_gain" in summary:
         reach = summary["harnessevolve: rollouts to GEPA's best"]
         print(

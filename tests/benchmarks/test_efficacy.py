@@ -1,11 +1,13 @@
-"""benchmarks/perf/efficacy.py on scripted models: the fixed task subset, and one whole invocation
-(seed, harnessevolve, harnessevolve + llm-rule, GEPA, best-of-k) whose table and JSON show the
-rule proposer's gain and its counts from the ledger. No real model."""
+"""benchmarks/perf/efficacy.py on scripted models: the fixed task subset, one whole invocation
+(seed, harnessevolve, harnessevolve on python-agent, harnessevolve + llm-rule, GEPA, best-of-k)
+whose table and JSON show the rule proposer's gain and its counts from the ledger, and the
+--smoke mode (3 seeds, every arm, the JSON the results folder holds). No real model."""
 
 from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -48,12 +50,15 @@ def test_one_invocation_runs_every_arm(scripted, tmp_path: Path, capsys: pytest.
     out = tmp_path / "efficacy.json"
     argv = ["--benchmark", "shell-onecall", "--model", agent, "--reflector", reflector, "--seeds", "1"]
     argv += ["--generations", "1", "--batch-size", "4", "--validation", "3", "--test", "3"]
+    argv += ["--arms", "code,rule,gepa,bestofk"]
     assert efficacy.main([*argv, "--json", str(out)]) == 0
     printed = capsys.readouterr().out
     doc = json.loads(out.read_text())
+    assert doc["command"].endswith(shlex.join(["benchmarks/perf/efficacy.py", *argv, "--json", str(out)]))
     rows = doc["seeds"][0]
     assert set(rows) == set(efficacy.ARMS)
-    assert rows["seed harness"]["test"] == 0.0
+    assert rows["seed harness"]["test"] == 0.0 and rows["seed (python-agent)"]["test"] == 0.0
+    assert rows["harnessevolve (python-agent)"]["rollouts"] > 0
     rule = rows["harnessevolve + llm-rule"]
     assert rule["test"] == 1.0 and rule["gain_pts"] == 100.0 and MAGIC in rule["prompt"]
     assert rule["llm_rule"]["candidates"] >= 1 and rule["llm_rule"]["accepted"] == 1
@@ -86,3 +91,28 @@ def test_help_documents_the_arms(capsys: pytest.CaptureFixture[str]) -> None:
     text = capsys.readouterr().out
     for arm in ("seed harness", "harnessevolve+rule", "GEPA", "best-of-k", "--jobs", "--threads", "--budget"):
         assert arm in text
+
+
+@pytest.mark.slow  # minutes: 3 seeds x 5 arms of real rollouts (sandboxed), on scripted models
+def test_smoke_mode_runs_every_arm_on_three_seeds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--smoke: the scripted agent submits only when the loop or the submit tool makes it, so the
+    behaviour edits (agent code on python-agent, the submit tool on shell-agent) can gain where a
+    batch shows the failure; prompts cannot."""
+    out = tmp_path / "smoke.json"
+    assert efficacy.main(["--smoke", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["smoke"] is True and doc["command"].endswith(f"efficacy.py --smoke --json {out}")
+    assert len(doc["seeds"]) == 3 and set(doc["load_average"]) == {"start", "end"}
+    for rows in doc["seeds"]:
+        assert set(rows) == set(efficacy.ARMS)
+        assert rows["seed harness"]["test"] == 0.0 and rows["seed (python-agent)"]["test"] == 0.0
+        assert rows["GEPA"]["gain_pts"] == 0.0 and rows["best-of-k (sc)"]["gain_pts"] == 0.0
+        assert rows["harnessevolve + llm-rule"]["gain_pts"] == 0.0
+        for arm in ("harnessevolve", "harnessevolve (python-agent)"):
+            assert rows[arm]["gain_pts"] in (0.0, 100.0)
+            assert (rows[arm]["gain_pts"] == 100.0) == (rows[arm]["accepted"] == 1)
+    code = [rows["harnessevolve (python-agent)"] for rows in doc["seeds"]]
+    assert any(row["agent_py_changed"] for row in code)  # its accepted edits change the agent's code
+    assert all(row["agent_py_changed"] == (row["accepted"] == 1) for row in code)
+    printed = capsys.readouterr().out
+    assert "harnessevolve on python-agent (code edits): test gain" in printed

@@ -1,0 +1,57 @@
+"""Scripted models for ``efficacy.py --smoke``: every arm of the table in seconds, no real model.
+
+The agent works through each shell-basics task's gold calls but does not call ``submit`` on its
+own -- the failure the behaviour operators read from trajectories ("never submits"). It submits
+the task's answer only when the loop leaves it no other choice (``submit`` is the one tool offered,
+as the python-agent's patched step-limit code does) or when the submit tool's description says a
+run without it scores nothing (the builtin arm's tool-definition edit). So the two harnessevolve
+arms can gain and the prompt-only arms (GEPA, best-of-k, llm-rule's rules) cannot: a check that
+every arm runs and is scored, never a measurement of any of them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harnessevolve.core.tasks import load_benchmark
+from harnessevolve.models.scripted import register_script
+
+AGENT = "efficacy-smoke-agent"
+REFLECTOR = "efficacy-smoke-reflector"
+CUE = "scores nothing"
+
+
+class SubmitsOnlyWhenTold:
+    """(messages, tools) -> the next gold call, holding back ``submit`` (module docstring)."""
+
+    def __init__(self, benchmark: str = "shell-basics") -> None:
+        self.tasks = {t.instruction: t for t in load_benchmark(benchmark).tasks}
+
+    def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        text = "\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "user")
+        task = next((t for i, t in self.tasks.items() if i in text), None)
+        if task is None or not task.gold:
+            return {"content": "I cannot tell which task this is."}
+        functions = [t.get("function", t) for t in tools]
+        names = [f.get("name") for f in functions]
+        told = names == ["submit"] or any(
+            f.get("name") == "submit" and CUE in str(f.get("description", "")) for f in functions
+        )
+        done = sum(1 for m in messages if m.get("role") == "assistant")
+        calls = [g for g in task.gold if told or g.tool != "submit"]
+        if names == ["submit"]:
+            calls = [g for g in task.gold if g.tool == "submit"]
+        call = calls[min(done, len(calls) - 1)]
+        return {"tool_calls": [{"name": call.tool, "arguments": dict(call.arguments)}]}
+
+
+def reflector(_messages: list[dict[str, Any]], _tools: list[dict[str, Any]]) -> str:
+    """GEPA's reflection and llm-rule's rule writer: a general rule the agent does not act on."""
+    return "RULE: Check the result of every command before you decide what to do next."
+
+
+def register_smoke_models() -> tuple[str, str]:
+    """Register both scripted models; (agent model, reflector model) names."""
+    register_script(AGENT, SubmitsOnlyWhenTold())
+    register_script(REFLECTOR, reflector)
+    return f"scripted/{AGENT}", f"scripted/{REFLECTOR}"
