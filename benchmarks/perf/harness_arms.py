@@ -25,6 +25,7 @@ from harnessevolve.pipeline.references import load_references
 from harnessevolve.pipeline.run import RunHooks, start_run
 from harnessevolve.pipeline.scorer_setup import default_concurrency
 from harnessevolve.pipeline.scoring import Scorer, TaskResult
+from harnessevolve.runs import events as ev
 from harnessevolve.runs.run_config import RunConfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -203,36 +204,37 @@ def evolve(
     state, _ = start_run(options, counter.hooks())
     run_s = time.monotonic() - started
     run = find_run(harness_dir, state.run_id)
-    finished, baseline = run.last("run_finished"), run.first("baseline")
+    finished, baseline = run.last(ev.RunFinished), run.first(ev.Baseline)
     assert finished is not None and baseline is not None
-    seed_validation = float(baseline["score"])
-    validation_tasks = int(baseline["tasks"])
+    rollouts, tokens = int(finished.rollouts or 0), int(finished.tokens or 0)
+    seed_validation = float(baseline.score)
+    validation_tasks = int(baseline.tasks)
     accepted_val = {
-        int(e["generation"]): float(e["validation"])
-        for e in run.all("generation_finished")
-        if e.get("outcome") == "accepted"
+        int(record.generation): float(record.validation)
+        for record in run.all(ev.GenerationFinished)
+        if record.outcome == "accepted" and record.validation is not None
     }
-    by_sha = {e["sha"]: int(e["generation"]) for e in run.all("candidate_accepted")}
-    epoch = run.last("epoch_finished")
-    best_generation = by_sha.get(epoch["best"]) if epoch else None
+    by_sha = {record.sha: int(record.generation) for record in run.all(ev.CandidateAccepted)}
+    epoch = run.last(ev.EpochFinished)
+    best_generation = by_sha.get(epoch.best) if epoch else None
     best = (
         seed_validation
-        if best_generation is None
-        else accepted_val.get(best_generation, float(epoch["best_validation"]))
+        if best_generation is None or epoch is None
+        else accepted_val.get(best_generation, float(epoch.best_validation))
     )
     curve = ((validation_tasks, seed_validation),) + tuple(
-        (counter.at_acceptance.get(g, int(finished["rollouts"])), v) for g, v in sorted(accepted_val.items())
+        (counter.at_acceptance.get(g, rollouts), v) for g, v in sorted(accepted_val.items())
     )
     to_best = rollouts_to_reach(curve, best)
     return EvolveOutcome(
         run_id=state.run_id,
         accepted=len(state.accepted),
-        rollouts=int(finished["rollouts"]),
-        tokens=int(finished["tokens"]),
+        rollouts=rollouts,
+        tokens=tokens,
         run_s=run_s,
         seed_validation=seed_validation,
         best_validation=best,
-        rollouts_to_best=to_best if to_best is not None else int(finished["rollouts"]),
+        rollouts_to_best=to_best if to_best is not None else rollouts,
         validation_curve=curve,
     )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harnessevolve.pipeline.final import find_run
+from harnessevolve.runs import events as ev
 
 
 def proposer_counts(harness_dir: Path, run_id: str, proposer: str) -> dict[str, int]:
@@ -17,28 +18,30 @@ def proposer_counts(harness_dir: Path, run_id: str, proposer: str) -> dict[str, 
         + ("refused_task_specific", "refused_format", "refused_other", "failed_proposals"),
         0,
     )
-    accepted = {e.get("sha") for e in run.all("candidate_accepted")}
-    for event in run.all("candidate_committed"):
-        if event.get("proposer") == proposer:
+    accepted = {record.sha for record in run.all(ev.CandidateAccepted)}
+    committed_by = {record.sha: record.proposer for record in run.all(ev.CandidateCommitted)}
+    for record in run.all(ev.CandidateCommitted):
+        if record.proposer == proposer:
             counts["candidates"] += 1
-            counts["accepted"] += event.get("sha") in accepted
-    for event in run.all("candidate_rejected"):
-        if event.get("proposer") != proposer:
+            counts["accepted"] += record.sha in accepted
+    for rejected in run.all(ev.CandidateRejected):
+        if rejected.proposer != proposer:
             continue
-        gate, reason = str(event.get("gate") or ""), str(event.get("reason") or "")
-        screened = [h for h in event.get("history") or [] if not h.get("passed", True)]
-        leaked = "leak" in reason.lower() or any("leak" in str(h.get("reason", "")).lower() for h in screened)
+        gate, reason = str(rejected.gate or ""), str(rejected.reason or "")
+        failing = [v for v in rejected.verdicts or [] if not v.passed]
+        leaked = "leak" in reason.lower() or any("leak" in str(v.reason).lower() for v in failing)
         counts["candidates"] += 1
         counts["rejected_leakage"] += leaked
-        counts["rejected_quality" if gate in ("quality", "leakage", "smoke") else "rejected_other"] += 1
-    for event in run.all("candidate_reverted"):
-        if event.get("proposer") == proposer:
+        screened = gate in ("quality", "leakage", "smoke", "code")
+        counts["rejected_quality" if screened else "rejected_other"] += 1
+    for reverted in run.all(ev.CandidateReverted):
+        if committed_by.get(reverted.sha) == proposer:
             counts["rejected_other"] += 1
-    for event in run.all("proposal_failed"):
-        if event.get("proposer") != proposer:
+    for failed in run.all(ev.ProposalFailed):
+        if failed.proposer != proposer:
             continue
         counts["failed_proposals"] += 1
-        for error in event.get("errors") or []:
+        for error in failed.errors or []:
             key = (
                 "refused_task_specific"
                 if "task-specific" in error
