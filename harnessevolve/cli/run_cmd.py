@@ -11,22 +11,8 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from harnessevolve.cli import options as shared
 from harnessevolve.cli._errors import EXIT_FAILED, handle_errors
-from harnessevolve.cli.options import (
-    AdapterOption,
-    BatchSize,
-    Concurrency,
-    GatesFile,
-    HarnessDir,
-    JsonOut,
-    Model,
-    Sandbox,
-    SandboxLimitsOption,
-    SandboxReadOnly,
-    Seed,
-    UnsafeNoSandbox,
-    read_only_paths,
-)
 from harnessevolve.cli.ui import console, mark, progress_hooks, score
 from harnessevolve.core.enums import ExecutorName, Sampling, SandboxName, TrackerName
 from harnessevolve.core.interrupts import stop_signals
@@ -60,18 +46,18 @@ def on_panel(option: Any, panel: str) -> Any:
     return Annotated[base, info]
 
 
-_HarnessDir = on_panel(HarnessDir, INPUTS)
-_Model = on_panel(Model, SCORING)
-_BatchSize = on_panel(BatchSize, LOOP)
-_Concurrency = on_panel(Concurrency, EXECUTION)
-_Seed = on_panel(Seed, SCORING)
-_GatesFile = on_panel(GatesFile, SCORING)
-_Sandbox = on_panel(Sandbox, EXECUTION)
-_UnsafeNoSandbox = on_panel(UnsafeNoSandbox, EXECUTION)
-_SandboxLimitsOption = on_panel(SandboxLimitsOption, EXECUTION)
-_SandboxReadOnly = on_panel(SandboxReadOnly, EXECUTION)
-_AdapterOption = on_panel(AdapterOption, INPUTS)
-_JsonOut = on_panel(JsonOut, OUTPUT)
+_HarnessDir = on_panel(shared.HarnessDir, INPUTS)
+_Model = on_panel(shared.Model, SCORING)
+_BatchSize = on_panel(shared.BatchSize, LOOP)
+_Concurrency = on_panel(shared.Concurrency, EXECUTION)
+_Seed = on_panel(shared.Seed, SCORING)
+_GatesFile = on_panel(shared.GatesFile, SCORING)
+_Sandbox = on_panel(shared.Sandbox, EXECUTION)
+_UnsafeNoSandbox = on_panel(shared.UnsafeNoSandbox, EXECUTION)
+_SandboxLimitsOption = on_panel(shared.SandboxLimitsOption, EXECUTION)
+_SandboxReadOnly = on_panel(shared.SandboxReadOnly, EXECUTION)
+_AdapterOption = on_panel(shared.AdapterOption, INPUTS)
+_JsonOut = on_panel(shared.JsonOut, OUTPUT)
 
 
 @handle_errors
@@ -320,7 +306,7 @@ def run(
         "benchmark": benchmark or "",
         "proposer": tuple(p.strip() for p in proposer.split(",") if p.strip()),
         "sandbox": SandboxName.NONE if unsafe_no_sandbox else sandbox,
-        "sandbox_ro": read_only_paths(sandbox_ro, harness=harness),
+        "sandbox_ro": shared.read_only_paths(sandbox_ro, harness=harness),
         "adapter": tuple(adapter or ()),
     }
     options = RunConfig.from_flat({CLI_NAMES.get(k, k): v for k, v in {**params, **converted}.items()})

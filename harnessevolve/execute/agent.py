@@ -16,9 +16,11 @@ Python checks.
 
 The loop is cut where runtime components and harness hooks run (``LoopHooks``): each model call
 is ``query -> execute_actions -> record`` (``AgentLoop.step``); the hooks run before the query
-and between the actions and their record, and hear why the rollout stopped. The conversation is
-one ``core.transcript.Transcript``: the messages the model is shown are its source of truth, the
-trajectory's steps are derived from them. Ending a user turn (``TurnEnded``) and ending the
+and between the actions and their record, and hear why the rollout stopped. ``loop_hooks``
+is where a harness's runtime components become those hooks (``run_with_hooks`` takes them
+directly). The conversation is one ``core.transcript.Transcript``: the messages the model is
+shown are its source of truth, the trajectory's steps are derived from them. Ending a user turn
+(``TurnEnded``) and ending the
 rollout (``Stopped``, carrying its ``StopReason``) are exceptions raised where they happen.
 """
 
@@ -55,7 +57,10 @@ __all__ = [
     "Stopped",
     "TurnEnded",
     "repeats_last",
+    "Settings",
+    "loop_hooks",
     "run_agent",
+    "run_with_hooks",
 ]
 
 
@@ -119,6 +124,8 @@ class Rollout:
     """The OpenAI-style definitions of every tool offered (harness and task tools)."""
     model_calls: int = 0
     """Model calls made so far (each seeds its call with ``seed + index``)."""
+    user_end: str = ""
+    """The end reason of the stop token the simulated user wrote (``extra.user_end``)."""
 
     @classmethod
     def opening(cls, system: str) -> Rollout:
@@ -186,39 +193,29 @@ class NoHooks:
         return None
 
 
+@dataclass
 class AgentLoop:
     """One user turn of the builtin agent: ``step`` (query -> execute_actions -> record) until the
     agent ends its turn (``TurnEnded``) or the rollout stops (``Stopped``)."""
 
-    def __init__(
-        self,
-        harness: Harness,
-        tools: dict[str, OfferedTool],
-        rollout: Rollout,
-        workspace: Path,
-        *,
-        model: str,
-        seed: int,
-        server: ToolServer | None,
-        sandbox: Sandbox | None,
-        multi_turn: bool,
-        hooks: LoopHooks,
-    ) -> None:
-        self.loop = harness.loop
-        self.tools = tools
-        self.rollout = rollout
-        self.workspace = workspace
-        self.model = model
-        self.seed = seed
-        self.server = server
-        self.sandbox = sandbox
-        self.multi_turn = multi_turn
-        self.hooks = hooks
-        self.schemas = [t.spec.openai_schema() for t in tools.values()]
+    harness: Harness
+    tools: dict[str, OfferedTool]
+    rollout: Rollout
+    workspace: Path
+    model: str
+    seed: int
+    server: ToolServer | None
+    sandbox: Sandbox | None
+    """Where the agent's commands run (its view: the benchmark's code paths hidden)."""
+    multi_turn: bool
+    hooks: LoopHooks = field(default_factory=NoHooks)
+
+    def __post_init__(self) -> None:
+        self.loop = self.harness.loop
+        self.schemas = [t.spec.openai_schema() for t in self.tools.values()]
         # Grammar-constrained tool calls are a feature of the embedded provider only.
-        self.extra_params = (
-            {"grammar_tools": True} if self.loop.json_grammar and model.startswith("local/") else None
-        )
+        grammar = self.loop.json_grammar and self.model.startswith("local/")
+        self.extra_params = {"grammar_tools": True} if grammar else None
 
     async def run_turn(self) -> None:
         """Model calls until the agent ends its turn; raises ``TurnEnded`` (multi-turn) or ``Stopped``."""
@@ -338,22 +335,38 @@ class AgentLoop:
 NO_HOOKS = NoHooks()
 
 
+def loop_hooks(harness: Harness) -> LoopHooks:
+    """The hooks a harness's runtime components run at the loop's cut points (memory retrieved
+    before a query, recovery rules after the actions, a world model consulted before a call).
+    This is where they plug in; a harness turns none on yet, so the loop runs as it is."""
+    return NO_HOOKS
+
+
 async def run_agent(
-    harness: Harness,
-    task: Task,
-    workspace: Path,
-    *,
-    model: str,
-    seed: int,
-    sandbox: Sandbox | None = None,
-    hooks: LoopHooks = NO_HOOKS,
+    harness: Harness, task: Task, workspace: Path, *, model: str, seed: int, sandbox: Sandbox | None = None
 ) -> Trajectory:
     """Run the harness's agent on ``task`` in ``workspace``; returns the full trajectory.
 
     Its commands run in ``sandbox`` (the default sandbox when None), with the task's read-only
-    paths added; Python and MCP tools run in a tool server inside that sandbox. ``hooks`` run at
-    the loop's cut points (``LoopHooks``).
+    paths added; Python and MCP tools run in a tool server inside that sandbox. The harness's
+    hooks (``loop_hooks``) run at the loop's cut points.
     """
+    return await run_with_hooks(harness, task, workspace, Settings(model, seed, sandbox, loop_hooks(harness)))
+
+
+@dataclass(frozen=True)
+class Settings:
+    """One rollout's model, seed, sandbox and hooks."""
+
+    model: str
+    seed: int
+    sandbox: Sandbox | None = None
+    hooks: LoopHooks = NO_HOOKS
+
+
+async def run_with_hooks(harness: Harness, task: Task, workspace: Path, settings: Settings) -> Trajectory:
+    """``run_agent`` with the hooks given in ``settings`` (tests, and runtime components)."""
+    model, seed, sandbox, hooks = settings.model, settings.seed, settings.sandbox, settings.hooks
     started = time.monotonic()
     if task.read_only_paths or task.needs_tool_server:
         sandbox = with_read_only(resolve_sandbox(sandbox), task.read_only_paths)
@@ -411,6 +424,8 @@ async def run_agent(
     steps = rollout.steps()
     if multi_turn:
         extra["turns"] = sum(1 for s in steps if s.source == "user" and "turn" in s.extra)
+        if rollout.user_end:
+            extra["user_end"] = rollout.user_end
     return _trajectory(harness, task, model, seed, rollout, steps, stop, started, extra)
 
 
@@ -463,6 +478,7 @@ async def _simulated_turn(task: Task, rollout: Rollout, turn: int, seed: int) ->
         rollout.add_failed_user(turn, f"user_error: {type(exc).__name__}: {exc}".splitlines()[0][:500])
         raise Stopped(StopReason.USER_ERROR) from None
     if reply.stopped:
+        rollout.user_end = reply.end_reason
         raise Stopped(StopReason.SUBMITTED if rollout.last_end == "submit" else StopReason.ENDED)
     if not reply.text:
         rollout.add_failed_user(turn, "user_error: the simulated user wrote nothing")

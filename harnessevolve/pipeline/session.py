@@ -212,32 +212,17 @@ def _drive(
         generation, stage = state.generation, state.stage
         with interrupts.saving():  # a second Ctrl-C must not cut this short
             loop.abandon_pending(f"run stopped ({type(exc).__name__}) before the gates decided")
+            where: dict[str, Any] = {
+                "generation": generation,
+                "stage": stage,
+                "error": repr(exc)[:500],
+                "rev": repo.head(),
+                "usage": meter.snapshot(),
+            }
             if interrupted:
-                ledger.append(
-                    RunInterrupted(
-                        generation=generation,
-                        stage=stage,
-                        error=repr(exc)[:500],
-                        rev=repo.head(),
-                        usage=meter.snapshot(),
-                        signal=interrupts.signal_name(),
-                    )
-                )
+                ledger.append(RunInterrupted(**where, signal=interrupts.signal_name()))
             else:
-                ledger.append(
-                    RunFailed(
-                        generation=generation,
-                        stage=stage,
-                        error=repr(exc)[:500],
-                        rev=repo.head(),
-                        usage=meter.snapshot(),
-                    )
-def _counts(loop: GenerationLoop) -> Counts:
-    repeated = loop.judging.repeated
-    return Counts(repeated.rollouts, sum(s.cached for s in repeated.scorers.values()), repeated.tokens)
-
-
-                )
+                ledger.append(RunFailed(**where))
         if interrupted:
             stopped_at = interrupts.StopPoint(
                 state.run_id, ledger.path.parent, loop.harness_dir, generation, stage
@@ -245,6 +230,11 @@ def _counts(loop: GenerationLoop) -> Counts:
             raise interrupts.Interrupted(stopped_at, interrupts.signal_name()) from exc
         raise
     return None
+
+
+def _counts(loop: GenerationLoop) -> Counts:
+    repeated = loop.judging.repeated
+    return Counts(repeated.rollouts, sum(s.cached for s in repeated.scorers.values()), repeated.tokens)
 
 
 def spent_before(events: list[Event], run_dir: Path | None = None) -> tuple[UsageMeter, float]:

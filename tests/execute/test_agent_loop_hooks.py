@@ -15,7 +15,7 @@ from harnessevolve.core import paths
 from harnessevolve.core.enums import StopReason
 from harnessevolve.core.tasks import Check, Task
 from harnessevolve.core.transcript import NO_TOOL_NUDGE, Transcript
-from harnessevolve.execute.agent import Actions, Rollout, Stopped, run_agent
+from harnessevolve.execute.agent import Actions, Rollout, Settings, Stopped, run_with_hooks
 from harnessevolve.harness.load import load_harness
 from harnessevolve.models import ModelReply
 from harnessevolve.models.scripted import register_script, unregister_script
@@ -60,7 +60,8 @@ def model() -> Any:
 
 def run(model: str, replies: list[dict[str, Any]], workspace: Path, hooks: Recorder) -> Any:
     register_script(model, replies)
-    return asyncio.run(run_agent(HARNESS, TASK, workspace, model=f"scripted/{model}", seed=1, hooks=hooks))
+    settings = Settings(f"scripted/{model}", 1, hooks=hooks)
+    return asyncio.run(run_with_hooks(HARNESS, TASK, workspace, settings))
 
 
 def test_hooks_run_at_every_cut_point_in_order(model: str, tmp_path: Path) -> None:
