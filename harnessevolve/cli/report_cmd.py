@@ -20,9 +20,9 @@ from harnessevolve.pipeline.final import load_run, score_test_split
 from harnessevolve.report.html import write_html_report
 from harnessevolve.report.infra_view import infra_counts
 from harnessevolve.report.run_view import load_run_view
-from harnessevolve.report.runs import harness_of, resolve_run
+from harnessevolve.report.runs import resolve_run
 from harnessevolve.report.tracking import MlflowTracker, make_tracker, mirror_run
-from harnessevolve.runs.ledger import read_ledger
+from harnessevolve.runs.rundir import RunDir
 
 RunRef = Annotated[
     str | None,
@@ -106,7 +106,7 @@ def report(
     if html is not None:
         check_output_path(html / "report.html" if html.is_dir() else html, option="--html")
     run_dir = resolve_run(run_ref or run, harness)
-    harness_dir = harness_of(run_dir, read_ledger(run_dir / "ledger.jsonl"))
+    harness_dir = RunDir(run_dir).harness_dir()
     final_scores = None
     if (control_k is not None or variants or control_temperature is not None) and not final:
         raise typer.BadParameter("needs --final", param_hint="--control-k/--variants/--control-temperature")
@@ -166,7 +166,7 @@ def report(
         console.print("[yellow]no net change: the final harness equals the seed[/]")
     if final_scores:
         print_final(final_scores)
-    infra = infra_counts(run_dir / "ledger.jsonl")
+    infra = infra_counts(RunDir(run_dir).ledger)
     if infra.failures or infra.retried:
         console.print(infra.line(), style="yellow", markup=False)
     if html_path:

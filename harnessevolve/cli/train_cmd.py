@@ -19,7 +19,9 @@ from harnessevolve.train.errors import require_train_stack
 
 
 def _run_dir(run: str, harness: Path | None) -> Path:
-    if run != "latest" and (Path(run) / "ledger.jsonl").is_file():
+    from harnessevolve.runs.rundir import RunDir
+
+    if run != "latest" and RunDir(Path(run)).exists():
         return Path(run)
     from harnessevolve.pipeline.final import find_run
 

@@ -59,6 +59,7 @@ from harnessevolve.pipeline.agent_proposer_workspace import (
     workspace_files,
 )
 from harnessevolve.pipeline.budget import PROPOSER_STAGE, ProposerBudget, spending
+from harnessevolve.runs.rundir import RunDir
 from harnessevolve.sandbox.base import Sandbox
 
 NAME = "agent"
@@ -143,7 +144,7 @@ class AgentProposer:
     async def propose(self, context: ProposalContext) -> Candidate | None:
         run = self._bound()
         self._refuse_if_spent(run)
-        batch = last_batch(run.run_dir / "ledger.jsonl")
+        batch = last_batch(RunDir(run.run_dir).ledger)
         generation = batch.generation if batch is not None else 0
         await self._close_older(generation)
         evidence = self._evidence(run, context, batch.harness_hash if batch else None)
@@ -272,7 +273,7 @@ class AgentProposer:
         return Evidence(
             failed=failed,
             references={t: run.references[t] for t in failed_ids if t in run.references},
-            history=past_candidates(run.run_dir / "ledger.jsonl", run.repo, context.files),
+            history=past_candidates(RunDir(run.run_dir).ledger, run.repo, context.files),
             gates=(
                 "quality: the harness must load and validate, change only editable paths, not embed "
                 f"a held-out task (leakage threshold {gates.leakage.threshold}), and pass a smoke run",

@@ -30,9 +30,9 @@ from harnessevolve.pipeline.rollout_cache import RolloutCache
 from harnessevolve.pipeline.run import RunHooks
 from harnessevolve.pipeline.scorer_setup import ScorerSetup
 from harnessevolve.runs.events import Event, RunFinished, RunStarted, TestEvaluated
-from harnessevolve.runs.ledger import Ledger, read_events
+from harnessevolve.runs.ledger import Ledger
 from harnessevolve.runs.run_config import RunConfig
-from harnessevolve.runs.rundir import STATE_DIR
+from harnessevolve.runs.rundir import STATE_DIR, RunDir
 from harnessevolve.runs.tempdirs import run_tempdir
 
 CONFIDENCE = 0.95
@@ -65,12 +65,12 @@ class RunRecord:
 
 
 def load_run(root: Path) -> RunRecord:
-    return RunRecord(root.name, root, read_events(root / "ledger.jsonl"))
+    return RunRecord(root.name, root, RunDir(root).events())
 
 
 def find_run(harness_dir: Path, run_id: str | None) -> RunRecord:
     runs = harness_dir / STATE_DIR / "runs"
-    candidates = sorted(p for p in runs.glob("*") if (p / "ledger.jsonl").is_file()) if runs.is_dir() else []
+    candidates = sorted(p for p in runs.glob("*") if RunDir(p).exists()) if runs.is_dir() else []
     if run_id:  # an id, or a unique prefix of one
         candidates = [p for p in candidates if p.name == run_id] or [
             p for p in candidates if p.name.startswith(run_id)
@@ -96,7 +96,7 @@ def run_ending_at(harness_dir: Path, sha: str) -> RunRecord | None:
     """The latest finished run of this harness whose final revision is ``sha`` (what ``gate``
     matches its control to)."""
     runs = harness_dir / STATE_DIR / "runs"
-    folders = sorted(p for p in runs.glob("*") if (p / "ledger.jsonl").is_file()) if runs.is_dir() else []
+    folders = sorted(p for p in runs.glob("*") if RunDir(p).exists()) if runs.is_dir() else []
     for folder in reversed(folders):
         record = load_run(folder)
         finished = record.last(RunFinished)
@@ -147,7 +147,7 @@ def score_test_split(
     if started is None or finished is None:
         raise HarnessEvolveError(
             "the run has not finished",
-            file=str(run.root / "ledger.jsonl"),
+            file=str(RunDir(run.root).ledger),
             hint="resume or wait for it first",
         )
     repo = HarnessRepo(harness_dir)
@@ -225,7 +225,7 @@ def score_test_split(
                 doc["variants"] = found
 
         asyncio.run(score_all())
-    ledger = Ledger(run.root / "ledger.jsonl")
+    ledger = Ledger(RunDir(run.root).ledger)
     record = TestEvaluated(
         split="test",
         tasks=len(tests),
