@@ -98,10 +98,10 @@ def run_ending_at(harness_dir: Path, sha: str) -> RunRecord | None:
     runs = harness_dir / STATE_DIR / "runs"
     folders = sorted(p for p in runs.glob("*") if RunDir(p).exists()) if runs.is_dir() else []
     for folder in reversed(folders):
-        record = load_run(folder)
-        finished = record.last(RunFinished)
+        candidate_run = load_run(folder)
+        finished = candidate_run.last(RunFinished)
         if finished is not None and finished.rev == sha:
-            return record
+            return candidate_run
     return None
 
 
@@ -226,7 +226,7 @@ def score_test_split(
 
         asyncio.run(score_all())
     ledger = Ledger(RunDir(run.root).ledger)
-    record = TestEvaluated(
+    evaluated = TestEvaluated(
         split="test",
         tasks=len(tests),
         revisions=revisions,
@@ -237,6 +237,6 @@ def score_test_split(
         variants=doc.get("variants"),
         infra=scorer.infra.to_dict() if scorer.infra.failures or scorer.infra.retried else None,
     )
-    ledger.append(record)
+    ledger.append(evaluated)
     ledger.close()
-    return {"event": TestEvaluated.NAME, **record.fields()}
+    return {"event": TestEvaluated.NAME, **evaluated.fields()}

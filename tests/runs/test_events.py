@@ -101,6 +101,21 @@ SAMPLES: dict[str, dict] = {
     "policy_training_skipped": {"generation": 2, "model": "scripted/x", "skipped": "no successful rollout"},
     "agent_model_changed": {"generation": 2, "model": "local/torch:/c", "validation": 0.8},
     "test_evaluated": {"tasks": 4, "revisions": {"seed": "a", "evolved": "b"}, "scores": {"seed": 0.5}},
+    "infra_failure": {
+        "task": "make-dir-01",
+        "harness_hash": "h1",
+        "reason": "sandbox_start",
+        "detail": "sandbox_error: bwrap: setting up uid map: Permission denied",
+        "retry": True,
+    },
+    "floor_checked": {
+        "tasks": 8,
+        "share": 0.125,
+        "max_share": 0.25,
+        "passed": {"make-dir-01": ["do-nothing"]},
+        "refused": False,
+        "score": 0.2,
+    },
     "task_generated": {
         "generation": 1,
         "task": "make-dir-01.chain-abc123",
