@@ -27,12 +27,14 @@ from harnessevolve.cli.options import (
 )
 from harnessevolve.cli.ui import console, mark, progress_hooks
 from harnessevolve.core.containment import check_output_path
+from harnessevolve.core.enums import SandboxName
 from harnessevolve.core.errors import BenchmarkError
 from harnessevolve.core.files import atomic_write_text
 from harnessevolve.core.interrupts import stop_signals
 from harnessevolve.gate.performance import accepted_on_tie
 from harnessevolve.pipeline.ci_gate import GateOptions, run_gate
 from harnessevolve.report.gate_report import junit_xml, markdown_summary, verdict_headline
+from harnessevolve.runs.run_config import ExecutionConfig
 
 
 @handle_errors
@@ -109,13 +111,15 @@ def gate(
         split=split,
         model=model,
         batch_size=batch_size,
-        concurrency=concurrency,
         seed=seed,
         gates_file=gates,
-        sandbox="none" if unsafe_no_sandbox else sandbox,
-        unsafe_no_sandbox=unsafe_no_sandbox,
-        sandbox_limits=sandbox_limits,
-        sandbox_ro=read_only_paths(sandbox_ro, harness=harness),
+        execution=ExecutionConfig(
+            sandbox=SandboxName.NONE if unsafe_no_sandbox else SandboxName(sandbox),
+            unsafe_no_sandbox=unsafe_no_sandbox,
+            sandbox_limits=sandbox_limits,
+            concurrency=concurrency,
+            sandbox_ro=read_only_paths(sandbox_ro, harness=harness),
+        ),
         adapters=tuple(adapter or ()),
         require_control=require_control,
         control_k=control_k,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from harnessevolve.pipeline.scoring import Scorer
 from harnessevolve.report.gate_report import GateReport
 from harnessevolve.runs.events import TestEvaluated
 from harnessevolve.runs.ledger import Ledger
+from harnessevolve.runs.run_config import ExecutionConfig
 from harnessevolve.runs.rundir import STATE_DIR
 from harnessevolve.runs.tempdirs import run_tempdir
 
@@ -51,14 +52,10 @@ class GateOptions:
     split: str = "validation"
     model: str | None = None
     batch_size: int = 40
-    concurrency: int | None = None
     seed: int = 0
     gates_file: Path | None = None
-    sandbox: str = "bwrap"
-    unsafe_no_sandbox: bool = False
-    sandbox_limits: str | None = None
-    sandbox_ro: tuple[str, ...] = ()
-    """More host paths the sandbox shows read-only (``--sandbox-ro``)."""
+    execution: ExecutionConfig = field(default_factory=ExecutionConfig)
+    """Where and how rollouts run: the same section as a run's (``RunConfig.execution``)."""
     adapters: tuple[str, ...] = ()
     """``module:attr`` adapters to load the benchmark with (``--adapter``)."""
     require_control: bool = False
@@ -80,7 +77,7 @@ def run_gate(options: GateOptions, hooks: RunHooks) -> GateReport:
         preflight.check_benchmark(benchmark, gates, options.split)
         preflight.check_models(options.model or baseline.model, None, gates)
         cand_dir = repo.export(cand_sha, Path(tmp) / "candidate")
-        scorer = ScorerSetup.from_options(asdict(options)).build(
+        scorer = ScorerSetup.from_config(options.execution).build(
             benchmark=benchmark,
             model=options.model,
             default_model=baseline.model,
