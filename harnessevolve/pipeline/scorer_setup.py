@@ -7,10 +7,9 @@ sealed test split is scored in the sandbox, with the limits, executor and concur
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.errors import HarnessEvolveError
@@ -43,7 +42,7 @@ def parse_limits(text: str | None) -> SandboxLimits | None:
 
 @dataclass(frozen=True)
 class ScorerSetup:
-    """Where and how rollouts run; the same fields as the ``run``/``gate`` options of that name."""
+    """Where and how rollouts run: a run's ``RunConfig.execution`` (``from_config``)."""
 
     executor: str = "local"
     sandbox: str = "bwrap"
@@ -53,14 +52,6 @@ class ScorerSetup:
     concurrency: int | None = None
     sandbox_ro: tuple[str, ...] = ()
     """More host paths the sandbox shows read-only (``--sandbox-ro``)."""
-
-    @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> ScorerSetup:
-        """The set-up recorded in a run's options (``run_started.options``); absent keys: defaults."""
-        known = {k: options[k] for k in cls.__dataclass_fields__ if options.get(k) is not None}
-        if "sandbox_ro" in known:
-            known["sandbox_ro"] = tuple(known["sandbox_ro"])
-        return cls(**known)
 
     @classmethod
     def from_config(cls, execution: ExecutionConfig) -> ScorerSetup:
