@@ -15,6 +15,7 @@ from typing import Any
 
 from harnessevolve import __version__
 from harnessevolve.core.files import atomic_write_text
+from harnessevolve.report.conversations import anchor_for, conversation_views
 from harnessevolve.report.firing import firings
 from harnessevolve.report.run_model import CandidateView, RunView
 from harnessevolve.report.runs import format_duration
@@ -126,6 +127,7 @@ def render_html(view: RunView, link_base: str | None = None) -> str:
     generated = datetime.now(UTC)
     chart = line_chart(score_series(view), title="Scores per generation") if view.generations else None
     stages = sorted(view.usage)
+    matrix = task_matrix(view.root, list(view.events))
     return env.get_template(TEMPLATE).render(
         view=view,
         version=__version__,
@@ -143,7 +145,9 @@ def render_html(view: RunView, link_base: str | None = None) -> str:
             if sum(c.generation == g for c in view.candidates) > 1
         },
         anchors={c.sha: c.anchor for c in view.candidates if c.sha},
-        tasks=task_matrix(view.root, list(view.events)),
+        tasks=matrix,
+        conversations=conversation_views(Path(view.root), matrix),
+        conversation_anchor=anchor_for,
         firing={f.sha: f for f in firings(view.events)},
         run_link=(link_base if link_base is not None else Path(view.root).resolve().as_uri()).rstrip("/"),
     )
