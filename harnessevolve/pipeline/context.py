@@ -49,7 +49,7 @@ def build_context(
         system_prompt_path=settings.get("system_prompt", ""),  # external agents may have none
         examples_path=settings.get("examples") or doc_examples,
         clusters=tuple(clusters),
-        instructions={tid: tasks[tid].instruction for tid in tasks},
+        instructions={tid: tasks[tid].opening_text for tid in tasks},
         references={tid: reference_actions(references[tid]) for tid in failed_ids if tid in references},
         rejected=rejected,
         failed_runs={r.task_id: reference_actions(r.trajectory) for r in results if not r.passed},

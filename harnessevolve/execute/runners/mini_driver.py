@@ -123,6 +123,8 @@ def main(argv: list[str]) -> int:
     out = Path(os.environ["HARNESSEVOLVE_OUT"]) / "mini_trajectory.json"
     agent_config = {k: v for k, v in config["agent"].items() if k not in ("agent_class", "mode")}
     agent_config["output_path"] = out
+    if task.get("context"):  # the task's own system context goes ahead of the harness's prompt
+        agent_config["system_template"] = f"{task['context']}\n\n{agent_config.get('system_template', '')}"
     env_config = {k: v for k, v in (config.get("environment") or {}).items() if k != "environment_class"}
     env_config["cwd"] = os.getcwd()
     model = make_model_class()(**{**(config.get("model") or {}), "model_name": os.environ["OPENAI_MODEL"]})
