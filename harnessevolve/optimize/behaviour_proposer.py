@@ -31,6 +31,7 @@ import difflib
 from collections.abc import Callable
 from typing import Any
 
+from harnessevolve.core.documents import bounded_yaml
 from harnessevolve.core.errors import EditError
 from harnessevolve.core.signals import Cause, Cluster
 from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed
@@ -51,7 +52,7 @@ def harness_settings(context: ProposalContext) -> dict[str, Any]:
     import yaml
 
     try:
-        doc = yaml.safe_load(context.files.get("harness.yaml", "")) or {}
+        doc = bounded_yaml(context.files.get("harness.yaml", "")) or {}
     except yaml.YAMLError:
         return {}
     return doc if isinstance(doc, dict) else {}
@@ -330,7 +331,7 @@ def _tool_yaml(context: ProposalContext, name: str) -> dict[str, Any] | None:
     if path not in context.files or not context.may_edit(path):
         return None
     try:
-        doc = yaml.safe_load(context.files[path])
+        doc = bounded_yaml(context.files[path])
     except yaml.YAMLError:
         return None
     return doc if isinstance(doc, dict) and isinstance(doc.get("parameters"), dict) else None

@@ -24,6 +24,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from harnessevolve.core.documents import bounded_yaml
 from harnessevolve.core.signals import Cause
 from harnessevolve.optimize.proposal import ProposalContext, ReferenceAction
 
@@ -64,7 +65,7 @@ def harness_tools(context: ProposalContext) -> HarnessTools:
         if not (path.startswith("tools/") and path.endswith(".yaml")):
             continue
         try:
-            doc = yaml.safe_load(text)
+            doc = bounded_yaml(text)
         except yaml.YAMLError:
             continue
         if not isinstance(doc, dict) or not isinstance(doc.get("name"), str):

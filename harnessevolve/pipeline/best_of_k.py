@@ -33,6 +33,7 @@ from typing import Any
 
 import yaml
 
+from harnessevolve.core.documents import bounded_yaml
 from harnessevolve.core.tasks import Task
 from harnessevolve.gate.noise import Pair, mean_ci, paired_gain_ci
 from harnessevolve.harness.load import load_harness
@@ -69,7 +70,7 @@ def self_consistent_pick(samples: Sequence[TaskResult]) -> TaskResult:
 def sampling_harness(source: Path, dest: Path, temperature: float) -> Harness:
     """A copy of the harness at ``source`` (its files only) sampling at ``temperature``."""
     shutil.copytree(source, dest, ignore=COPY_IGNORED)
-    doc = yaml.safe_load((dest / "harness.yaml").read_text(encoding="utf-8"))
+    doc = bounded_yaml((dest / "harness.yaml").read_text(encoding="utf-8"))
     doc.setdefault("loop", {})["temperature"] = temperature
     (dest / "harness.yaml").write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     return load_harness(dest)
