@@ -12,7 +12,8 @@ stdout, exit status and files. The actions are compared in order; at the first m
    or recovered from (the reference's action follows within ``RECOVERY_WINDOW`` actions) is not a
    divergence; one the run went on from is ``tool_error_ignored``, on the step that went on;
 3. ``LOOP_REPEATS`` identical calls (after normalisation) are ``step_limit``, and so is a call
-   redone (the same call, or the same code) where the reference finished;
+   redone (the same call, or the same code) where the reference finished, or any call there when
+   the run never finished and was stopped by a limit;
 4. a finish while the reference still had calls is ``premature_finish``, and so is a finish without
    the answer the reference's finishing call gave (a plain message where it called ``submit``);
    a submitted answer that differs from the reference's is ``wrong_argument`` on the submit, its
@@ -112,6 +113,8 @@ class _Context:
     """The run's first user step (a skipped first action belonged right after it)."""
     steps: list[tuple[int, int, str]]
     """The run's steps as (step_id, turn, source); a user step belongs to the turn it opens."""
+    hit_limit: bool = False
+    """The run was stopped by a limit (steps, repeats, cost), not by finishing."""
     answered: bool = True
     """Whether the run gave an answer at all (its finishing call's, or its runner's)."""
     oracle: EffectOracle | None = None
@@ -237,6 +240,7 @@ def first_divergence(
         steps=_step_turns(trajectory),
         answered=bool(trajectory.extra.get("answer"))
         or any(a.arguments.get("answer") for a in run_list.actions),
+        hit_limit=stop_key(trajectory.extra.get("stop_reason")) in LIMIT_STOPS,
         oracle=oracle,
     )
     return _walk(ctx, trajectory)
@@ -338,6 +342,12 @@ def _classify(ctx: _Context, i: int, j: int, diff: Difference, last: Action | No
             hint = (
                 f"step {act.step_id}: repeated {_describe(act)} instead of finishing with "
                 f"{_describe(exp)} as the reference did"
+            )
+            return ctx.signal(Cause.STEP_LIMIT, act, exp, hint)
+        if ctx.hit_limit and exp.tool is not None and not any(a.is_finish for a in run[i:]):
+            hint = (
+                f"step {act.step_id}: went on with {_describe(act)} instead of finishing with "
+                f"{_describe(exp)} as the reference did, and never finished (stopped by the step limit)"
             )
             return ctx.signal(Cause.STEP_LIMIT, act, exp, hint)
         hint = f"step {act.step_id}: {_describe(act)} after the reference had finished"

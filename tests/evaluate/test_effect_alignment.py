@@ -199,6 +199,9 @@ def test_a_call_redone_where_the_reference_finished_is_a_step_limit() -> None:
     signal = first_divergence(failed, REFERENCE)
     assert (signal.cause, signal.step, signal.reference_step) == (Cause.STEP_LIMIT, 4, 4)
     assert "instead of finishing with submit" in signal.hint
-    other = run(bash(GOLD, LAST), bash("cat notes.txt", "all\nthe last line"), stop="repeated")
-    signal = first_divergence(other, REFERENCE)
+    cat = bash("cat notes.txt", "all\nthe last line")
+    never = first_divergence(run(bash(GOLD, LAST), cat, stop="step_limit"), REFERENCE)
+    assert (never.cause, never.step) == (Cause.STEP_LIMIT, 4) and "never finished" in never.hint
+    late = run(bash(GOLD, LAST), cat, submit("x"), answer="x")
+    signal = first_divergence(late, REFERENCE)
     assert signal.cause is Cause.EXTRA_STEP and "the reference did submit(" in signal.hint
