@@ -180,14 +180,12 @@ def open_generation(events: list[ev.Event]) -> int | None:
 
 REPLAYED_AFTER = (ev.GenerationFinished, ev.EpochFinished, ev.Baseline, ev.AgentModelChanged, ev.RunStarted)
 """The events after the last of these are the unfinished step a resume redoes."""
-NOT_REPLAYED = (ev.RunResumed, ev.RunInterrupted, ev.RunFailed, ev.StaleLockRemoved)
-"""Events of a process, not of the run's work: never matched against a redo."""
 
 
 def open_events(events: list[ev.Event]) -> list[ev.Event]:
     """The events of the step a crash cut short (after the last finished step), in order."""
     last = max((i for i, e in enumerate(events) if isinstance(e, REPLAYED_AFTER)), default=-1)
-    return [e for e in events[last + 1 :] if not isinstance(e, NOT_REPLAYED)]
+    return [e for e in events[last + 1 :] if not isinstance(e, ev.PROCESS_EVENTS)]
 
 
 @dataclass(frozen=True)

@@ -695,6 +695,10 @@ CATALOG: dict[str, type[Event]] = {
 }
 """Every event by name."""
 
+PROCESS_EVENTS: tuple[type[Event], ...] = (RunResumed, StaleLockRemoved, RunInterrupted, RunFailed)
+"""Events of one process of a run (a resume, a kill), not of the run's work: a resumed run has
+them where an uninterrupted one does not, and a redone step never matches them."""
+
 END_EVENTS = {RunFinished.NAME: "finished", RunInterrupted.NAME: "interrupted", RunFailed.NAME: "failed"}
 """Events that end a run, and the state ``status`` shows for each."""
 

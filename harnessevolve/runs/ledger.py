@@ -19,6 +19,7 @@ from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.core.redact import redact, redact_obj
 from harnessevolve.runs.events import (
     ENVELOPE,
+    PROCESS_EVENTS,
     Event,
     RunFinished,
     RunStarted,
@@ -71,7 +72,8 @@ class Ledger:
         """A resume redoes the step a crash cut short: ``events`` are what that step already wrote.
         An append equal to one of them (fields equal; ``ts`` aside) is not written again, so a redo
         that goes the same way leaves each event in the ledger once; the first one that differs
-        ends the replay (the redo went another way: from there on everything is written)."""
+        ends the replay (the redo went another way: from there on everything is written). The
+        events of a process (``PROCESS_EVENTS``: ``run_resumed``, ...) pass by the replay."""
         self._replayed = [_as_written(e.NAME, e.fields()) for e in events]
 
     def append(self, event: Event | str, **data: Any) -> dict[str, Any]:
@@ -81,11 +83,11 @@ class Ledger:
             raise TypeError("pass an event record or a name with fields, not both")
         if isinstance(record_event, UnknownEvent):
             raise TypeError(f"an UnknownEvent ({record_event.name!r}) is read, never written")
-        if self._replayed:
-            written = _as_written(record_event.NAME, record_event.fields())
-            if written in self._replayed:  # the redo's event is in the ledger already
-                del self._replayed[: self._replayed.index(written) + 1]
-                return written
+        if self._replayed and not isinstance(record_event, PROCESS_EVENTS):
+            same = _as_written(record_event.NAME, record_event.fields())
+            if same in self._replayed:  # the redo's event is in the ledger already
+                del self._replayed[: self._replayed.index(same) + 1]
+                return same
             self._replayed = []
         if self.finished and record_event.NAME not in AFTER_END:
             raise LedgerClosedError(
