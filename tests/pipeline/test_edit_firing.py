@@ -122,3 +122,25 @@ def test_markers_are_what_the_edit_added() -> None:
     text = added_text(before, after)
     assert "ls" not in markers_of(text)
     assert markers_of(text) == ("wc -l", "find . -name '*.md'")
+
+
+def test_a_run_records_whether_its_edits_fired(cli, harness_dir) -> None:  # noqa: ANN001 - fixtures
+    """Through the CLI: the ledger's edit_fired, status's fired line and the commit's git note."""
+    import json as _json
+
+    from harnessevolve.cli.app import app
+    from harnessevolve.harness.git import HarnessRepo
+
+    args = ["run", "-H", str(harness_dir), "-b", "shell-basics", "--batch-size", "8", "-n", "2"]
+    result = cli.invoke(app, [*args, "-m", "scripted/policy:learner"])
+    assert result.exit_code == 0, result.output
+    (run_dir,) = (harness_dir / ".harnessevolve" / "runs").iterdir()
+    lines = [_json.loads(x) for x in (run_dir / "ledger.jsonl").read_text().splitlines()]
+    accepted = [x["sha"] for x in lines if x["event"] == "candidate_accepted"]
+    fired = {x["sha"]: x for x in lines if x["event"] == "edit_fired"}
+    assert accepted and set(accepted) == set(fired), (accepted, fired)
+    assert all(isinstance(x["fired"], bool) and x["evidence"] for x in fired.values())
+    status = cli.invoke(app, ["status", "-H", str(harness_dir)]).output
+    assert "accepted edit(s) fired" in status, status
+    note = HarnessRepo(harness_dir).note(accepted[0])
+    assert note.startswith("Fired: "), note
