@@ -90,9 +90,11 @@ SYNTAX_ERROR = [
 ]
 
 
-def test_a_code_edit_that_breaks_the_syntax_is_rejected_by_the_quality_gate(
+def test_a_code_edit_that_breaks_the_syntax_never_reaches_the_harness(
     tmp_path: Path, cli, scripts, small_benchmark: Path
 ) -> None:
+    """In a run, the edit is refused with the reason before it is a candidate (the edited harness
+    does not validate: agent.py does not compile), sent back to the model, and nothing is applied."""
     harness = tmp_path / "pyagent"
     assert cli.invoke(app, ["init", str(harness), "--template", "python-agent"]).exit_code == 0
     before = (harness / "agent.py").read_text()
@@ -110,9 +112,29 @@ def test_a_code_edit_that_breaks_the_syntax_is_rejected_by_the_quality_gate(
     result = cli.invoke(app, args)
     assert result.exit_code in (0, 1), result.output
     events = ledger(harness)
-    rejected = [e for e in events if e["event"] == "candidate_rejected"]
-    assert rejected and all(e["gate"] == "quality" for e in rejected), events
-    assert "agent.py" in rejected[0]["reason"] and "syntax error" in rejected[0]["reason"], rejected[0]
-    assert not any(e["event"] == "candidate_accepted" for e in events)
+    (failed,) = [e for e in events if e["event"] == "proposal_failed"]
+    assert failed["proposer"] == "llm" and len(failed["errors"]) == 3  # sent back twice, then given up
+    assert all("agent.py" in error and "syntax error" in error.lower() for error in failed["errors"])
+    assert not any(e["event"] in ("candidate_accepted", "candidate_committed") for e in events)
     assert (harness / "agent.py").read_text() == before
     assert not git.Repo(harness).is_dirty(untracked_files=True)
+
+
+def test_a_code_candidate_with_a_syntax_error_is_rejected_by_the_quality_gate(
+    tmp_path: Path, cli, learner
+) -> None:
+    """A candidate that arrives as a commit (`harnessevolve gate`, as in CI): the quality gate rejects
+    agent.py's syntax error with the file and line, exit 1."""
+    from cli.test_gate import gate_args
+
+    harness = tmp_path / "pyagent"
+    assert cli.invoke(app, ["init", str(harness), "--template", "python-agent"]).exit_code == 0
+    repo = git.Repo(harness)
+    base = repo.head.commit.hexsha
+    agent = harness / "agent.py"
+    agent.write_text(agent.read_text().replace("def main() -> int:", "def main( -> int:"))
+    repo.git.commit("-qam", "agent: a code edit with a syntax error")
+    result = cli.invoke(app, gate_args(harness, learner, base, repo.head.commit.hexsha, "--json"))
+    assert result.exit_code == 1, result.output
+    assert "quality" in result.output and "agent.py" in result.output
+    assert "syntax error" in result.output.lower()
