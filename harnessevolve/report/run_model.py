@@ -92,6 +92,8 @@ class TestScores:
     revisions: dict[str, str]
     model: str | None
     ts: str
+    control: dict[str, Any] | None = None
+    """The matched-budget control (``test_evaluated.control``): the seed's best-of-k."""
 
 
 @dataclass(frozen=True)

@@ -197,7 +197,8 @@ class _Fold:
     def test_evaluated(self, e: ev.TestEvaluated) -> None:
         scores = {k: float(v) for k, v in e.scores.items() if _float(v) is not None}
         revisions = {k: str(v) for k, v in e.revisions.items()}
-        self.tests.append(TestScores(int(e.tasks or 0), scores, revisions, e.model, str(e.ts or "")))
+        control = e.control if isinstance(e.control, dict) else None
+        self.tests.append(TestScores(int(e.tasks or 0), scores, revisions, e.model, str(e.ts or ""), control))
 
 
 FOLDS: dict[type[ev.Event], Callable[[_Fold, Any], None]] = {
