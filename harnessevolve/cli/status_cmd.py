@@ -17,6 +17,7 @@ from harnessevolve.cli._errors import handle_errors
 from harnessevolve.cli.options import HarnessDir, JsonOut
 from harnessevolve.cli.report_cmd import RunRef
 from harnessevolve.cli.ui import console
+from harnessevolve.pipeline.budget import spend_line
 from harnessevolve.report.event_text import describe
 from harnessevolve.report.firing import firing_summary, firings
 from harnessevolve.report.infra_view import infra_counts
@@ -125,6 +126,8 @@ def status(run_ref: RunRef = None, harness: HarnessDir = Path("."), as_json: Jso
     if view.accepted:
         table.add_row("fired", Text(firing_summary(view.events, len(view.accepted))))
     table.add_row("elapsed", Text(format_duration(view.elapsed_seconds())))
+    if view.usage:
+        table.add_row("spend", Text(spend_line(view.usage)))
     infra = infra_counts(view.root / "ledger.jsonl")
     if infra.failures or infra.retried:
         table.add_row("infra", Text(infra.line(), "yellow"))
@@ -164,6 +167,7 @@ def status_document(view: RunView) -> dict[str, Any]:
         "not_kept": [c.sha or c.short for c in view.not_kept],
         "tests": [t.scores for t in view.tests],
         "elapsed_s": view.elapsed_seconds(),
+        "usage": view.usage,
         "last_event": {"event": last.event_name, "ts": last.ts} if last is not None else None,
         "lock_owner": view.lock_owner,
         "infra": infra_counts(view.root / "ledger.jsonl").__dict__,

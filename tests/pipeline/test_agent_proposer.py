@@ -149,6 +149,11 @@ def test_agent_proposer_commits_an_accepted_edit_naming_its_trajectory(
     assert isinstance(finished, ev.RunFinished) and finished.usage is not None
     assert finished.usage["by_stage"]["optimizer_agent"]["calls"] == 3  # apart from the agent's
     assert finished.usage["by_proposer"]["agent"]["calls"] == 3
+    status = cli.invoke(app, ["status", "--harness", str(harness), "--json"])
+    assert status.exit_code == 0, status.output
+    assert json.loads(status.output)["usage"]["optimizer_agent"]["calls"] == 3  # spend shown apart
+    shown = cli.invoke(app, ["status", "--harness", str(harness)], env={"COLUMNS": "200"})
+    assert "optimizer agent" in shown.output and "3 call(s)" in shown.output, shown.output
     # the report's candidate view links the optimizer's trajectory
     from harnessevolve.report.html import render_html
     from harnessevolve.report.run_view import load_run_view
