@@ -20,6 +20,8 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
+from harnessevolve.core.enums import RunEnd
+
 ENVELOPE = ("v", "ts", "event")
 """Keys every ledger line has besides its event's fields."""
 
@@ -699,7 +701,11 @@ PROCESS_EVENTS: tuple[type[Event], ...] = (RunResumed, StaleLockRemoved, RunInte
 """Events of one process of a run (a resume, a kill), not of the run's work: a resumed run has
 them where an uninterrupted one does not, and a redone step never matches them."""
 
-END_EVENTS = {RunFinished.NAME: "finished", RunInterrupted.NAME: "interrupted", RunFailed.NAME: "failed"}
+END_EVENTS = {
+    RunFinished.NAME: RunEnd.FINISHED,
+    RunInterrupted.NAME: RunEnd.INTERRUPTED,
+    RunFailed.NAME: RunEnd.FAILED,
+}
 """Events that end a run, and the state ``status`` shows for each."""
 
 
