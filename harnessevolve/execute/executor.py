@@ -20,9 +20,9 @@ from harnessevolve.core.enums import StopReason
 from harnessevolve.core.errors import SandboxError
 from harnessevolve.core.tasks import Task
 from harnessevolve.execute.runners import runner_for
-from harnessevolve.sandbox.base import Sandbox
 from harnessevolve.execute.workspace import WorkspaceError, create_workspace, remove_workspace_async
 from harnessevolve.harness.model import Harness
+from harnessevolve.sandbox.base import Sandbox
 
 
 @dataclass(frozen=True)
