@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> None:
 
     bench = load_benchmark_spec(args.benchmark, ())
     references = load_references(bench)
-    tasks = [t for t in bench.split("train") if t.id in references][: args.tasks]
+    tasks = [t for t in bench.split("train") if t.id in references][args.offset : args.offset + args.tasks]
     harness = load_harness(
         Path(args.harness) if args.harness else paths.builtin_dir("harnesses") / "shell-agent"
     )
@@ -117,6 +117,7 @@ def main() -> None:
     r.add_argument("-m", "--model", required=True)
     r.add_argument("-H", "--harness", default=None)
     r.add_argument("--tasks", type=int, default=12)
+    r.add_argument("--offset", type=int, default=0, help="skip this many train tasks first")
     r.add_argument("--out", required=True)
     a = sub.add_parser("align")
     a.add_argument("--out", required=True)
