@@ -288,6 +288,7 @@ def _finish(
     refused = [c for c in calls if c.status == 404]
     failed = [c for c in calls if c.status == 502]
     tail = result.output.strip().splitlines()[-1][:300] if result.output.strip() else "no output"
+    stop: str
     if unsafe:
         stop, error = StopReason.BAD_OUTPUT, f"bad_output: {'; '.join(unsafe)}"
         answer = None
@@ -410,7 +411,7 @@ def _capped(trajectory: Trajectory, task: Task) -> Trajectory:
         {k: c[k] for k in ("index", "status", "requested_model", "error") if k in c}
         for c in extra.get("model_calls", [])
     ]
-    summary = {
+    summary: dict[str, Any] = {
         k: extra[k] for k in ("task_id", "harness", "harness_hash", "seed", "wall_s", "runner") if k in extra
     }
     return Trajectory(
