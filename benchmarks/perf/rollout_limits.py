@@ -18,11 +18,11 @@ import os
 import time
 
 from harnessevolve.core.tasks import Check, Task
+from harnessevolve.execute.tools import run_shell
+from harnessevolve.execute.workspace import create_workspace, remove_workspace
 from harnessevolve.sandbox.base import BwrapSandbox, SandboxLimits
 from harnessevolve.sandbox.launch import workspace_cgroup
 from harnessevolve.sandbox.limits import cgroup_mode, is_workspace_mount
-from harnessevolve.execute.tools import run_shell
-from harnessevolve.execute.workspace import create_workspace, remove_workspace
 
 HOLD = (
     "import time; x = bytearray(500 * 1024**2); x[::4096] = b'y' * len(x[::4096]); "

@@ -25,10 +25,10 @@ from pathlib import Path
 
 from harnessevolve.core.task_tools import ObjectSetup, TaskTool
 from harnessevolve.core.tasks import Task
-from harnessevolve.sandbox.base import make_sandbox
 from harnessevolve.execute.tool_server import ToolServer, python_runtime_paths, with_read_only
 from harnessevolve.execute.tools import run_tool
 from harnessevolve.harness.model import ToolSpec
+from harnessevolve.sandbox.base import make_sandbox
 
 COUNTER = """
 class Counter:

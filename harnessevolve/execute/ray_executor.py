@@ -37,9 +37,9 @@ from harnessevolve.core.enums import StopReason
 from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.core.tasks import Task
 from harnessevolve.execute.executor import Rollout, rollout_seed, run_one
-from harnessevolve.sandbox.base import Sandbox
 from harnessevolve.execute.workspace import remove_workspace
 from harnessevolve.harness.model import Harness
+from harnessevolve.sandbox.base import Sandbox
 
 INSTALL_HINT = "pip install 'harnessevolve[ray]'"
 WORKSPACE_LIMIT_BYTES = 16 * 2**20

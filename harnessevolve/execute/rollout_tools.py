@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from harnessevolve.core.tasks import Task
-from harnessevolve.sandbox.base import Sandbox
 from harnessevolve.execute.tool_server import ToolServer
 from harnessevolve.execute.tools import ToolResult, run_tool
 from harnessevolve.harness.model import Harness, ToolSpec
+from harnessevolve.sandbox.base import Sandbox
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harnessevolve.sandbox.base import Sandbox, launched, resolve_sandbox
-from harnessevolve.sandbox.launch import READ_CHUNK, finish_process, give_to_workspace
 from harnessevolve.execute.workspace import inside, tool_env
 from harnessevolve.harness.model import ToolSpec
+from harnessevolve.sandbox.base import Sandbox, launched, resolve_sandbox
+from harnessevolve.sandbox.launch import READ_CHUNK, finish_process, give_to_workspace
 
 
 @dataclass(frozen=True)

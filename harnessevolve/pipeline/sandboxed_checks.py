@@ -19,10 +19,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from harnessevolve.evaluate.checkers import BashRun, CommandRunner, run_process
-from harnessevolve.execute.sandbox import Sandbox, resolve_sandbox
-from harnessevolve.execute.sandbox_launch import ReadOnly, mark_changed, release_workspaces_under
-from harnessevolve.execute.sandbox_limits import mount_workspace
 from harnessevolve.execute.workspace import remove_workspace
+from harnessevolve.sandbox.base import Sandbox, resolve_sandbox
+from harnessevolve.sandbox.launch import ReadOnly, mark_changed, release_workspaces_under
+from harnessevolve.sandbox.limits import mount_workspace
 
 
 class SandboxedCheckRunner:

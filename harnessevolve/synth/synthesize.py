@@ -34,7 +34,7 @@ import yaml
 from harnessevolve.adapters.suite import assign_splits
 from harnessevolve.core.errors import BenchmarkError
 from harnessevolve.core.files import atomic_write_json, atomic_write_text
-from harnessevolve.execute.sandbox import Sandbox
+from harnessevolve.sandbox.base import Sandbox
 from harnessevolve.synth.mutate import Mutation, apply, find_mutations, overlaps
 from harnessevolve.synth.task_writer import KeptMutant, call_depth, task_document
 from harnessevolve.synth.testrun import SuiteRun, run_suite

@@ -16,8 +16,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from harnessevolve.execute.sandbox import Sandbox, resolve_sandbox
 from harnessevolve.execute.tools import run_shell
+from harnessevolve.sandbox.base import Sandbox, resolve_sandbox
 
 MARKER = "@@harnessevolve-test-results@@"
 RUNNER_NAME = ".he_run_tests.py"

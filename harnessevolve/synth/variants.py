@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harnessevolve.execute.sandbox import Sandbox
+from harnessevolve.sandbox.base import Sandbox
 from harnessevolve.synth.mutate import Mutation, find_mutations
 from harnessevolve.synth.task_writer import KeptMutant, call_depth, gold_hunks, task_document
 from harnessevolve.synth.testrun import RUNNER_NAME, run_suite

@@ -111,9 +111,7 @@ def run_training_data(run_dir: Path, *, with_references: bool = True) -> Trainin
         benchmark = load_benchmark(started.benchmark if started is not None else "")
         train_ids = {t.id for t in benchmark.split("train")}
     except HarnessEvolveError:
-        train_ids = {
-            t for e in events if isinstance(e, ev.BatchEvaluated) for t in e.tasks
-        }
+        train_ids = {t for e in events if isinstance(e, ev.BatchEvaluated) for t in e.tasks}
     rollouts = [
         t
         for p in sorted((run_dir / "trajectories").glob("*/*.json"))

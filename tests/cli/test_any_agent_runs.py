@@ -223,6 +223,7 @@ def test_budget_stops_an_external_agent_mid_rollout(
 ) -> None:
     harness = tmp_path / "pyagent"
     assert cli.invoke(app, ["init", str(harness), "--template", "python-agent"]).exit_code == 0
+
     # Deterministic, whatever the machine's load: the agent never submits (every rollout makes
     # max_steps calls), and the first call of the first rollout already spends the whole budget, so
     # that rollout's second call is refused with 402 however the rollouts interleave.

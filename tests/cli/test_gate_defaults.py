@@ -23,7 +23,19 @@ def test_gate_defaults_and_a_tie_is_labelled(cli, harness_dir: Path, monkeypatch
     assert "reverted by performance" in ran.output and "accepted (tie)" not in ran.output, ran.output
     ran = cli.invoke(
         app,
-        ["run", "-b", "shell-basics", "-n", "1", "--batch-size", "4", "--proposer", "demo", "--gates", "paper"]
+        [
+            "run",
+            "-b",
+            "shell-basics",
+            "-n",
+            "1",
+            "--batch-size",
+            "4",
+            "--proposer",
+            "demo",
+            "--gates",
+            "paper",
+        ]
         + model,
     )
     assert "accepted (tie)" in ran.output, ran.output

@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 
 from harnessevolve.core.tasks import Check, Task
-from harnessevolve.sandbox.base import BwrapSandbox, Sandbox, SandboxLimits, make_sandbox
 from harnessevolve.execute.tools import ToolResult, run_tool
 from harnessevolve.execute.workspace import WorkspaceError, create_workspace, remove_workspace
 from harnessevolve.harness.model import ToolSpec
+from harnessevolve.sandbox.base import BwrapSandbox, Sandbox, SandboxLimits, make_sandbox
 
 pytestmark = pytest.mark.skipif(
     not os.access("/usr/bin/bwrap", os.X_OK),

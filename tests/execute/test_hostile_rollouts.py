@@ -21,15 +21,15 @@ import pytest
 from harnessevolve.core import paths
 from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.tasks import Check, Task
-from harnessevolve.sandbox import launch as sandbox_launch
 from harnessevolve.execute import workspace as workspace_module
 from harnessevolve.execute.agent import run_agent
-from harnessevolve.sandbox.base import BwrapSandbox, SandboxLimits
-from harnessevolve.sandbox.launch import workspace_cgroup
-from harnessevolve.sandbox.limits import cgroup_mode
 from harnessevolve.execute.workspace import create_workspace, remove_workspace
 from harnessevolve.harness.load import load_harness
 from harnessevolve.models.scripted import register_script, unregister_script
+from harnessevolve.sandbox import launch as sandbox_launch
+from harnessevolve.sandbox.base import BwrapSandbox, SandboxLimits
+from harnessevolve.sandbox.launch import workspace_cgroup
+from harnessevolve.sandbox.limits import cgroup_mode
 
 pytestmark = pytest.mark.skipif(
     not os.access("/usr/bin/bwrap", os.X_OK), reason="/usr/bin/bwrap is not installed (make install does)"

@@ -14,7 +14,10 @@ from pathlib import Path
 import pytest
 
 from harnessevolve.core.errors import HarnessEvolveError, SandboxError
-from harnessevolve.sandbox import bwrap as bwrap_sandbox, docker as docker_sandbox, launch as sandbox_launch
+from harnessevolve.execute.tools import run_shell
+from harnessevolve.sandbox import bwrap as bwrap_sandbox
+from harnessevolve.sandbox import docker as docker_sandbox
+from harnessevolve.sandbox import launch as sandbox_launch
 from harnessevolve.sandbox.base import (
     SANDBOXES,
     BwrapSandbox,
@@ -25,7 +28,6 @@ from harnessevolve.sandbox.base import (
     make_sandbox,
     resolve_sandbox,
 )
-from harnessevolve.execute.tools import run_shell
 
 HAS_BWRAP = os.access("/usr/bin/bwrap", os.X_OK)
 

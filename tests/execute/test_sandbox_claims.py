@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 from harnessevolve.core.tasks import Check, Task
-from harnessevolve.sandbox.base import BwrapSandbox
-from harnessevolve.sandbox.launch import claim_workspace, hand_over, remove_tree
 from harnessevolve.execute.tools import run_shell
 from harnessevolve.execute.workspace import create_workspace, remove_workspace
+from harnessevolve.sandbox.base import BwrapSandbox
+from harnessevolve.sandbox.launch import claim_workspace, hand_over, remove_tree
 
 REPO = Path(__file__).resolve().parents[2]
 HAS_BWRAP = os.access("/usr/bin/bwrap", os.X_OK)

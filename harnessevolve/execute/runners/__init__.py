@@ -29,8 +29,8 @@ from typing import Protocol
 
 from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.tasks import Task
-from harnessevolve.sandbox.base import Sandbox
 from harnessevolve.harness.model import Harness
+from harnessevolve.sandbox.base import Sandbox
 
 
 class AgentRunner(Protocol):

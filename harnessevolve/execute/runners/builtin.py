@@ -7,8 +7,8 @@ from pathlib import Path
 from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.tasks import Task
 from harnessevolve.execute.agent import run_agent
-from harnessevolve.sandbox.base import Sandbox
 from harnessevolve.harness.model import Harness
+from harnessevolve.sandbox.base import Sandbox
 
 
 class BuiltinRunner:

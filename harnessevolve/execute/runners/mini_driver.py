@@ -95,7 +95,7 @@ def make_model_class() -> Any:
         def format_observation_messages(
             self, message: dict[str, Any], outputs: list[dict[str, Any]], template_vars: dict | None = None
         ) -> list[dict[str, Any]]:
-            extra = message["extra"] if "extra" in message else {}
+            extra = dict(message).get("extra") or {}
             return format_toolcall_observation_messages(
                 actions=extra.get("actions", []),
                 outputs=outputs,
