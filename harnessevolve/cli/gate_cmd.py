@@ -61,7 +61,7 @@ def gate(
     gates: GatesFile = None,
     junit: Annotated[Path | None, typer.Option(help="Write a JUnit XML report here.")] = None,
     markdown: Annotated[Path | None, typer.Option(help="Write a Markdown summary here.")] = None,
-    sandbox: Sandbox = "bwrap",
+    sandbox: Sandbox = SandboxName.BWRAP,
     unsafe_no_sandbox: UnsafeNoSandbox = False,
     sandbox_limits: SandboxLimitsOption = None,
     sandbox_ro: SandboxReadOnly = None,

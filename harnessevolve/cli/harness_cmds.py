@@ -14,6 +14,7 @@ from harnessevolve.cli.options import JsonOut, Sandbox, UnsafeNoSandbox
 from harnessevolve.cli.ui import console
 from harnessevolve.core import paths
 from harnessevolve.core.containment import check_output_path
+from harnessevolve.core.enums import SandboxName
 from harnessevolve.core.errors import HarnessError
 from harnessevolve.harness.git import HarnessRepo, ensure_run_state_ignored
 from harnessevolve.harness.load import IGNORED_PARTS, load_harness, validate_harness
@@ -108,7 +109,7 @@ def validate(
             "tasks they pass (a checker that passes without the work). Exit 2 when any does.",
         ),
     ] = False,
-    sandbox: Sandbox = "bwrap",
+    sandbox: Sandbox = SandboxName.BWRAP,
     unsafe_no_sandbox: UnsafeNoSandbox = False,
     as_json: JsonOut = False,
 ) -> None:

@@ -26,6 +26,7 @@ from harnessevolve.cli.ui import console
 from harnessevolve.core import paths
 from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.containment import check_output_path
+from harnessevolve.core.enums import SandboxName
 from harnessevolve.core.errors import BenchmarkError
 from harnessevolve.core.tasks import Benchmark as BenchmarkSuite
 from harnessevolve.execute.tool_server import benchmark_sandbox
@@ -99,7 +100,7 @@ def import_gold(
             help="Import these ATIF files (each naming its task in extra.task_id) instead of replaying gold.",
         ),
     ] = None,
-    sandbox: Sandbox = "bwrap",
+    sandbox: Sandbox = SandboxName.BWRAP,
     unsafe_no_sandbox: UnsafeNoSandbox = False,
     sandbox_limits: SandboxLimitsOption = None,
     sandbox_ro: SandboxReadOnly = None,

@@ -6,7 +6,7 @@ import copy
 import json
 import typing
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -46,18 +46,32 @@ def on_panel(option: Any, panel: str) -> Any:
     return Annotated[base, info]
 
 
-_HarnessDir = on_panel(shared.HarnessDir, INPUTS)
-_Model = on_panel(shared.Model, SCORING)
-_BatchSize = on_panel(shared.BatchSize, LOOP)
-_Concurrency = on_panel(shared.Concurrency, EXECUTION)
-_Seed = on_panel(shared.Seed, SCORING)
-_GatesFile = on_panel(shared.GatesFile, SCORING)
-_Sandbox = on_panel(shared.Sandbox, EXECUTION)
-_UnsafeNoSandbox = on_panel(shared.UnsafeNoSandbox, EXECUTION)
-_SandboxLimitsOption = on_panel(shared.SandboxLimitsOption, EXECUTION)
-_SandboxReadOnly = on_panel(shared.SandboxReadOnly, EXECUTION)
-_AdapterOption = on_panel(shared.AdapterOption, INPUTS)
-_JsonOut = on_panel(shared.JsonOut, OUTPUT)
+if TYPE_CHECKING:  # the same types to a type checker; at run time each is shown in its --help panel
+    _HarnessDir = shared.HarnessDir
+    _Model = shared.Model
+    _BatchSize = shared.BatchSize
+    _Concurrency = shared.Concurrency
+    _Seed = shared.Seed
+    _GatesFile = shared.GatesFile
+    _Sandbox = shared.Sandbox
+    _UnsafeNoSandbox = shared.UnsafeNoSandbox
+    _SandboxLimitsOption = shared.SandboxLimitsOption
+    _SandboxReadOnly = shared.SandboxReadOnly
+    _AdapterOption = shared.AdapterOption
+    _JsonOut = shared.JsonOut
+else:
+    _HarnessDir = on_panel(shared.HarnessDir, INPUTS)
+    _Model = on_panel(shared.Model, SCORING)
+    _BatchSize = on_panel(shared.BatchSize, LOOP)
+    _Concurrency = on_panel(shared.Concurrency, EXECUTION)
+    _Seed = on_panel(shared.Seed, SCORING)
+    _GatesFile = on_panel(shared.GatesFile, SCORING)
+    _Sandbox = on_panel(shared.Sandbox, EXECUTION)
+    _UnsafeNoSandbox = on_panel(shared.UnsafeNoSandbox, EXECUTION)
+    _SandboxLimitsOption = on_panel(shared.SandboxLimitsOption, EXECUTION)
+    _SandboxReadOnly = on_panel(shared.SandboxReadOnly, EXECUTION)
+    _AdapterOption = on_panel(shared.AdapterOption, INPUTS)
+    _JsonOut = on_panel(shared.JsonOut, OUTPUT)
 
 
 @handle_errors

@@ -12,6 +12,7 @@ import typer
 from harnessevolve.cli._errors import fail, handle_errors
 from harnessevolve.cli.options import JsonOut, Sandbox, SandboxLimitsOption, UnsafeNoSandbox
 from harnessevolve.cli.ui import console
+from harnessevolve.core.enums import SandboxName
 from harnessevolve.sandbox.base import make_sandbox
 from harnessevolve.sandbox.launch import SandboxLimits
 from harnessevolve.synth.synthesize import SynthesisOptions, dumps, summary_lines, synthesize
@@ -48,7 +49,7 @@ def synthesize_cmd(
         str,
         typer.Option("--name", help="Task id prefix (default: the repository folder's name, no version)."),
     ] = "",
-    sandbox: Sandbox = "bwrap",
+    sandbox: Sandbox = SandboxName.BWRAP,
     unsafe_no_sandbox: UnsafeNoSandbox = False,
     sandbox_limits: SandboxLimitsOption = None,
     json_out: JsonOut = False,

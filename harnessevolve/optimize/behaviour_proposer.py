@@ -58,9 +58,15 @@ def harness_settings(context: ProposalContext) -> dict[str, Any]:
     return doc if isinstance(doc, dict) else {}
 
 
+def _section(settings: dict[str, Any], key: str) -> dict[str, Any]:
+    """``settings[key]`` when it is a mapping, else an empty one."""
+    found = settings.get(key)
+    return found if isinstance(found, dict) else {}
+
+
 def agent_script(context: ProposalContext, settings: dict[str, Any]) -> str | None:
     """The editable Python script a ``command`` agent runs (``/harness/agent.py`` -> ``agent.py``)."""
-    agent = settings.get("agent") if isinstance(settings.get("agent"), dict) else {}
+    agent = _section(settings, "agent")
     if agent.get("kind") != "command":
         return None
     for arg in agent.get("command") or []:
@@ -288,14 +294,14 @@ def _text_call_code(context: ProposalContext, pattern: Pattern, settings: dict[s
 
 
 def _builtin(settings: dict[str, Any]) -> bool:
-    agent = settings.get("agent") if isinstance(settings.get("agent"), dict) else {}
+    agent = _section(settings, "agent")
     return agent.get("kind", "builtin") == "builtin"
 
 
 def _loop_edit(context: ProposalContext, pattern: Pattern, settings: dict[str, Any]) -> Any:
     if not (_builtin(settings) and context.may_edit("harness.yaml")):
         return None
-    loop = settings.get("loop") if isinstance(settings.get("loop"), dict) else {}
+    loop = _section(settings, "loop")
     tools = harness_tools(context)
     if pattern.kind == "repeated_call" and not loop.get("stop_on_repeat"):
         edit = {"op": "set_loop", "setting": "stop_on_repeat", "value": 2}

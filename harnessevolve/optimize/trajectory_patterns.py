@@ -70,7 +70,8 @@ def harness_tools(context: ProposalContext) -> HarnessTools:
             continue
         if not isinstance(doc, dict) or not isinstance(doc.get("name"), str):
             continue
-        params = doc.get("parameters") if isinstance(doc.get("parameters"), dict) else {}
+        found = doc.get("parameters")
+        params: dict[str, Any] = found if isinstance(found, dict) else {}
         names.append(doc["name"])
         required[doc["name"]] = tuple(params.get("required") or ())
         if doc.get("builtin") == "submit":
@@ -181,19 +182,22 @@ def unknown_tool(context: ProposalContext, tools: HarnessTools) -> Pattern | Non
         for s in c.signals
         if (s.actual or {}).get("tool")
     }
-    runs, names = [], Counter[str]()
+    unknown_runs: list[str] = []
+    names = Counter[str]()
     for task, actions in context.failed_runs.items():
         judged = task in context.references  # its reference shows the task's own tools
         unknown = [a.tool for a in actions if a.tool in flagged or (judged and a.tool not in known)]
         if unknown:
-            runs.append(task)
+            unknown_runs.append(task)
             names.update(unknown)
-    if not runs:
+    if not unknown_runs:
         return None
     name = names.most_common(1)[0][0]
     close = difflib.get_close_matches(name, tools.names, n=1, cutoff=0.0)
     return Pattern(
-        "unknown_tool", tuple(runs), {"called": name, "closest": close[0] if close else tools.names[0]}
+        "unknown_tool",
+        tuple(unknown_runs),
+        {"called": name, "closest": close[0] if close else tools.names[0]},
     )
 
 

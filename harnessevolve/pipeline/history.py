@@ -27,6 +27,7 @@ from harnessevolve.runs.events import (
     CandidateRejected,
     CandidateReverted,
     Committing,
+    GateVerdictRecord,
     GateVerdicts,
 )
 from harnessevolve.runs.files import CANDIDATE_FILE_VERSION, GATE_REPORT_VERSION, versioned
@@ -160,6 +161,6 @@ class RunHistory:
                 generation=generation,
                 candidate=trial.index + 1,
                 summary=trial.candidate.summary,
-                verdicts=verdicts,
+                verdicts=[GateVerdictRecord.from_json(v) for v in verdicts],
             )
         )

@@ -123,8 +123,8 @@ class CandidateJudge:
         judgement.table = {"quality": quality.passed, "performance": None, "heldout": None}
         if not quality.passed:
             return judgement
-        smoke = SandboxedCodeSmoke(self.scorer.executor.sandbox)
-        code = await asyncio.to_thread(code_gate, candidate_dir, current.files, smoke)
+        code_smoke = SandboxedCodeSmoke(self.scorer.executor.sandbox)
+        code = await asyncio.to_thread(code_gate, candidate_dir, current.files, code_smoke)
         if code.numbers["python"]:  # only code edits show this verdict
             judgement.verdicts.append(code)
             judgement.table["quality"] = code.passed

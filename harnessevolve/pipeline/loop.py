@@ -48,7 +48,9 @@ from harnessevolve.runs.events import (
     Baseline,
     BatchEvaluated,
     CandidateAccepted,
+    ClusterSummary,
     EpochFinished,
+    GateVerdictRecord,
     GenerationFinished,
     GenerationStarted,
     NoProposal,
@@ -313,7 +315,7 @@ class GenerationLoop:
                 tasks=[t.id for t in batch],
                 score=round(row.train_current, 4),
                 failed=len(failed),
-                clusters=[c.to_dict() for c in clusters],
+                clusters=[ClusterSummary.from_json(c.to_dict()) for c in clusters],
             )
         )
         if self.evolver is not None:
@@ -364,7 +366,7 @@ class GenerationLoop:
                     if winner.judgement.harness
                     else None,
                     validation=round(winner.judgement.validation_score, 4),
-                    verdicts=[v.to_dict() for v in winner.judgement.verdicts],
+                    verdicts=[GateVerdictRecord.from_json(v.to_dict()) for v in winner.judgement.verdicts],
                     tie=tie or None,
                 )
             )

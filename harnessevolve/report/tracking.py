@@ -15,6 +15,7 @@ import logging
 import os
 import re
 import time
+from collections.abc import Iterable
 from functools import singledispatch
 from pathlib import Path
 from typing import Any, Protocol
@@ -63,6 +64,11 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+def _numbers(pairs: Iterable[tuple[str, Any]]) -> dict[str, float]:
+    """The pairs whose value is a number (not a bool), as floats."""
+    return {name: number for name, value in pairs if (number := _number(value)) is not None}
+
+
 @singledispatch
 def _own_metrics(event: ev.Event) -> dict[str, float]:
     """The numbers an event of this type contributes (none, unless registered below)."""
@@ -96,7 +102,7 @@ def _(e: ev.GateVerdicts | ev.CandidateRejected) -> dict[str, float]:
 
 @_own_metrics.register
 def _(e: ev.CandidateAccepted) -> dict[str, float]:
-    return {"validation/candidate": float(e.validation)} if _number(e.validation) is not None else {}
+    return _numbers((("validation/candidate", e.validation),))
 
 
 @_own_metrics.register
@@ -106,23 +112,23 @@ def _(e: ev.GenerationFinished) -> dict[str, float]:
         ("train/current", e.train_current),
         ("train/candidate", e.train_candidate),
     )
-    return {metric: float(value) for metric, value in pairs if _number(value) is not None}
+    return _numbers(pairs)
 
 
 @_own_metrics.register
 def _(e: ev.EpochFinished) -> dict[str, float]:
-    return {"validation/best": float(e.best_validation)} if _number(e.best_validation) is not None else {}
+    return _numbers((("validation/best", e.best_validation),))
 
 
 @_own_metrics.register
 def _(e: ev.TestEvaluated) -> dict[str, float]:
-    return {metric_name("test", k): float(v) for k, v in e.scores.items() if _number(v) is not None}
+    return _numbers((metric_name("test", k), v) for k, v in e.scores.items())
 
 
 @_own_metrics.register
 def _(e: ev.RunFinished) -> dict[str, float]:
     pairs = (("rollouts", e.rollouts), ("tokens", e.tokens), ("cached_rollouts", e.cached_rollouts))
-    return {metric_name("run", k): float(v) for k, v in pairs if _number(v) is not None}
+    return _numbers((metric_name("run", k), v) for k, v in pairs)
 
 
 def event_metrics(event: ev.Event) -> dict[str, float]:

@@ -153,7 +153,7 @@ def chat_messages(trajectory: Trajectory, style: PromptStyle) -> list[dict[str, 
     harness (its system prompt and note) or fills in what an older trajectory did not record."""
     recorded = trajectory.extra.get("observation_note")
     own_note = style.system_prompt is None and isinstance(recorded, str)
-    note = recorded if own_note else style.observation_note
+    note = str(recorded) if own_note else style.observation_note
     agent_steps = _model_steps(trajectory)
     cut = agent_steps[-1].step_id if agent_steps else 0
     first_agent = next((s.step_id for s in trajectory.agent_steps), None)
