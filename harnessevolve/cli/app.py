@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import click
 import typer
+import typer.rich_utils
 
 from harnessevolve import __version__
 from harnessevolve.cli import (
@@ -19,6 +21,23 @@ from harnessevolve.cli import (
     train_cmd,
     traj_cmd,
 )
+
+
+def _one_line_usage_error(error: click.ClickException) -> None:
+    """Refusals made by typer/click itself (an unknown choice of an enum option, a missing
+    argument) in the tool's own shape: one ``Error:`` line naming the option, then a hint."""
+    if error.__class__.__name__ == "NoArgsIsHelpError":  # typer prints the help instead
+        return
+    ctx = getattr(error, "ctx", None)
+    command = ctx.command_path if ctx is not None else "harnessevolve"
+    message = " ".join(error.format_message().split())
+    typer.echo(f"Error: {message}", err=True)
+    typer.echo(f"Hint: `{command} --help` lists the options and their choices", err=True)
+
+
+# typer prints click's own refusals through rich_utils.rich_format_error (a boxed panel); every
+# refusal of this CLI is one line and a hint instead, whoever raises it.
+typer.rich_utils.rich_format_error = _one_line_usage_error
 
 app = typer.Typer(
     name="harnessevolve",

@@ -31,6 +31,14 @@ SERVER_SIDE = re.compile(
     r"Timeout|ConnectionError|ConnectError|\b5\d\d\b",
 )
 """A ``model_error`` whose text matches this was the endpoint's failure (5xx, unreachable, timed out)."""
+CLIENT_SIDE = re.compile(
+    r"\b4\d\d\b|AuthenticationError|PermissionDenied|BadRequest|NotFound|API key|api_key|"
+    r"context (?:window|length)|ContextWindowExceeded|not supported|UnsupportedParams",
+    re.IGNORECASE,
+)
+"""...unless it also says the request itself was refused (a 4xx, a missing key, a prompt over the
+window): that is the run's input, not the machine. litellm reports any exception of a custom
+provider as an ``APIConnectionError``, so the status and words inside count, not that name alone."""
 
 STOP_REASONS = {
     StopReason.SANDBOX_ERROR: "sandbox_start",
@@ -60,8 +68,10 @@ def infra_reason(trajectory: Any) -> str | None:
     stop = extra.get("stop_reason")
     if stop in STOP_REASONS:
         return STOP_REASONS[StopReason(stop)]
-    if stop == StopReason.MODEL_ERROR and SERVER_SIDE.search(_error_text(extra, trajectory.steps)):
-        return "endpoint"
+    if stop == StopReason.MODEL_ERROR:
+        text = _error_text(extra, trajectory.steps)
+        if SERVER_SIDE.search(text) and not CLIENT_SIDE.search(text):
+            return "endpoint"
     return None
 
 
