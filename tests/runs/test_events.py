@@ -108,6 +108,14 @@ SAMPLES: dict[str, dict] = {
         "detail": "sandbox_error: bwrap: setting up uid map: Permission denied",
         "retry": True,
     },
+    "edit_fired": {
+        "generation": 1,
+        "sha": "0123456789abcdef0123456789abcdef01234567",
+        "fired": True,
+        "observed_generation": 2,
+        "runs": 3,
+        "gone": 1,
+    },
     "floor_checked": {
         "tasks": 8,
         "share": 0.125,
@@ -158,6 +166,11 @@ def _written_events(path: Path) -> list[tuple[int, str]]:
             and isinstance(node.value.func, ast.Name)
         ):
             built[node.targets[0].id] = aliases.get(node.value.func.id, f"?{node.value.func.id}")
+    for node in ast.walk(tree):  # ``def f(record: Cls)``: the parameter holds a Cls
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for arg in node.args.args + node.args.kwonlyargs:
+                if isinstance(arg.annotation, ast.Name) and arg.annotation.id in aliases:
+                    built[arg.arg] = aliases[arg.annotation.id]
     found = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
