@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +139,12 @@ def test_without_torch_train_says_how_to_install(
     assert "pip install 'harnessevolve[train]'" in result.output
 
 
-def test_pipeline_stage_trains_and_writes_the_ledger(run_dir: Path, tiny_base: Path) -> None:
+def test_pipeline_stage_trains_and_writes_the_ledger(run_dir: Path, tiny_base: Path, tmp_path: Path) -> None:
+    # The training stage runs inside a generation: the same run folder, before run_finished (a
+    # finished ledger refuses further events).
+    run_dir = Path(shutil.copytree(run_dir, tmp_path / run_dir.name))
+    lines = (run_dir / "ledger.jsonl").read_text().splitlines(keepends=True)
+    (run_dir / "ledger.jsonl").write_text("".join(x for x in lines if '"event": "run_finished"' not in x))
     ledger = Ledger(run_dir / "ledger.jsonl")
     state = RunState(run_dir.name, generation=1, stage="gate")
     outcome = train_generation(
