@@ -18,8 +18,10 @@ from harnessevolve.models.scripted import register_script, unregister_script  # 
 
 
 @pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     monkeypatch.delenv("HARNESSEVOLVE_DEBUG", raising=False)
+    # the user's own reference folder (and the judge cache) stay out of the tests, both ways
+    monkeypatch.setenv("HARNESSEVOLVE_REFERENCES", str(tmp_path_factory.mktemp("user-references")))
     for role in ("AUTHOR", "COMMITTER"):  # tests commit with plain git too; CI may have no identity
         monkeypatch.setenv(f"GIT_{role}_NAME", "harnessevolve tests")
         monkeypatch.setenv(f"GIT_{role}_EMAIL", "tests@harnessevolve.invalid")
