@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import click
+from typing import Any
+
 import typer
 import typer.rich_utils
 
@@ -23,7 +24,7 @@ from harnessevolve.cli import (
 )
 
 
-def _one_line_usage_error(error: click.ClickException) -> None:
+def _one_line_usage_error(error: Any) -> None:  # typer's own (vendored) click ClickException
     """Refusals made by typer/click itself (an unknown choice of an enum option, a missing
     argument) in the tool's own shape: one ``Error:`` line naming the option, then a hint."""
     if error.__class__.__name__ == "NoArgsIsHelpError":  # typer prints the help instead
@@ -37,7 +38,7 @@ def _one_line_usage_error(error: click.ClickException) -> None:
 
 # typer prints click's own refusals through rich_utils.rich_format_error (a boxed panel); every
 # refusal of this CLI is one line and a hint instead, whoever raises it.
-typer.rich_utils.rich_format_error = _one_line_usage_error
+typer.rich_utils.rich_format_error = _one_line_usage_error  # type: ignore[assignment]  # same call, other parameter name
 
 app = typer.Typer(
     name="harnessevolve",
