@@ -5,18 +5,16 @@ finish without an answer, a repeated call. General: shell commands, a python too
 
 from __future__ import annotations
 
-import contextlib
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from check_runners import HostRunner
 
 from harnessevolve.core.atif import ObservationResult, Step, ToolCall, Trajectory
 from harnessevolve.core.signals import Cause
 from harnessevolve.core.tasks import Check, Task
 from harnessevolve.evaluate.actions import Action
 from harnessevolve.evaluate.alignment import first_divergence
-from harnessevolve.evaluate.checkers import BashRun
 from harnessevolve.evaluate.effect_check import effect_oracle
 from harnessevolve.evaluate.effect_match import informative, same_observation
 
@@ -123,43 +121,6 @@ def test_informative_observations() -> None:
     assert same_observation(a, b)
 
 
-class LocalRunner:
-    """A CommandRunner on the host for the test (the pipeline's runs in the sandbox)."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.calls = 0
-
-    def __call__(
-        self,
-        command: str,
-        workspace: Path,
-        env: dict[str, str],
-        *,
-        timeout_s: float,
-        with_stderr: bool = True,
-        read_only: tuple[str, ...] = (),
-        fresh: bool = False,
-    ) -> BashRun:
-        self.calls += 1
-        done = subprocess.run(
-            ["bash", "-c", command],
-            cwd=workspace,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            check=False,
-        )
-        return BashRun(done.returncode, done.stdout + (done.stderr if with_stderr else ""))
-
-    @contextlib.contextmanager
-    def scratch(self, prefix: str) -> Iterator[Path]:
-        folder = self.root / f"{prefix}{self.calls}"
-        folder.mkdir()
-        yield folder
-
-
 def effect_task() -> Task:
     return Task(
         id="t-1",
@@ -176,7 +137,7 @@ def test_an_effect_check_matches_silent_commands_by_their_files(tmp_path: Path) 
     reference = run(bash(gold, ""), submit(gold), answer=gold)
     same = "mkdir -p old; mv ./a.txt old"
     failed = run(bash(same, ""), submit("mkdir old"), answer="mkdir old")
-    runner = LocalRunner(tmp_path)
+    runner = HostRunner()
     oracle = effect_oracle(effect_task(), timeout_s=10, runner=runner)
     assert oracle is not None
     signal = first_divergence(failed, reference, oracle=oracle)
@@ -190,7 +151,7 @@ def test_an_effect_check_matches_silent_commands_by_their_files(tmp_path: Path) 
 
 def test_no_oracle_without_an_effect_check(tmp_path: Path) -> None:
     task = Task(id="t", instruction="x", split="train", checks=(Check(type="answer", expected="1"),))
-    assert effect_oracle(task, timeout_s=1, runner=LocalRunner(tmp_path)) is None
+    assert effect_oracle(task, timeout_s=1, runner=HostRunner()) is None
 
 
 def test_a_call_redone_where_the_reference_finished_is_a_step_limit() -> None:
