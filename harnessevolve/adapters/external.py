@@ -10,6 +10,7 @@ entry-point adapter; the tasks it loads still run their tools and checks only in
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import os
 import sys
 from pathlib import Path
@@ -32,6 +33,7 @@ def import_adapter(
             hint="write module:attr (an adapter class or instance)",
         )
     added = [p for p in (os.getcwd(), *search) if p not in sys.path]
+    _forget_stale(parsed.module, [os.getcwd(), *search])
     sys.path[:0] = added
     try:
         module = importlib.import_module(parsed.module)
@@ -75,6 +77,22 @@ def import_adapter(
             hint="an adapter has name, detect(spec) and load(spec); see docs/adapters.md",
         )
     return adapter
+
+
+def _forget_stale(module: str, folders: list[str]) -> None:
+    """Drop a cached module of this name that came from another file than the one these folders
+    hold: two benchmark folders may each have a ``loader.py``, and the second must get its own."""
+    top = module.split(".")[0]
+    cached = sys.modules.get(top)
+    if cached is None:
+        return
+    spec = importlib.machinery.PathFinder.find_spec(top, folders)
+    if spec is None or spec.origin is None:
+        return
+    if os.path.realpath(getattr(cached, "__file__", None) or "") == os.path.realpath(spec.origin):
+        return
+    for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
+        del sys.modules[name]
 
 
 def folder_adapter(root: Path, meta: dict, meta_file: str, search: tuple[str, ...]) -> object:
