@@ -3,6 +3,7 @@ the scorer, the budget guard, the generation loop, and the events that end the r
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,7 +21,7 @@ from harnessevolve.optimize.proposal import ProposerChain
 from harnessevolve.pipeline.agent_proposer import AgentRun, bind_agent_proposer, close_agent_proposer
 from harnessevolve.pipeline.budget import Budget, BudgetExhausted, BudgetGuard, metering
 from harnessevolve.pipeline.evolve_env import EnvironmentEvolver, EvolveSettings
-from harnessevolve.pipeline.infra import ledger_infra_tally
+from harnessevolve.pipeline.infra import InfraTally, ledger_infra_tally
 from harnessevolve.pipeline.loop import GenerationLoop, LoopParts
 from harnessevolve.pipeline.net_change import NetChange, net_change
 from harnessevolve.pipeline.policies import LoopPolicies, PolicyInputs
@@ -32,6 +33,7 @@ from harnessevolve.pipeline.scoring import Scorer
 from harnessevolve.pipeline.state import RunState
 from harnessevolve.runs.counters import Counts, RunCounters
 from harnessevolve.runs.events import BudgetExhausted as BudgetExhaustedEvent
+from harnessevolve.runs.events import InfraFailure as InfraFailureEvent
 from harnessevolve.runs.events import Event, RunFailed, RunFinished, RunInterrupted, RunStarted
 from harnessevolve.runs.ledger import Ledger, read_ledger
 from harnessevolve.runs.run_config import RunConfig
@@ -157,7 +159,7 @@ def run_generations(
             loop.evolver.restore(point.next_generation)
     journal = SpendJournal(run_dir, meter)  # spend on disk as it happens: budgets hold across kills
     counters = RunCounters(run_dir)  # this process's rollout counts, kept beside a killed one's
-    ledger.listeners.append(lambda _event: counters.record(_counts(loop)))
+    ledger.listeners.append(lambda _event: counters.record(_counts(loop, scorer)))
     try:
         with run_tempdir(run_id) as (_folder, swept):
             if swept.removed:
@@ -172,7 +174,7 @@ def run_generations(
         journal.close()
     usage = meter.snapshot()
     net = net_change(read_ledger(ledger.path), repo)
-    totals = counters.total(_counts(loop))  # every process of the run, resumed ones included
+    totals = counters.total(_counts(loop, scorer))  # every process of the run, resumed ones included
     ledger.append(
         RunFinished(
             accepted=state.accepted,
@@ -184,7 +186,7 @@ def run_generations(
             usage=usage,
             stopped=stopped,
             net_change=net.to_dict() if net else None,
-            infra=scorer.infra.to_dict(),
+            infra=run_infra(scorer.infra, read_ledger(ledger.path), totals.infra_rollouts),
         )
     )
     ledger.close()
@@ -232,9 +234,32 @@ def _drive(
     return None
 
 
-def _counts(loop: GenerationLoop) -> Counts:
+def _counts(loop: GenerationLoop, scorer: Scorer) -> Counts:
     repeated = loop.judging.repeated
-    return Counts(repeated.rollouts, sum(s.cached for s in repeated.scorers.values()), repeated.tokens)
+    cached = sum(s.cached for s in repeated.scorers.values())
+    return Counts(repeated.rollouts, cached, repeated.tokens, scorer.infra.rollouts)
+
+
+def run_infra(tally: InfraTally, events: list[Event], rollouts: int) -> dict[str, Any]:
+    """``run_finished.infra`` for the whole run: the machine failures of every process (each one is
+    an ``infra_failure`` event) over the rollouts every process counted (``counters.json``)."""
+    reasons: Counter[str] = Counter()
+    retried = 0
+    for event in events:
+        if isinstance(event, InfraFailureEvent):
+            if event.retry:
+                retried += 1
+            else:
+                reasons[event.reason] += 1
+    failures = sum(reasons.values())
+    return {
+        "rollouts": rollouts,
+        "failures": failures,
+        "share": round(failures / rollouts, 4) if rollouts else 0.0,
+        "reasons": dict(reasons),
+        "retried": retried,
+        "max_share": tally.max_share,
+    }
 
 
 def spent_before(events: list[Event], run_dir: Path | None = None) -> tuple[UsageMeter, float]:

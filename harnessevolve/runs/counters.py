@@ -28,19 +28,22 @@ class Counts:
     cached_rollouts: int = 0
     """Results served by the persistent rollout cache."""
     tokens: int = 0
+    infra_rollouts: int = 0
+    """Finished rollouts the machine-failure tally counted (its share's denominator)."""
 
     def __add__(self, other: Counts) -> Counts:
         return Counts(
             self.rollouts + other.rollouts,
             self.cached_rollouts + other.cached_rollouts,
             self.tokens + other.tokens,
+            self.infra_rollouts + other.infra_rollouts,
         )
 
     @classmethod
     def from_json(cls, data: Any) -> Counts:
         if not isinstance(data, dict):
             return cls()
-        values = {k: data.get(k) for k in ("rollouts", "cached_rollouts", "tokens")}
+        values = {k: data.get(k) for k in ("rollouts", "cached_rollouts", "tokens", "infra_rollouts")}
         return cls(**{k: v for k, v in values.items() if isinstance(v, int) and not isinstance(v, bool)})
 
 
