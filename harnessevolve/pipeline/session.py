@@ -33,8 +33,8 @@ from harnessevolve.pipeline.scoring import Scorer
 from harnessevolve.pipeline.state import RunState
 from harnessevolve.runs.counters import Counts, RunCounters
 from harnessevolve.runs.events import BudgetExhausted as BudgetExhaustedEvent
-from harnessevolve.runs.events import InfraFailure as InfraFailureEvent
 from harnessevolve.runs.events import Event, RunFailed, RunFinished, RunInterrupted, RunStarted
+from harnessevolve.runs.events import InfraFailure as InfraFailureEvent
 from harnessevolve.runs.ledger import Ledger, read_ledger
 from harnessevolve.runs.run_config import RunConfig
 from harnessevolve.runs.rundir import STATE_DIR
