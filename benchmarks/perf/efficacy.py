@@ -87,8 +87,13 @@ from harnessevolve.pipeline.scoring import mean_score  # noqa: E402
 from harnessevolve.pipeline.sequential import RepeatedScorer  # noqa: E402
 
 RULE_PROPOSERS = ("llm-rule", "ablate", "demo", "rules")
+AGENT_PROPOSERS = ("agent", "ablate", "demo", "rules")
+"""The agent arm: the coding-agent optimizer (``--proposer agent``, model --reflector) first, the
+offline proposers after it when it gives no valid candidate."""
+AGENT_PROPOSER_TOKENS = 400_000
+"""The agent arm's separate proposer budget (``--max-proposer-tokens``) per run."""
 CODE_TEMPLATE = "python-agent"
-ARM_CHOICES = ("code", "rule", "gepa", "bestofk")
+ARM_CHOICES = ("code", "rule", "agent", "gepa", "bestofk")
 REPO = Path(__file__).resolve().parents[2]
 __all__ = ["ARMS", "main"]
 
@@ -118,6 +123,8 @@ def run_optimizer(
     code = arm == "harnessevolve (python-agent)"
     directory = init_template(tmp / f"{name}-{seed}", CODE_TEMPLATE if code else None)
     with_rule = arm == "harnessevolve + llm-rule"
+    with_agent = arm == "harnessevolve + agent"
+    proposers = RULE_PROPOSERS if with_rule else AGENT_PROPOSERS if with_agent else ("auto",)
     outcome = evolve(
         directory,
         benchmark=ctx["spec"],
@@ -128,8 +135,9 @@ def run_optimizer(
         gates=args.gates,
         log=lambda m: print(f"  [seed {seed}] {arm}: {m}", flush=True),
         progress=ProgressLine(f"seed {seed} {arm}"),
-        proposers=RULE_PROPOSERS if with_rule else ("auto",),
-        optimizer_model=args.reflector if with_rule else None,
+        proposers=proposers,
+        optimizer_model=args.reflector if with_rule or with_agent else None,
+        max_proposer_tokens=AGENT_PROPOSER_TOKENS if with_agent else None,
     )
     test = mean_score(score_split(ctx["evalscorer"], load_harness(directory), ctx["test"], f"test: {arm}"))
     row = {
@@ -148,6 +156,8 @@ def run_optimizer(
         row["agent_py_changed"] = (directory / "agent.py").read_text() != ctx["code_seed_agent"]
     if with_rule:
         row["llm_rule"] = proposer_counts(directory, outcome.run_id, "llm-rule")
+    if with_agent:
+        row["agent"] = proposer_counts(directory, outcome.run_id, "agent")
     print(f"  [seed {seed}] {arm}: {outcome.rollouts} rollouts, {outcome.accepted} accepted, test {test:.3f}")
     return row
 
@@ -197,6 +207,8 @@ def run_arm(
         return {"harnessevolve": run_optimizer(args, seed, tmp, "harnessevolve", ctx)}
     if arm == "rule":
         return {"harnessevolve + llm-rule": run_optimizer(args, seed, tmp, "harnessevolve + llm-rule", ctx)}
+    if arm == "agent":
+        return {"harnessevolve + agent": run_optimizer(args, seed, tmp, "harnessevolve + agent", ctx)}
     if arm == "code":
         name = "harnessevolve (python-agent)"
         return {name: run_optimizer(args, seed, tmp, name, ctx)}
@@ -302,7 +314,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--arms",
         default="code,gepa,bestofk",
         help="arms besides the seed and harnessevolve (always run): code (harnessevolve on the "
-        "python-agent template), rule (harnessevolve + llm-rule), gepa, bestofk (comma list)",
+        "python-agent template), rule (harnessevolve + llm-rule), agent (harnessevolve with the "
+        "coding-agent optimizer, --proposer agent, model --reflector), gepa, bestofk (comma list)",
     )
     parser.add_argument(
         "--smoke",

@@ -45,8 +45,22 @@ class SubmitsOnlyWhenTold:
         return {"tool_calls": [{"name": call.tool, "arguments": dict(call.arguments)}]}
 
 
-def reflector(_messages: list[dict[str, Any]], _tools: list[dict[str, Any]]) -> str:
-    """GEPA's reflection and llm-rule's rule writer: a general rule the agent does not act on."""
+CODING_STEPS = (
+    # the coding-agent optimizer (``--proposer agent``): the submit tool's description gets the cue
+    f"sed -i 's/^description: .*/description: Finish the task; a run without it {CUE}./' "
+    "harness/tools/submit.yaml",
+    "echo 'submit tool: say that a run without it scores nothing' > SUMMARY.txt",
+    "printf 'COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\\n%s\\n' done",
+)
+
+
+def reflector(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str | dict[str, Any]:
+    """GEPA's reflection and llm-rule's rule writer: a general rule the agent does not act on. As the
+    coding-agent optimizer (offered a bash tool): the three commands of ``CODING_STEPS`` in turn."""
+    if any(t.get("function", t).get("name") == "bash" for t in tools):
+        turn = sum(1 for m in messages if m.get("role") == "assistant")
+        command = CODING_STEPS[min(turn, len(CODING_STEPS) - 1)]
+        return {"tool_calls": [{"name": "bash", "arguments": {"command": command}}]}
     return "RULE: Check the result of every command before you decide what to do next."
 
 

@@ -15,11 +15,17 @@ ARMS = (
     "seed (python-agent)",
     "harnessevolve (python-agent)",
     "harnessevolve + llm-rule",
+    "harnessevolve + agent",
     "GEPA",
     "best-of-k (sc)",
     "best-of-k (pass@k oracle)",
 )
-OPTIMIZERS = ("harnessevolve", "harnessevolve (python-agent)", "harnessevolve + llm-rule")
+OPTIMIZERS = (
+    "harnessevolve",
+    "harnessevolve (python-agent)",
+    "harnessevolve + llm-rule",
+    "harnessevolve + agent",
+)
 SEEDS = ("seed harness", "seed (python-agent)")
 
 
@@ -31,6 +37,8 @@ def summarize(per_seed: list[dict[str, dict[str, Any]]]) -> dict[str, Any]:
     out["target_gain_10"] = out["he_gain"] >= 10
     if all("harnessevolve (python-agent)" in s for s in per_seed):
         out["code_gain"] = mean("harnessevolve (python-agent)", "gain_pts")
+    if all("harnessevolve + agent" in s for s in per_seed):
+        out["agent_gain"] = mean("harnessevolve + agent", "gain_pts")
     if all("GEPA" in s for s in per_seed):
         out["gepa_gain"] = mean("GEPA", "gain_pts")
         out["gepa_rollouts"] = mean("GEPA", "rollouts")
@@ -81,6 +89,14 @@ def print_table(per_seed: list[dict[str, dict[str, Any]]], summary: dict[str, An
                 f"{c['refused_task_specific']} task-specific, {c['refused_format']} malformed, "
                 f"{c['refused_other']} other"
             )
+        if "harnessevolve + agent" in s and "agent" in s["harnessevolve + agent"]:
+            c = s["harnessevolve + agent"]["agent"]
+            print(
+                f"  agent proposer (seed {s_index}): {c['candidates']} valid candidates of "
+                f"{c['candidates'] + c['failed_proposals']} proposals, {c['accepted']} accepted, "
+                f"{c['rejected_quality']} rejected by quality ({c['rejected_leakage']} for leakage), "
+                f"{c['rejected_other']} by performance/held-out"
+            )
 
     def verdict(ok: bool | None) -> str:
         return "n/a" if ok is None else "met" if ok else "MISSED"
@@ -92,6 +108,8 @@ def print_table(per_seed: list[dict[str, dict[str, Any]]], summary: dict[str, An
     if "code_gain" in summary:
         gain = summary["code_gain"]
         print(f"harnessevolve on python-agent (code edits): test gain {gain:+.1f} pts vs its seed")
+    if "agent_gain" in summary:
+        print(f"harnessevolve + agent (coding-agent optimizer): test gain {summary['agent_gain']:+.1f} pts")
     if "gepa_gain" in summary:
         reach = summary["harnessevolve: rollouts to GEPA's best"]
         print(

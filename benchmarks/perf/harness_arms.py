@@ -182,6 +182,7 @@ def evolve(
     progress: Callable[[str, int], Callable[[], None]] | None = None,
     proposers: tuple[str, ...] = ("auto",),
     optimizer_model: str | None = None,
+    max_proposer_tokens: int | None = None,
 ) -> EvolveOutcome:
     """``harnessevolve run`` with its defaults (proposers ``auto``: ablate, demo, rules offline)."""
     options = RunConfig.from_flat(
@@ -195,6 +196,7 @@ def evolve(
             "gates_file": gates,
             "proposers": proposers,
             "optimizer_model": optimizer_model,
+            "max_proposer_tokens": max_proposer_tokens,
             # Every arm pays for its rollouts: no persistent cache (a fresh harness has none anyway).
             "cache": False,
         }

@@ -56,7 +56,7 @@ def test_one_invocation_runs_every_arm(scripted, tmp_path: Path, capsys: pytest.
     doc = json.loads(out.read_text())
     assert doc["command"].endswith(shlex.join(["benchmarks/perf/efficacy.py", *argv, "--json", str(out)]))
     rows = doc["seeds"][0]
-    assert set(rows) == set(efficacy.ARMS)
+    assert set(rows) == set(efficacy.ARMS) - {"harnessevolve + agent"}
     assert rows["seed harness"]["test"] == 0.0 and rows["seed (python-agent)"]["test"] == 0.0
     assert rows["harnessevolve (python-agent)"]["rollouts"] > 0
     rule = rows["harnessevolve + llm-rule"]
@@ -84,6 +84,25 @@ def test_a_fixed_budget_sets_gepa_and_best_of_k(scripted, tmp_path: Path) -> Non
     assert rows["best-of-k (sc)"]["rollouts"] == 6
 
 
+def test_the_agent_arm_runs_the_coding_agent_optimizer(tmp_path: Path, capsys) -> None:
+    """--arms agent: ``--proposer agent`` with the reflector as the optimizer agent's model (the smoke
+    reflector, offered bash, edits the submit tool's description); its counts come from the ledger."""
+    from efficacy_smoke import register_smoke_models
+
+    agent, reflector = register_smoke_models()
+    out = tmp_path / "agent.json"
+    argv = ["--benchmark", "shell-basics", "--model", agent, "--reflector", reflector, "--seeds", "1"]
+    argv += ["--generations", "1", "--batch-size", "2", "--validation", "2", "--test", "2", "--arms", "agent"]
+    assert efficacy.main([*argv, "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["seeds"][0]
+    assert set(rows) == {"seed harness", "harnessevolve", "harnessevolve + agent"}
+    row = rows["harnessevolve + agent"]
+    assert row["agent"]["candidates"] == 1 and row["agent"]["accepted"] == row["accepted"] == 1
+    assert row["gain_pts"] == 100.0
+    printed = capsys.readouterr().out
+    assert "agent proposer (seed 0): 1 valid candidates of 1 proposals, 1 accepted" in printed
+
+
 def test_help_documents_the_arms(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as done:
         efficacy.main(["--help"])
@@ -93,7 +112,7 @@ def test_help_documents_the_arms(capsys: pytest.CaptureFixture[str]) -> None:
         assert arm in text
 
 
-@pytest.mark.slow  # minutes: 3 seeds x 5 arms of real rollouts (sandboxed), on scripted models
+@pytest.mark.slow  # minutes: 3 seeds x 6 arms of real rollouts (sandboxed), on scripted models
 def test_smoke_mode_runs_every_arm_on_three_seeds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """--smoke: the scripted agent submits only when the loop or the submit tool makes it, so the
     behaviour edits (agent code on python-agent, the submit tool on shell-agent) can gain where a
@@ -108,7 +127,7 @@ def test_smoke_mode_runs_every_arm_on_three_seeds(tmp_path: Path, capsys: pytest
         assert rows["seed harness"]["test"] == 0.0 and rows["seed (python-agent)"]["test"] == 0.0
         assert rows["GEPA"]["gain_pts"] == 0.0 and rows["best-of-k (sc)"]["gain_pts"] == 0.0
         assert rows["harnessevolve + llm-rule"]["gain_pts"] == 0.0
-        for arm in ("harnessevolve", "harnessevolve (python-agent)"):
+        for arm in ("harnessevolve", "harnessevolve (python-agent)", "harnessevolve + agent"):
             assert rows[arm]["gain_pts"] in (0.0, 100.0)
             assert (rows[arm]["gain_pts"] == 100.0) == (rows[arm]["accepted"] == 1)
     code = [rows["harnessevolve (python-agent)"] for rows in doc["seeds"]]
