@@ -21,8 +21,10 @@ trajectories that were read (0: nothing ran after it, so it could not be observe
 
 ``FiringRecorder`` is what the generation loop holds: each event goes to the ledger and, as
 ``Fired:`` / ``Fired-Evidence:`` trailers, to the accepted commit's git note (``git log
---notes=harnessevolve``; a note, so history is never rewritten). Edits accepted before a resume
-are not watched by the resumed process.
+--notes=harnessevolve``; a note, so history is never rewritten). The watch is kept in the run
+folder (``firing.json``, rewritten after each change), so a resumed run goes on watching the edits
+accepted before the kill: a generation is read once per edit, an edit fires once (a verdict already
+in the ledger is not given again).
 """
 
 from __future__ import annotations
@@ -32,17 +34,22 @@ import difflib
 import json
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.errors import HarnessGitError
+from harnessevolve.core.files import atomic_write_json
 from harnessevolve.core.signals import ErrorSignal
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.model import Harness
 from harnessevolve.pipeline.scoring import TaskResult
-from harnessevolve.runs.events import EditFired
-from harnessevolve.runs.ledger import Ledger
+from harnessevolve.runs.events import CandidateCommitted, EditFired
+from harnessevolve.runs.ledger import Ledger, read_ledger
+
+WATCH_FILE = "firing.json"
+WATCH_VERSION = 1
 
 _BACKTICKS = re.compile(r"`([^`\n]{2,200})`")
 _JSON_STRING = re.compile(
@@ -120,6 +127,19 @@ class WatchedEdit:
     changed: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     fired: bool = False
+    last_observed: int = 0
+    """The last generation whose runs were read for this edit (a resumed generation is not read twice)."""
+
+    def to_json(self) -> dict[str, Any]:
+        doc = asdict(self)
+        doc["markers"] = list(self.markers)
+        doc["targets"] = {task: list(pair) for task, pair in self.targets.items()}
+        return doc
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> WatchedEdit:
+        targets = {str(t): (str(p[0]), str(p[1])) for t, p in dict(doc.get("targets") or {}).items()}
+        return cls(**{**doc, "markers": tuple(doc.get("markers") or ()), "targets": targets})
 
     def evidence(self) -> list[str]:
         out = []
@@ -193,8 +213,14 @@ class FiringWatch:
         rows = list(results)
         fired_now: list[EditFired] = []
         for edit in self.edits:
-            if edit.generation >= generation or edit.fired:
+            if (
+                not edit.sha
+                or edit.generation >= generation
+                or edit.fired
+                or generation <= edit.last_observed
+            ):
                 continue
+            edit.last_observed = generation
             for task_id, passed, signal, trajectory in rows:
                 edit.runs += 1
                 edit.marker_runs += bool(edit.markers) and shows_marker(trajectory, edit.markers)
@@ -216,7 +242,23 @@ class FiringWatch:
 
     def never_fired(self) -> list[EditFired]:
         """At the end of the run: an ``EditFired`` with ``fired: false`` for each edit that never did."""
-        return [edit.event(None) for edit in self.edits if not edit.fired]
+        return [edit.event(None) for edit in self.edits if edit.sha and not edit.fired]
+
+    def save(self, path: Path) -> None:
+        atomic_write_json(path, {"version": WATCH_VERSION, "edits": [e.to_json() for e in self.edits]})
+
+    @classmethod
+    def load(cls, path: Path) -> FiringWatch:
+        """The watch a killed process kept; an empty one when there is none (or it is unreadable:
+        the verdicts in the ledger stand, only later evidence for those edits is lost)."""
+        watch = cls()
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            if doc.get("version") == WATCH_VERSION:
+                watch.edits = [WatchedEdit.from_json(e) for e in doc.get("edits") or []]
+        except (OSError, ValueError, TypeError, AttributeError, KeyError):
+            watch.edits = []
+        return watch
 
 
 def trailers(event: EditFired) -> str:
@@ -230,24 +272,55 @@ def trailers(event: EditFired) -> str:
 class FiringRecorder:
     """The loop's side: watch accepted edits, read later runs, record verdicts (ledger + note)."""
 
-    def __init__(self, ledger: Ledger, repo: HarnessRepo) -> None:
+    def __init__(self, ledger: Ledger, repo: HarnessRepo, path: Path | None = None) -> None:
         self.ledger = ledger
         self.repo = repo
-        self.watch = FiringWatch()
+        self.path = path
+        """Where the watch is kept across a kill (``firing.json`` in the run folder); None: memory only."""
+        self.watch = FiringWatch.load(path) if path is not None else FiringWatch()
+        self.given: set[str] = set()
+        """Commits that already have their verdict in the ledger (from a killed process)."""
+        if path is not None and self.watch.edits and ledger.path.is_file():
+            self.given = {e.sha for e in read_ledger(ledger.path) if isinstance(e, EditFired)}
+            for edit in self.watch.edits:
+                edit.fired = edit.fired or edit.sha in self.given
 
-    def accepted(
+    def keep(self, accepted: Sequence[str]) -> None:
+        """After a resume: watch exactly the edits the run accepted. The watch of an edit is kept
+        before its commit (``pending``, no sha yet): one whose generation committed an accepted
+        sha is bound to it, one whose commit never came (or was not accepted) is dropped."""
+        wanted = set(accepted)
+        pending = [e for e in self.watch.edits if not e.sha]
+        self.watch.edits = [e for e in self.watch.edits if e.sha in wanted]
+        if pending and self.ledger.path.is_file():
+            bound = {e.sha for e in self.watch.edits}
+            by_generation = {
+                e.generation: e.sha
+                for e in read_ledger(self.ledger.path)
+                if isinstance(e, CandidateCommitted) and e.sha in wanted and e.sha not in bound
+            }
+            for edit in pending:
+                if edit.generation in by_generation:
+                    edit.sha = by_generation[edit.generation]
+                    edit.fired = edit.fired or edit.sha in self.given
+                    self.watch.edits.append(edit)
+            self.watch.edits.sort(key=lambda e: e.generation)
+        self._save()
+
+    def pending(
         self,
         generation: int,
-        sha: str,
         before: Harness,
         changes: dict[str, str | None],
         summary: str,
         target_tasks: Iterable[str],
         results: Sequence[TaskResult],
     ) -> None:
-        """An edit was accepted in ``generation``; ``results``: the batch it was made from."""
+        """An edit is about to be committed as ``generation``'s accepted one; ``results``: the batch
+        it was made from. Kept before the commit, so a kill after the commit loses no watch."""
+        self.watch.edits = [e for e in self.watch.edits if e.sha or e.generation != generation]
         self.watch.watch(
-            sha=sha,
+            sha="",
             generation=generation,
             summary=summary,
             before=before.files,
@@ -256,18 +329,34 @@ class FiringRecorder:
             signals=[r.signal for r in results if r.signal is not None],
             made_from=[r.trajectory for r in results],
         )
+        self._save()
+
+    def accepted(self, generation: int, sha: str) -> None:
+        """``generation``'s pending edit was committed as ``sha``."""
+        for edit in self.watch.edits:
+            if not edit.sha and edit.generation == generation:
+                edit.sha = sha
+        self._save()
 
     def observed(self, generation: int, results: Sequence[TaskResult]) -> None:
         """Runs of the current harness in ``generation`` (its batch)."""
         rows = [(r.task_id, r.passed, r.signal, r.trajectory) for r in results if r.infra is None]
         for event in self.watch.observe(generation, rows):
             self._record(event)
+        self._save()
 
     def finished(self) -> None:
         for event in self.watch.never_fired():
             self._record(event)
 
+    def _save(self) -> None:
+        if self.path is not None:
+            self.watch.save(self.path)
+
     def _record(self, event: EditFired) -> None:
+        if event.sha in self.given:
+            return
+        self.given.add(event.sha)
         self.ledger.append(event)
         with contextlib.suppress(HarnessGitError):  # the ledger has it; only the copy is lost
             self.repo.add_note(event.sha, trailers(event))

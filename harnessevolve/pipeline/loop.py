@@ -32,7 +32,7 @@ from harnessevolve.models.usage import UsageMeter
 from harnessevolve.optimize.proposal import ProposalContext, ProposerChain
 from harnessevolve.pipeline.budget import BudgetGuard, spending
 from harnessevolve.pipeline.context import build_context
-from harnessevolve.pipeline.edit_firing import FiringRecorder
+from harnessevolve.pipeline.edit_firing import WATCH_FILE, FiringRecorder
 from harnessevolve.pipeline.epochs import EpochClock, Snapshot, SnapshotPool
 from harnessevolve.pipeline.evolve_env import EnvironmentEvolver
 from harnessevolve.pipeline.history import RunHistory
@@ -143,7 +143,7 @@ class GenerationLoop:
             run_dir=self.run_dir,
             state=self.state,
         )
-        self.firing = FiringRecorder(self.ledger, self.repo)
+        self.firing = FiringRecorder(self.ledger, self.repo, self.run_dir / WATCH_FILE)
         """Whether each accepted edit shows in later trajectories (``edit_fired`` events, commit notes)."""
 
     async def run(self, resume: ResumePoint | None = None) -> RunState:
@@ -179,6 +179,7 @@ class GenerationLoop:
             if self.evolver is not None:  # batches that held generated tasks, whole again
                 self.batches = self.evolver.rebuild_batches(self.benchmark.tasks, len(self.batches))
             self.history.rejected = list(resume.rejected)
+            self.firing.keep(self.state.accepted)
             self.epochs = resume.epochs
             first = resume.next_generation
             self.state.generation = first - 1  # an epoch end redone here belongs to that generation
@@ -349,10 +350,11 @@ class GenerationLoop:
             if trial is not winner and (len(trials) > 1 or trial.revisions):
                 self.history.record_rejected(generation, trial, len(trials))
         if winner is not None:
+            c = winner.candidate
+            self.firing.pending(generation, current, c.changes, c.summary, c.target_tasks, results)
             sha = self.history.commit(winner, generation, len(trials), "accepted")
             self.state.accepted.append(sha)
-            c = winner.candidate
-            self.firing.accepted(generation, sha, current, c.changes, c.summary, c.target_tasks, results)
+            self.firing.accepted(generation, sha)
             tie = accepted_on_tie(winner.judgement.verdicts)
             row.candidate, row.outcome = sha[:8], "accepted (tie)" if tie else "accepted"
             self.ledger.append(

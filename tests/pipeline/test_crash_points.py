@@ -34,12 +34,11 @@ REFERENCES = Path(__file__).parents[2] / "trajectories" / "shell-basics"
 KILLED = 86
 """The child's exit status at the crash point (anything else: the point was never reached)."""
 SHA = re.compile(r"\b[0-9a-f]{40}\b")
-NOT_COMPARED = (ev.EditFired,)
-"""Known gap, not hidden: the edit-firing watcher (pipeline/edit_firing.py) keeps the edits it
-watches in memory only, so a resumed run does not report those accepted before the kill."""
+NOT_COMPARED: tuple[type[ev.Event], ...] = ()
+"""Every event the run writes is compared (the edit-firing watch is kept in the run folder too)."""
 BY_PROCESS = {"ts", "recovered", "usage", "cached_rollouts", "infra", "rollouts", "tokens"}
 """Fields that say which process wrote an event (or what it spent), not what the run did
-(``infra`` tallies the machine failures of the last process only). ``rollouts`` and ``tokens``
+(``infra``'s rollouts count a rollout served from the cache on resume once more). ``rollouts`` and ``tokens``
 are checked apart (``counters_hold``): a rollout that finished after a killed process's last
 event is served from the cache on resume, so it counts as cached there."""
 

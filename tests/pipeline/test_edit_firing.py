@@ -144,3 +144,54 @@ def test_a_run_records_whether_its_edits_fired(cli, harness_dir) -> None:  # noq
     assert "accepted edit(s) fired" in status, status
     note = HarnessRepo(harness_dir).note(accepted[0])
     assert note.startswith("Fired: "), note
+
+
+def test_the_watch_survives_a_kill_in_the_run_folder(tmp_path) -> None:
+    """``firing.json``: a resumed process reads the same watch; a generation read before the kill is
+    not read again, and an edit whose verdict is in the ledger is not given one again."""
+    from harnessevolve.pipeline.edit_firing import WATCH_FILE, FiringRecorder
+    from harnessevolve.runs.events import CandidateCommitted
+    from harnessevolve.runs.ledger import Ledger
+
+    rule = PROMPT + "- Call `submit` with the command itself.\n"
+    ls: Call = ("bash", {"command": "ls"})
+
+    class NoNotes:
+        def add_note(self, _sha: str, _text: str) -> None:
+            pass
+
+    class Before:
+        files = {"prompts/system.md": PROMPT}
+
+    ledger = Ledger(tmp_path / "ledger.jsonl")
+    first = FiringRecorder(ledger, NoNotes(), tmp_path / WATCH_FILE)  # type: ignore[arg-type]
+    first.pending(1, Before(), {"prompts/system.md": rule}, "rule", ["t2"], [])  # type: ignore[arg-type]
+    ledger.append(CandidateCommitted(generation=1, sha="b" * 40, verdict="accepted"))
+    # killed here: after the commit, before the loop bound the watch to its sha
+    second = FiringRecorder(ledger, NoNotes(), tmp_path / WATCH_FILE)  # type: ignore[arg-type]
+    second.keep(["b" * 40])
+    (edit,) = second.watch.edits
+    assert edit.sha == "b" * 40 and edit.markers == ("submit",)
+    rows = [("t3", False, None, traj("t3", ls, ("submit", {"answer": "ls"}), answer="ls"))]
+    assert [e.fired for e in second.watch.observe(2, rows)] == [True]
+    assert second.watch.observe(2, rows) == []  # generation 2 is read once
+    second.observed(3, [])  # nothing new: the verdict stands
+    third = FiringRecorder(ledger, NoNotes(), tmp_path / WATCH_FILE)  # type: ignore[arg-type]
+    third.keep(["b" * 40])
+    third.finished()  # fired before (the watch says so): no "never fired" verdict
+    assert third.watch.never_fired() == []
+
+
+def test_a_pending_watch_whose_commit_never_came_is_dropped(tmp_path) -> None:
+    from harnessevolve.pipeline.edit_firing import WATCH_FILE, FiringRecorder
+    from harnessevolve.runs.ledger import Ledger
+
+    class Before:
+        files = {"prompts/system.md": PROMPT}
+
+    ledger = Ledger(tmp_path / "ledger.jsonl")
+    first = FiringRecorder(ledger, None, tmp_path / WATCH_FILE)  # type: ignore[arg-type]
+    first.pending(1, Before(), {"prompts/system.md": PROMPT + "x\n"}, "x", [], [])  # type: ignore[arg-type]
+    second = FiringRecorder(ledger, None, tmp_path / WATCH_FILE)  # type: ignore[arg-type]
+    second.keep([])
+    assert second.watch.edits == []
