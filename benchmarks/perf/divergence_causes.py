@@ -35,8 +35,8 @@ def run(args: argparse.Namespace) -> None:
     from harnessevolve.adapters import load_benchmark_spec
     from harnessevolve.core import atif, paths
     from harnessevolve.harness.load import load_harness
-    from harnessevolve.pipeline.references import load_references
-    from harnessevolve.pipeline.scorer_setup import ScorerSetup
+    from harnessevolve.pipeline.rollouts.references import load_references
+    from harnessevolve.pipeline.rollouts.scorer_setup import ScorerSetup
 
     bench = load_benchmark_spec(args.benchmark, ())
     references = load_references(bench)
@@ -73,7 +73,7 @@ def align(args: argparse.Namespace) -> None:
     oracle_for = None
     if "oracle" in inspect.signature(first_divergence).parameters:
         from harnessevolve.evaluate.effect_check import effect_oracle
-        from harnessevolve.pipeline.sandboxed_checks import sandboxed_runner
+        from harnessevolve.pipeline.rollouts.sandboxed_checks import sandboxed_runner
 
         runner = sandboxed_runner(None)
 

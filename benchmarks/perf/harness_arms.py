@@ -1,6 +1,7 @@
 """Shared by the efficacy scripts in benchmarks/perf/ (demo_gain.py, vs_gepa.py): make a harness
 from the template, run harnessevolve on it while counting rollouts, and score any harness on a
-benchmark split with the same agent loop and checkers the pipeline uses (``pipeline.scoring.Scorer``).
+benchmark split with the same agent loop and checkers the pipeline uses
+(``pipeline.rollouts.scoring.Scorer``).
 
 Not part of the package: a script imports it with ``sys.path`` pointing at this folder.
 """
@@ -21,10 +22,10 @@ from harnessevolve.core.tasks import Benchmark, Task
 from harnessevolve.execute.executor import EXECUTORS
 from harnessevolve.harness.model import Harness
 from harnessevolve.pipeline.final import find_run
-from harnessevolve.pipeline.references import load_references
+from harnessevolve.pipeline.rollouts.references import load_references
+from harnessevolve.pipeline.rollouts.scorer_setup import default_concurrency
+from harnessevolve.pipeline.rollouts.scoring import Scorer, TaskResult
 from harnessevolve.pipeline.run import RunHooks, start_run
-from harnessevolve.pipeline.scorer_setup import default_concurrency
-from harnessevolve.pipeline.scoring import Scorer, TaskResult
 from harnessevolve.runs import events as ev
 from harnessevolve.runs.run_config import RunConfig
 

@@ -27,8 +27,8 @@ from harnessevolve.core.tasks import load_benchmark
 from harnessevolve.execute.executor import EXECUTORS
 from harnessevolve.harness.load import load_harness
 from harnessevolve.models.torch_backend import release_models
-from harnessevolve.pipeline.references import load_references
-from harnessevolve.pipeline.scoring import Scorer, TaskResult
+from harnessevolve.pipeline.rollouts.references import load_references
+from harnessevolve.pipeline.rollouts.scoring import Scorer, TaskResult
 from harnessevolve.train.config import TrainConfig
 from harnessevolve.train.session import train_from_trajectories
 

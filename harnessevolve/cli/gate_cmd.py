@@ -32,7 +32,7 @@ from harnessevolve.core.errors import BenchmarkError
 from harnessevolve.core.files import atomic_write_text
 from harnessevolve.core.interrupts import stop_signals
 from harnessevolve.gate.performance import accepted_on_tie
-from harnessevolve.pipeline.ci_gate import GateOptions, run_gate
+from harnessevolve.pipeline.judging.ci_gate import GateOptions, run_gate
 from harnessevolve.report.gate_report import junit_xml, markdown_summary, verdict_headline
 from harnessevolve.runs.run_config import ExecutionConfig
 

@@ -31,6 +31,7 @@ from harnessevolve.execute.workspace import tool_env
 from harnessevolve.sandbox.base import Sandbox, resolve_sandbox, tools_view, with_paths
 from harnessevolve.sandbox.base import agent_view as sandbox_agent_view
 from harnessevolve.sandbox.launch import finish_process
+from harnessevolve.sandbox.python_paths import extra_site_dirs
 from harnessevolve.sandbox.views import folder_private, protected_folders, refuse_read_only, suite_private
 
 SERVER_MAIN = Path(__file__).with_name("tool_server_main.py")
@@ -52,6 +53,7 @@ def python_runtime_paths() -> tuple[str, ...]:
     (``sys.prefix``: the declared dependencies installed there) and the harnessevolve package."""
     candidates = [sys.prefix, sys.base_prefix, str(Path(sys.executable).resolve().parent.parent)]
     candidates.append(str(Path(harnessevolve.__file__).resolve().parent))
+    candidates += extra_site_dirs(candidates)
     return tuple(dict.fromkeys(p for p in candidates if not p.startswith(("/usr/", "/etc/")) and p != "/usr"))
 
 

@@ -36,8 +36,8 @@ from harnessevolve.core.files import atomic_write_text, read_yaml
 from harnessevolve.core.tasks import Benchmark, BenchmarkSettings, Task, load_task
 from harnessevolve.harness.load import load_harness
 from harnessevolve.harness.model import Harness
-from harnessevolve.pipeline.references import replay_gold, save_reference
-from harnessevolve.pipeline.scoring import Scorer, TaskResult
+from harnessevolve.pipeline.rollouts.references import replay_gold, save_reference
+from harnessevolve.pipeline.rollouts.scoring import Scorer, TaskResult
 from harnessevolve.runs.events import BatchEvaluated, EnvironmentStatus, TaskGenerated
 from harnessevolve.runs.ledger import Ledger, read_ledger
 from harnessevolve.runs.rundir import RunDir

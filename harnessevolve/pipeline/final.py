@@ -2,10 +2,10 @@
 every evaluation is written to the run's ledger.
 
 Beside the seed and the evolved harness it scores the **matched-budget control**: the seed's
-best-of-k at the rollouts the run spent (``pipeline/best_of_k.py``: k = round(B / test tasks),
+best-of-k at the rollouts the run spent (``pipeline/rollouts/best_of_k.py``: k = round(B / test tasks),
 B = the run's ``rollouts`` + ``cached_rollouts``), as the self-consistency pick (deployable) and
 the pass@k oracle (labelled as such), each with a confidence interval. ``--variants N`` also
-scores both harnesses on synthesized variants of the test tasks (``pipeline/heldout_variants.py``).
+scores both harnesses on synthesized variants of the test tasks (``pipeline/judging/heldout_variants.py``).
 Rollouts that failed on the machine are scored 0 and counted apart (``infra``).
 """
 
@@ -23,12 +23,12 @@ from harnessevolve.gate.noise import mean_ci
 from harnessevolve.gate.performance import mean
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
-from harnessevolve.pipeline.best_of_k import BestOfK, matched_k, seed_control
-from harnessevolve.pipeline.heldout_variants import make_test_variants, variant_drop
-from harnessevolve.pipeline.references import load_references
-from harnessevolve.pipeline.rollout_cache import RolloutCache
+from harnessevolve.pipeline.judging.heldout_variants import make_test_variants, variant_drop
+from harnessevolve.pipeline.rollouts.best_of_k import BestOfK, matched_k, seed_control
+from harnessevolve.pipeline.rollouts.references import load_references
+from harnessevolve.pipeline.rollouts.rollout_cache import RolloutCache
+from harnessevolve.pipeline.rollouts.scorer_setup import ScorerSetup
 from harnessevolve.pipeline.run import RunHooks
-from harnessevolve.pipeline.scorer_setup import ScorerSetup
 from harnessevolve.runs.events import Event, RunFinished, RunStarted, TestEvaluated
 from harnessevolve.runs.ledger import Ledger
 from harnessevolve.runs.run_config import RunConfig

@@ -20,8 +20,8 @@ from harnessevolve.gate.verdict import GateVerdict
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.optimize.edits import write_changes
 from harnessevolve.optimize.proposal import Candidate
+from harnessevolve.pipeline.judging.trials import Trial
 from harnessevolve.pipeline.state import RunState
-from harnessevolve.pipeline.trials import Trial
 from harnessevolve.runs.events import (
     CandidateCommitted,
     CandidateRejected,

@@ -31,18 +31,18 @@ from harnessevolve.harness.model import Harness
 from harnessevolve.models.usage import UsageMeter
 from harnessevolve.optimize.proposal import ProposalContext, ProposerChain
 from harnessevolve.pipeline.budget import BudgetGuard, spending
-from harnessevolve.pipeline.context import build_context
-from harnessevolve.pipeline.edit_firing import WATCH_FILE, FiringRecorder
 from harnessevolve.pipeline.epochs import EpochClock, Snapshot, SnapshotPool
 from harnessevolve.pipeline.evolve_env import EnvironmentEvolver
 from harnessevolve.pipeline.history import RunHistory
-from harnessevolve.pipeline.judge import CandidateJudge
+from harnessevolve.pipeline.judging.edit_firing import WATCH_FILE, FiringRecorder
+from harnessevolve.pipeline.judging.judge import CandidateJudge
+from harnessevolve.pipeline.judging.trials import TrialRunner
 from harnessevolve.pipeline.policies import LoopPolicies, sample_batch
 from harnessevolve.pipeline.preflight import smoke_seed
+from harnessevolve.pipeline.proposing.context import build_context
 from harnessevolve.pipeline.resume import ResumePoint
-from harnessevolve.pipeline.scoring import Scorer, TaskResult, mean_score
+from harnessevolve.pipeline.rollouts.scoring import Scorer, TaskResult, mean_score
 from harnessevolve.pipeline.state import GenerationRow, RunState
-from harnessevolve.pipeline.trials import TrialRunner
 from harnessevolve.runs.events import (
     AgentModelChanged,
     Baseline,

@@ -15,7 +15,7 @@ from typing import Protocol
 from harnessevolve.core.enums import Sampling
 from harnessevolve.core.tasks import Task
 from harnessevolve.pipeline.epochs import Snapshot, SnapshotPool
-from harnessevolve.pipeline.trials import Trial, pick_winner
+from harnessevolve.pipeline.judging.trials import Trial, pick_winner
 
 
 def sample_batch(

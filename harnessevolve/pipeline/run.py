@@ -16,15 +16,15 @@ from harnessevolve.harness.load import load_harness
 from harnessevolve.models.pricing import check_cost_budget, parse_price
 from harnessevolve.optimize.registry import make_proposer
 from harnessevolve.pipeline import preflight
-from harnessevolve.pipeline.agent_proposer import agent_proposers
 from harnessevolve.pipeline.budget import ProposerBudget
 from harnessevolve.pipeline.evolve_env import native_documents
-from harnessevolve.pipeline.floor import check_floor_at_start
+from harnessevolve.pipeline.judging.floor import check_floor_at_start
 from harnessevolve.pipeline.net_change import NetChange
-from harnessevolve.pipeline.reference_coverage import missing_references_warning
-from harnessevolve.pipeline.references import load_references
+from harnessevolve.pipeline.proposing.agent_proposer import agent_proposers
 from harnessevolve.pipeline.resume import load_run_for_resume, reconcile, resume_point
-from harnessevolve.pipeline.scorer_setup import ScorerSetup
+from harnessevolve.pipeline.rollouts.reference_coverage import missing_references_warning
+from harnessevolve.pipeline.rollouts.references import load_references
+from harnessevolve.pipeline.rollouts.scorer_setup import ScorerSetup
 from harnessevolve.pipeline.session import CheckedRun, run_generations, spent_before
 from harnessevolve.pipeline.state import RunState
 from harnessevolve.report.tracking import make_tracker

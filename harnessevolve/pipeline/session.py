@@ -18,18 +18,22 @@ from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.model import Harness
 from harnessevolve.models.usage import UsageMeter
 from harnessevolve.optimize.proposal import ProposerChain
-from harnessevolve.pipeline.agent_proposer import AgentRun, bind_agent_proposer, close_agent_proposer
 from harnessevolve.pipeline.budget import Budget, BudgetExhausted, BudgetGuard, metering
 from harnessevolve.pipeline.evolve_env import EnvironmentEvolver, EvolveSettings
-from harnessevolve.pipeline.infra import InfraTally, ledger_infra_tally
 from harnessevolve.pipeline.loop import GenerationLoop, LoopParts
 from harnessevolve.pipeline.net_change import NetChange, net_change
 from harnessevolve.pipeline.policies import LoopPolicies, PolicyInputs
-from harnessevolve.pipeline.refgen import load_regret
+from harnessevolve.pipeline.proposing.agent_proposer import (
+    AgentRun,
+    bind_agent_proposer,
+    close_agent_proposer,
+)
 from harnessevolve.pipeline.resume import ResumePoint
-from harnessevolve.pipeline.rollout_cache import RolloutCache
-from harnessevolve.pipeline.scorer_setup import ScorerSetup
-from harnessevolve.pipeline.scoring import Scorer
+from harnessevolve.pipeline.rollouts.infra import InfraTally, ledger_infra_tally
+from harnessevolve.pipeline.rollouts.refgen import load_regret
+from harnessevolve.pipeline.rollouts.rollout_cache import RolloutCache
+from harnessevolve.pipeline.rollouts.scorer_setup import ScorerSetup
+from harnessevolve.pipeline.rollouts.scoring import Scorer
 from harnessevolve.pipeline.state import RunState
 from harnessevolve.runs.counters import Counts, RunCounters
 from harnessevolve.runs.events import BudgetExhausted as BudgetExhaustedEvent

@@ -245,7 +245,7 @@ class RunFinished(Event):
     ``validation_final`` and ``delta`` (see pipeline/net_change.py)."""
     infra: dict[str, Any] | None = None
     """Rollouts that failed on the machine, counted apart from agent failures: ``failures`` of
-    ``rollouts``, ``share``, ``reasons`` (reason -> count), ``retried`` (pipeline/infra.py)."""
+    ``rollouts``, ``share``, ``reasons`` (reason -> count), ``retried`` (pipeline/rollouts/infra.py)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -498,7 +498,7 @@ class CandidateAccepted(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class EditFired(Event):
-    """Whether an accepted edit showed in later trajectories (``pipeline/edit_firing.py``): its
+    """Whether an accepted edit showed in later trajectories (``pipeline/judging/edit_firing.py``): its
     targeted step gone or changed, or the pattern it added reused. ``fired: false`` at the end of a
     run labels an edit that never fired (``runs`` 0: nothing ran after it)."""
 
@@ -583,14 +583,14 @@ class TestEvaluated(Event):
     source: str | None = None
     benchmark: str | None = None
     control: dict[str, Any] | None = None
-    """The seed's best-of-k at the rollouts the run spent (``pipeline/best_of_k.py``): ``k``,
+    """The seed's best-of-k at the rollouts the run spent (``pipeline/rollouts/best_of_k.py``): ``k``,
     ``sc`` (self-consistency pick) and ``oracle`` (pass@k) with their intervals, ``matched_to``."""
     intervals: dict[str, list[float]] | None = None
     """Confidence interval of each score in ``scores`` (``gate.noise.mean_ci``)."""
     variants: dict[str, Any] | None = None
     """``report --final --variants N``: seed and evolved on synthesized variants of the test tasks."""
     infra: dict[str, Any] | None = None
-    """Rollouts of this scoring that failed on the machine (``pipeline/infra.py``), counted apart."""
+    """Rollouts of this scoring that failed on the machine (``pipeline/rollouts/infra.py``), counted apart."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -608,7 +608,7 @@ class InfraFailure(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class FloorChecked(Event):
-    """The null-agent floor (``pipeline/floor.py``) on a sample of the benchmark at the run's start:
+    """The null-agent floor (``pipeline/judging/floor.py``) on a sample of the benchmark at the run's start:
     ``share`` of the ``tasks`` checked that a do-nothing or trivial agent passes, ``passed`` task ->
     the agents that pass it; ``refused`` when the share is above ``max_share`` (exit 2)."""
 

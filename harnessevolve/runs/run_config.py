@@ -62,7 +62,7 @@ class BudgetConfig:
     """``IN,OUT`` USD per million tokens for models litellm has no price for (``--price-per-mtok``)."""
     max_infra_share: float = 0.5
     """Stop the run (exit 3) when more than this share of its rollouts failed on the machine
-    (sandbox, tool server, endpoint 5xx, executor; ``pipeline/infra.py``)."""
+    (sandbox, tool server, endpoint 5xx, executor; ``pipeline/rollouts/infra.py``)."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ class OptimizeConfig:
 
 @dataclass(frozen=True)
 class FloorConfig:
-    """The null-agent floor checked before a run (``pipeline/floor.py``)."""
+    """The null-agent floor checked before a run (``pipeline/judging/floor.py``)."""
 
     floor_sample: int = 8
     """Tasks the null-agent floor checks at the run's start (0: none)."""

@@ -11,7 +11,7 @@ import git
 from run_args import run_args
 
 from harnessevolve.cli.app import app
-from harnessevolve.pipeline.best_of_k import matched_k
+from harnessevolve.pipeline.rollouts.best_of_k import matched_k
 from harnessevolve.runs.ledger import read_lines
 
 

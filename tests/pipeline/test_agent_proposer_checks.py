@@ -11,14 +11,19 @@ import pytest
 from harnessevolve.core.signals import Cause, Cluster, ErrorSignal
 from harnessevolve.core.tasks import load_benchmark
 from harnessevolve.optimize.proposal import ProposalContext
-from harnessevolve.pipeline.agent_proposer_diff import (
+from harnessevolve.pipeline.proposing.agent_proposer_diff import (
     EditRefused,
     check_protected,
     harness_changes,
     snapshot,
 )
-from harnessevolve.pipeline.agent_proposer_workspace import Evidence, HeldOut, PastCandidate, workspace_files
-from harnessevolve.pipeline.references import load_references
+from harnessevolve.pipeline.proposing.agent_proposer_workspace import (
+    Evidence,
+    HeldOut,
+    PastCandidate,
+    workspace_files,
+)
+from harnessevolve.pipeline.rollouts.references import load_references
 
 FILES = {"harness.yaml": "version: 1\n", "prompts/system.md": "Be careful.\n", "prompts/examples.md": ""}
 EDITABLE = ("prompts/*.md",)
@@ -133,8 +138,8 @@ def test_agent_proposer_workspace_holds_no_held_out_task() -> None:
 def test_agent_proposer_history_from_the_ledger(tmp_path: Path) -> None:
     """Earlier candidates as the agent reads them: verdict, scalar gate numbers (per-task lists
     left out), validation score, reason of the gate that reverted it."""
-    from harnessevolve.pipeline.agent_proposer_history import past_candidates
-    from harnessevolve.pipeline.agent_proposer_workspace import history_files
+    from harnessevolve.pipeline.proposing.agent_proposer_history import past_candidates
+    from harnessevolve.pipeline.proposing.agent_proposer_workspace import history_files
     from harnessevolve.runs import events as ev
     from harnessevolve.runs.ledger import Ledger
 

@@ -10,8 +10,8 @@ import pytest
 
 from harnessevolve.core.atif import Step, ToolCall, Trajectory
 from harnessevolve.gate.noise import mean_ci
-from harnessevolve.pipeline.best_of_k import best_of_k, matched_k, self_consistent_pick
-from harnessevolve.pipeline.scoring import TaskResult
+from harnessevolve.pipeline.rollouts.best_of_k import best_of_k, matched_k, self_consistent_pick
+from harnessevolve.pipeline.rollouts.scoring import TaskResult
 
 
 def result(task: str, score: float, answer: str, stop: str = "submitted") -> TaskResult:

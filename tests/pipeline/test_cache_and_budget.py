@@ -17,9 +17,9 @@ from harnessevolve.harness.load import load_harness
 from harnessevolve.models.scripted import register_script, unregister_script
 from harnessevolve.models.usage import UsageMeter
 from harnessevolve.pipeline.budget import Budget, BudgetExhausted, BudgetGuard
-from harnessevolve.pipeline.references import load_references
-from harnessevolve.pipeline.rollout_cache import RolloutCache
-from harnessevolve.pipeline.scoring import Scorer
+from harnessevolve.pipeline.rollouts.references import load_references
+from harnessevolve.pipeline.rollouts.rollout_cache import RolloutCache
+from harnessevolve.pipeline.rollouts.scoring import Scorer
 from harnessevolve.runs.ledger import read_lines
 
 

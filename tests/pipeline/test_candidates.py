@@ -14,7 +14,7 @@ from harnessevolve.cli.app import app
 from harnessevolve.harness.load import load_harness
 from harnessevolve.optimize import registry
 from harnessevolve.optimize.proposal import Candidate
-from harnessevolve.pipeline.judge import CandidateJudge
+from harnessevolve.pipeline.judging.judge import CandidateJudge
 from harnessevolve.runs.ledger import read_lines
 
 

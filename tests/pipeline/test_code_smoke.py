@@ -12,7 +12,7 @@ import pytest
 
 from harnessevolve.gate.quality import SmokeOutcome, code_gate
 from harnessevolve.harness.load import read_files
-from harnessevolve.pipeline.code_smoke import SandboxedCodeSmoke
+from harnessevolve.pipeline.judging.code_smoke import SandboxedCodeSmoke
 from harnessevolve.sandbox.base import make_sandbox
 
 PY_AGENT = Path(__file__).parents[2] / "harnesses" / "python-agent"

@@ -8,7 +8,7 @@ from typing import Any
 
 from harnessevolve.core.atif import ObservationResult, Step, ToolCall, Trajectory
 from harnessevolve.core.signals import Cause, ErrorSignal
-from harnessevolve.pipeline.edit_firing import FiringWatch, added_text, markers_of, trailers
+from harnessevolve.pipeline.judging.edit_firing import FiringWatch, added_text, markers_of, trailers
 from harnessevolve.report.firing import firing_summary, firings
 
 Call = tuple[str, dict[str, Any]]
@@ -149,7 +149,7 @@ def test_a_run_records_whether_its_edits_fired(cli, harness_dir) -> None:  # noq
 def test_the_watch_survives_a_kill_in_the_run_folder(tmp_path) -> None:
     """``firing.json``: a resumed process reads the same watch; a generation read before the kill is
     not read again, and an edit whose verdict is in the ledger is not given one again."""
-    from harnessevolve.pipeline.edit_firing import WATCH_FILE, FiringRecorder
+    from harnessevolve.pipeline.judging.edit_firing import WATCH_FILE, FiringRecorder
     from harnessevolve.runs.events import CandidateCommitted
     from harnessevolve.runs.ledger import Ledger
 
@@ -183,7 +183,7 @@ def test_the_watch_survives_a_kill_in_the_run_folder(tmp_path) -> None:
 
 
 def test_a_pending_watch_whose_commit_never_came_is_dropped(tmp_path) -> None:
-    from harnessevolve.pipeline.edit_firing import WATCH_FILE, FiringRecorder
+    from harnessevolve.pipeline.judging.edit_firing import WATCH_FILE, FiringRecorder
     from harnessevolve.runs.ledger import Ledger
 
     class Before:

@@ -12,7 +12,7 @@ from run_args import run_args
 
 from harnessevolve.cli.app import app
 from harnessevolve.core.tasks import load_benchmark
-from harnessevolve.pipeline.floor import floor_sample, null_floor
+from harnessevolve.pipeline.judging.floor import floor_sample, null_floor
 from harnessevolve.runs.ledger import read_lines
 
 SOUND = '{{type: file, path: out.txt, expected: "ok{i}"}}'

@@ -18,9 +18,9 @@ from harnessevolve.core.infra import infra_reason
 from harnessevolve.core.tasks import Benchmark
 from harnessevolve.execute.executor import LocalExecutor
 from harnessevolve.harness.load import load_harness
-from harnessevolve.pipeline.infra import InfraFailure, InfraTally
-from harnessevolve.pipeline.rollout_cache import RolloutCache
-from harnessevolve.pipeline.scoring import Scorer
+from harnessevolve.pipeline.rollouts.infra import InfraFailure, InfraTally
+from harnessevolve.pipeline.rollouts.rollout_cache import RolloutCache
+from harnessevolve.pipeline.rollouts.scoring import Scorer
 from harnessevolve.runs.ledger import read_lines
 from harnessevolve.sandbox import base as sandbox_base
 from harnessevolve.sandbox.base import UnsafeNoSandbox

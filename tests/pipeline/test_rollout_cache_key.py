@@ -14,10 +14,10 @@ import pytest
 from harnessevolve.core.tasks import Benchmark
 from harnessevolve.execute.executor import LocalExecutor
 from harnessevolve.harness.load import load_harness
-from harnessevolve.pipeline import rollout_cache
-from harnessevolve.pipeline.references import load_references
-from harnessevolve.pipeline.rollout_cache import RolloutCache, rollout_environment, rollout_key
-from harnessevolve.pipeline.scoring import Scorer
+from harnessevolve.pipeline.rollouts import rollout_cache
+from harnessevolve.pipeline.rollouts.references import load_references
+from harnessevolve.pipeline.rollouts.rollout_cache import RolloutCache, rollout_environment, rollout_key
+from harnessevolve.pipeline.rollouts.scoring import Scorer
 from harnessevolve.sandbox.base import BwrapSandbox, UnsafeNoSandbox
 from harnessevolve.sandbox.launch import SandboxLimits
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harnessevolve.pipeline.infra import InfraTally
+from harnessevolve.pipeline.rollouts.infra import InfraTally
 from harnessevolve.pipeline.session import run_infra
 from harnessevolve.runs.counters import Counts, RunCounters
 from harnessevolve.runs.events import InfraFailure

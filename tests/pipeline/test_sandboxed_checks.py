@@ -11,7 +11,7 @@ from check_runners import HostRunner
 
 from harnessevolve.core.tasks import Check, Task
 from harnessevolve.evaluate.checkers import run_checks
-from harnessevolve.pipeline.sandboxed_checks import sandboxed_runner
+from harnessevolve.pipeline.rollouts.sandboxed_checks import sandboxed_runner
 from harnessevolve.sandbox.base import BwrapSandbox, SandboxLimits
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 from harnessevolve.execute.executor import LocalExecutor
 from harnessevolve.gate.config import PerformanceConfig
-from harnessevolve.pipeline.scoring import Scorer
-from harnessevolve.pipeline.sequential import RepeatedScorer, repetitions, sequential_decision
+from harnessevolve.pipeline.rollouts.scoring import Scorer
+from harnessevolve.pipeline.rollouts.sequential import RepeatedScorer, repetitions, sequential_decision
 
 CONFIG = PerformanceConfig(
     mode="sequential", confidence=0.95, power=0.8, effect=0.1, increment=5, max_rollouts_per_task=4

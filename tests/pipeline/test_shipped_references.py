@@ -17,8 +17,8 @@ from harnessevolve.cli import refs_cmd
 from harnessevolve.core import atif, paths
 from harnessevolve.core.errors import BenchmarkError
 from harnessevolve.core.tasks import Check, GoldCall, Task
-from harnessevolve.pipeline.reference_coverage import missing_references_warning
-from harnessevolve.pipeline.references import load_references, user_references_dir
+from harnessevolve.pipeline.rollouts.reference_coverage import missing_references_warning
+from harnessevolve.pipeline.rollouts.references import load_references, user_references_dir
 
 SHIPPED = paths.builtin_dir("trajectories")
 

@@ -28,8 +28,9 @@ from pathlib import Path
 from harnessevolve.core.errors import SandboxError
 from harnessevolve.harness.agent_config import HARNESS_MOUNT
 from harnessevolve.sandbox.base import Sandbox, agent_view
-from harnessevolve.sandbox.bwrap import SYSTEM_DIRS, BwrapSandbox
+from harnessevolve.sandbox.bwrap import BwrapSandbox
 from harnessevolve.sandbox.launch import ReadOnly
+from harnessevolve.sandbox.python_paths import python_roots
 
 CONTROL_MOUNT = "/run/harnessevolve"
 SOCKET_NAME = "model.sock"
@@ -58,15 +59,6 @@ class AgentPaths:
             if arg == mount or arg.startswith(mount + "/"):
                 return here + arg[len(mount) :]
         return arg
-
-
-def python_roots() -> list[str]:
-    """The folders the Python environment needs (the venv and its base interpreter), system ones left out."""
-    roots = []
-    for prefix in dict.fromkeys((sys.prefix, sys.base_prefix)):
-        if not any(prefix == d or prefix.startswith(d + "/") for d in SYSTEM_DIRS):
-            roots.append(prefix)
-    return roots
 
 
 @dataclass(frozen=True)

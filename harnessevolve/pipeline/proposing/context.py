@@ -12,7 +12,7 @@ from harnessevolve.gate.config import QualityConfig
 from harnessevolve.harness.model import Harness
 from harnessevolve.models.tokens import count_tokens
 from harnessevolve.optimize.proposal import PromptLimits, ProposalContext, ReferenceAction
-from harnessevolve.pipeline.scoring import TaskResult
+from harnessevolve.pipeline.rollouts.scoring import TaskResult
 
 
 def reference_actions(trajectory: Trajectory) -> tuple[ReferenceAction, ...]:

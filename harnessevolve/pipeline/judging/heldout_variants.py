@@ -30,8 +30,8 @@ from harnessevolve.core.errors import BenchmarkError
 from harnessevolve.core.files import atomic_write_text, read_yaml
 from harnessevolve.core.tasks import Benchmark, BenchmarkSettings, Task, load_task
 from harnessevolve.harness.load import load_harness
-from harnessevolve.pipeline.references import replay_gold
-from harnessevolve.pipeline.scoring import TaskResult
+from harnessevolve.pipeline.rollouts.references import replay_gold
+from harnessevolve.pipeline.rollouts.scoring import TaskResult
 from harnessevolve.sandbox.base import Sandbox
 from harnessevolve.synth.variants import Variant, chain, chainable, more_mutations
 

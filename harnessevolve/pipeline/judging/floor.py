@@ -31,7 +31,7 @@ from harnessevolve.core.errors import FloorTooHighError
 from harnessevolve.core.tasks import Benchmark, Task
 from harnessevolve.evaluate.evaluation import evaluate_rollout
 from harnessevolve.execute.workspace import create_workspace, remove_workspace_async
-from harnessevolve.pipeline.sandboxed_checks import sandboxed_runner
+from harnessevolve.pipeline.rollouts.sandboxed_checks import sandboxed_runner
 from harnessevolve.sandbox.base import Sandbox
 
 NULL_AGENTS: dict[str, Callable[[Task], str | None]] = {

@@ -31,7 +31,7 @@ from harnessevolve.execute.agent import run_agent
 from harnessevolve.execute.workspace import create_workspace, remove_workspace
 from harnessevolve.harness.model import Harness
 from harnessevolve.models.scripted import register_script, unregister_script
-from harnessevolve.pipeline.sandboxed_checks import sandboxed_runner
+from harnessevolve.pipeline.rollouts.sandboxed_checks import sandboxed_runner
 from harnessevolve.sandbox.base import Sandbox
 
 _counter = itertools.count()

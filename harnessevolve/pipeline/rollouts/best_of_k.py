@@ -38,8 +38,8 @@ from harnessevolve.core.tasks import Task
 from harnessevolve.gate.noise import Pair, mean_ci, paired_gain_ci
 from harnessevolve.harness.load import load_harness
 from harnessevolve.harness.model import Harness
-from harnessevolve.pipeline.scoring import TaskResult
-from harnessevolve.pipeline.sequential import RepetitionScorer
+from harnessevolve.pipeline.rollouts.scoring import TaskResult
+from harnessevolve.pipeline.rollouts.sequential import RepetitionScorer
 
 DEFAULT_TEMPERATURE = 0.7
 """Sampling temperature of the control when the seed harness itself is greedy (temperature 0)."""
@@ -190,7 +190,7 @@ async def seed_control(
     """The control of ``report --final`` and ``gate --split test``: ``seed``'s best-of-``k`` on
     ``tasks``, its own results (``seed_results``) as the first sample. ``scorer`` is the ``Scorer``
     that scored the seed (its cache and executor serve the samples)."""
-    from harnessevolve.pipeline.sequential import RepeatedScorer
+    from harnessevolve.pipeline.rollouts.sequential import RepeatedScorer
 
     if temperature is None and seed.loop.temperature > 0:
         sampler = seed

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessevolve.harness.git import HarnessRepo
-from harnessevolve.pipeline.agent_proposer_workspace import PastCandidate
+from harnessevolve.pipeline.proposing.agent_proposer_workspace import PastCandidate
 from harnessevolve.runs import events as ev
 from harnessevolve.runs.ledger import read_events
 
@@ -95,7 +95,7 @@ def past_candidates(
         return ()
     slots: dict[tuple[int, int], dict[str, Any]] = {}
     by_sha: dict[str, tuple[int, int]] = {}
-    fired_record = getattr(ev, "EditFired", None)  # did-the-edit-fire (pipeline/edit_firing.py), once there
+    fired_record = getattr(ev, "EditFired", None)  # pipeline/judging/edit_firing.py
     for record in read_events(ledger_path):
         if fired_record is not None and isinstance(record, fired_record) and record.sha in by_sha:
             when = f" (generation {record.observed_generation})" if record.observed_generation else ""

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path
 
-from harnessevolve.pipeline.agent_proposer_workspace import HARNESS_DIR, PROTECTED
+from harnessevolve.pipeline.proposing.agent_proposer_workspace import HARNESS_DIR, PROTECTED
 
 MAX_FILE_BYTES = 256_000
 MAX_CHANGED_FILES = 50

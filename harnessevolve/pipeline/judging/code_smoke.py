@@ -21,12 +21,12 @@ from pathlib import Path
 
 from harnessevolve.core.tasks import Task
 from harnessevolve.evaluate.checkers import run_process
-from harnessevolve.execute.runners.agent_sandbox import python_roots
 from harnessevolve.execute.runners.external import task_document
 from harnessevolve.execute.workspace import remove_workspace, tool_env
 from harnessevolve.gate.quality import SmokeOutcome
 from harnessevolve.harness.load import load_harness
 from harnessevolve.sandbox.base import Sandbox, resolve_sandbox
+from harnessevolve.sandbox.python_paths import python_roots
 
 SMOKE_SCRIPT = """\
 import importlib.util, os, sys

@@ -27,14 +27,14 @@ from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
 from harnessevolve.harness.model import Harness
 from harnessevolve.pipeline import preflight
-from harnessevolve.pipeline.best_of_k import matched_k, seed_control
 from harnessevolve.pipeline.final import control_numbers, run_ending_at
-from harnessevolve.pipeline.judge import CandidateJudge
+from harnessevolve.pipeline.judging.judge import CandidateJudge
 from harnessevolve.pipeline.loop import sample_batch
-from harnessevolve.pipeline.references import load_references
+from harnessevolve.pipeline.rollouts.best_of_k import matched_k, seed_control
+from harnessevolve.pipeline.rollouts.references import load_references
+from harnessevolve.pipeline.rollouts.scorer_setup import ScorerSetup
+from harnessevolve.pipeline.rollouts.scoring import Scorer
 from harnessevolve.pipeline.run import RunHooks
-from harnessevolve.pipeline.scorer_setup import ScorerSetup
-from harnessevolve.pipeline.scoring import Scorer
 from harnessevolve.report.gate_report import GateReport
 from harnessevolve.runs.events import TestEvaluated
 from harnessevolve.runs.ledger import Ledger

@@ -21,7 +21,7 @@ from harnessevolve.evaluate.checkers import run_checks
 from harnessevolve.execute.runners import runner_for
 from harnessevolve.execute.workspace import create_workspace, remove_workspace
 from harnessevolve.harness.model import Harness
-from harnessevolve.pipeline.sandboxed_checks import sandboxed_runner
+from harnessevolve.pipeline.rollouts.sandboxed_checks import sandboxed_runner
 from harnessevolve.runs.files import read_regret
 from harnessevolve.runs.files import write_regret as write_regret_table
 

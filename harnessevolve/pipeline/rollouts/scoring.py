@@ -27,9 +27,9 @@ from harnessevolve.execute.runners import runner_identity
 from harnessevolve.execute.workspace import remove_workspace
 from harnessevolve.harness.model import Harness
 from harnessevolve.models.usage import current_scope
-from harnessevolve.pipeline.infra import InfraFailure, InfraTally
-from harnessevolve.pipeline.rollout_cache import RolloutCache, rollout_environment, rollout_key
-from harnessevolve.pipeline.sandboxed_checks import sandboxed_runner
+from harnessevolve.pipeline.rollouts.infra import InfraFailure, InfraTally
+from harnessevolve.pipeline.rollouts.rollout_cache import RolloutCache, rollout_environment, rollout_key
+from harnessevolve.pipeline.rollouts.sandboxed_checks import sandboxed_runner
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class Scorer:
         self.adapter = adapter
         """The benchmark's adapter ``name@version`` (part of the cache key, with the sandbox)."""
         self.infra = infra or InfraTally()
-        """Machine failures, counted apart (shared by every scorer of a run: ``pipeline/infra.py``)."""
+        """Machine failures, counted apart (shared by every scorer of a run: ``rollouts/infra.py``)."""
         self.check_runner = sandboxed_runner(executor.sandbox)
         """Effect checks run the agent's command: in the executor's sandbox."""
         self.model = model

@@ -16,8 +16,8 @@ from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.core.tasks import Benchmark
 from harnessevolve.execute.executor import EXECUTORS, Executor
 from harnessevolve.execute.tool_server import benchmark_sandbox
-from harnessevolve.pipeline.rollout_cache import RolloutCache
-from harnessevolve.pipeline.scoring import Scorer
+from harnessevolve.pipeline.rollouts.rollout_cache import RolloutCache
+from harnessevolve.pipeline.rollouts.scoring import Scorer
 from harnessevolve.runs.run_config import ExecutionConfig
 from harnessevolve.sandbox.base import SandboxLimits, make_sandbox
 

@@ -44,7 +44,7 @@ from harnessevolve.core.files import atomic_write_json
 from harnessevolve.core.signals import ErrorSignal
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.model import Harness
-from harnessevolve.pipeline.scoring import TaskResult
+from harnessevolve.pipeline.rollouts.scoring import TaskResult
 from harnessevolve.runs.events import CandidateCommitted, EditFired
 from harnessevolve.runs.ledger import Ledger, read_ledger
 

@@ -15,7 +15,7 @@ from harnessevolve.core.tasks import Task
 from harnessevolve.gate.config import PerformanceConfig
 from harnessevolve.gate.noise import Decision, Pair, SequentialGate, rollout_schedule
 from harnessevolve.harness.model import Harness
-from harnessevolve.pipeline.scoring import Scorer, TaskResult
+from harnessevolve.pipeline.rollouts.scoring import Scorer, TaskResult
 
 
 class RepeatedScorer:

@@ -19,7 +19,7 @@ from harnessevolve.core.tasks import Task
 from harnessevolve.harness.model import Harness
 from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed, ProposerChain
 from harnessevolve.pipeline.budget import spending
-from harnessevolve.pipeline.judge import CandidateJudge, Judgement, scratch_harness
+from harnessevolve.pipeline.judging.judge import CandidateJudge, Judgement, scratch_harness
 from harnessevolve.runs.events import (
     CandidateProposed,
     CandidateRevised,

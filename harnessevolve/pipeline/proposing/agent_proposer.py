@@ -43,14 +43,15 @@ from harnessevolve.harness.load import load_harness
 from harnessevolve.harness.model import Harness
 from harnessevolve.models.usage import UsageMeter
 from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed
-from harnessevolve.pipeline.agent_proposer_diff import (
+from harnessevolve.pipeline.budget import PROPOSER_STAGE, ProposerBudget, spending
+from harnessevolve.pipeline.proposing.agent_proposer_diff import (
     EditRefused,
     check_protected,
     harness_changes,
     snapshot,
 )
-from harnessevolve.pipeline.agent_proposer_history import last_batch, past_candidates
-from harnessevolve.pipeline.agent_proposer_workspace import (
+from harnessevolve.pipeline.proposing.agent_proposer_history import last_batch, past_candidates
+from harnessevolve.pipeline.proposing.agent_proposer_workspace import (
     FEEDBACK_FILE,
     Evidence,
     HeldOut,
@@ -58,7 +59,6 @@ from harnessevolve.pipeline.agent_proposer_workspace import (
     short_instruction,
     workspace_files,
 )
-from harnessevolve.pipeline.budget import PROPOSER_STAGE, ProposerBudget, spending
 from harnessevolve.runs.rundir import RunDir
 from harnessevolve.sandbox.base import Sandbox
 

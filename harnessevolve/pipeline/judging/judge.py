@@ -32,9 +32,9 @@ from harnessevolve.gate.quality import code_gate, quality_gate
 from harnessevolve.gate.verdict import GateVerdict
 from harnessevolve.harness.load import load_harness
 from harnessevolve.harness.model import Harness
-from harnessevolve.pipeline.code_smoke import SandboxedCodeSmoke
-from harnessevolve.pipeline.scoring import Scorer, TaskResult
-from harnessevolve.pipeline.sequential import RepeatedScorer, repetitions, sequential_decision
+from harnessevolve.pipeline.judging.code_smoke import SandboxedCodeSmoke
+from harnessevolve.pipeline.rollouts.scoring import Scorer, TaskResult
+from harnessevolve.pipeline.rollouts.sequential import RepeatedScorer, repetitions, sequential_decision
 from harnessevolve.runs.events import PerformanceIncrement
 from harnessevolve.runs.ledger import Ledger
 
