@@ -34,7 +34,9 @@ def forecast_of(content: str | None) -> str | None:
 
 def overlap(expected: str, observed: str) -> float:
     """Share of the forecast's words found in the observation (0 when it has none)."""
-    words = set(_WORD.findall(expected.lower()))
+    from bm25s.stopwords import STOPWORDS_EN
+
+    words = set(_WORD.findall(expected.lower())) - set(STOPWORDS_EN)
     if not words:
         return 0.0
     seen = set(_WORD.findall(observed.lower()))

@@ -18,6 +18,7 @@ from harnessevolve.core.schema import check
 MEMORY_VERSION = 1
 MEMORY_FOLDER = "memory/"
 WORLD_MODEL_FILE = "world_model.md"
+ENTRY_HINT = "an entry has version: 1, task, lesson and outcome (success|failure); see docs/runtime.md"
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,11 @@ def memory_entry(path: str, text: str) -> MemoryEntry:
         doc = bounded_yaml(text)
     except yaml.YAMLError as exc:
         raise HarnessError(f"invalid YAML: {exc}".splitlines()[0], file=path, field="(top level)") from None
-    check(doc, "memory_entry", file=path, error=HarnessError)
+    try:
+        check(doc, "memory_entry", file=path, error=HarnessError)
+    except HarnessError as exc:
+        exc.hint = ENTRY_HINT
+        raise
     return MemoryEntry(path, doc["task"], doc["lesson"], doc["outcome"], tuple(doc.get("sources", ())))
 
 
