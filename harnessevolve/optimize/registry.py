@@ -1,15 +1,17 @@
 """Proposers by name (``--proposer demo,rules``); a list is tried in order, first proposal wins.
 
 ``auto`` is ``llm`` (when an optimizer model is given), then ``ablate``, ``behaviour``, ``tools``,
-``loop``, ``demo``, ``rules``. The ablation proposer only speaks on evidence that a component hurts
-(a demonstration copied into other tasks' failed runs, a prompt near the size cap, a skill no passed
-run uses), so removing a harmful part comes before adding anything. Then the edits that change
-behaviour, chosen from the diagnosis: ``behaviour`` (offline operators for failure patterns read
-from the trajectories: a repeated call, no submit, the wrong thing submitted, an unknown tool,
-malformed calls; they patch agent code, set loop settings or sharpen tool definitions),
-``tools`` (missing_argument / wrong_tool clusters) and ``loop`` (step_limit clusters). Each returns
-None when its evidence is absent or the harness does not let it edit what it needs (agent code,
-``harness.yaml``, ``tools/*.yaml``), so the prompt proposers ``demo`` and ``rules`` come last."""
+``loop``, ``memory``, ``demo``, ``rules``. The ablation proposer only speaks on evidence that a
+component hurts (a demonstration copied into other tasks' failed runs, a prompt near the size cap, a
+skill no passed run uses), so removing a harmful part comes before adding anything. Then the edits
+that change behaviour, chosen from the diagnosis: ``behaviour`` (offline operators for failure
+patterns read from the trajectories: a repeated call, no submit, the wrong thing submitted, an
+unknown tool, malformed calls; they patch agent code, set loop settings or sharpen tool
+definitions), ``tools`` (missing_argument / wrong_tool clusters), ``loop`` (step_limit clusters) and
+``memory`` (experience-memory entries from the batch's train runs, only where the harness turns
+memory on). Each returns None when its evidence is absent or the harness does not let it edit what
+it needs (agent code, ``harness.yaml``, ``tools/*.yaml``), so the prompt proposers ``demo`` and
+``rules`` come last."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.optimize.ablation import AblationProposer
 from harnessevolve.optimize.behaviour_proposer import BehaviourProposer
 from harnessevolve.optimize.llm_proposer import LLMProposer
+from harnessevolve.optimize.memory_proposer import MemoryProposer
 from harnessevolve.optimize.patch_proposer import PatchProposer
 from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed, Proposer
 from harnessevolve.optimize.reference_diff import DemoProposer, RuleProposer
@@ -32,8 +35,9 @@ PROPOSERS: dict[str, Callable[[], Proposer]] = {
     "rules": RuleProposer,
     "tools": ToolSpecProposer,
     "loop": LoopSettingsProposer,
+    "memory": MemoryProposer,
 }
-DEFAULT_PROPOSERS = ("ablate", "behaviour", "tools", "loop", "demo", "rules")
+DEFAULT_PROPOSERS = ("ablate", "behaviour", "tools", "loop", "memory", "demo", "rules")
 MODEL_PROPOSERS: dict[str, Callable[[str], Proposer]] = {
     "llm": LLMProposer,
     "llm-rule": SmallModelRuleProposer,

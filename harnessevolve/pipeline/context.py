@@ -61,4 +61,5 @@ def build_context(
         ),
         prompt_chars=len(prompt),
         prompt_tokens=count_tokens(prompt, model),
+        splits={tid: str(task.split) for tid, task in tasks.items()},
     )
