@@ -9,9 +9,10 @@ An entry with no word in common with the task scores 0 and is never shown.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
+from harnessevolve.harness.model import Harness
 from harnessevolve.harness.runtime import MemoryEntry
 
 if TYPE_CHECKING:
@@ -44,6 +45,34 @@ def memory_section(found: list[tuple[MemoryEntry, float]]) -> str:
         kind = "worked" if entry.outcome == "success" else "failed"
         lines.append(f"- ({kind}) {entry.task.strip()}: {entry.lesson.strip()}")
     return "\n".join(lines)
+
+
+def runtime_document(harness: Harness, query: str) -> dict[str, Any]:
+    """What an external agent's task file carries of the runtime components the harness turns on:
+    ``memory`` (the retrieved entries with their scores, and the prompt section, also appended
+    to the file's ``system_prompt``), ``recovery`` (the rules, for the agent to apply) and
+    ``progress`` (its settings). Empty when none is on."""
+    runtime, out = harness.runtime, {}
+    if runtime.memory is not None:
+        found = retrieve(runtime.entries, query, runtime.memory.top_k)
+        out["memory"] = {
+            "entries": [
+                {
+                    "path": e.path,
+                    "task": e.task,
+                    "lesson": e.lesson,
+                    "outcome": e.outcome,
+                    "score": round(s, 4),
+                }
+                for e, s in found
+            ],
+            "section": memory_section(found) if found else "",
+        }
+    if runtime.recovery:
+        out["recovery"] = [asdict(rule) for rule in runtime.recovery]
+    if runtime.progress is not None:
+        out["progress"] = asdict(runtime.progress)
+    return out
 
 
 class MemoryHooks:

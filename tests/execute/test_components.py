@@ -17,6 +17,7 @@ from harnessevolve.core.tasks import Check, Task
 from harnessevolve.execute import memory as memory_module
 from harnessevolve.execute.agent import NO_HOOKS, loop_hooks, run_agent
 from harnessevolve.execute.memory import retrieve
+from harnessevolve.execute.runners.external import task_document
 from harnessevolve.harness.load import load_harness
 from harnessevolve.harness.runtime import MemoryEntry
 from harnessevolve.models.scripted import register_script, unregister_script
@@ -185,3 +186,14 @@ def test_world_model_forecasts_are_checked_against_observations(model: Any, tmp_
     record = trajectory.extra["world_model"]
     assert (record["forecasts"], record["matches"], record["missing"]) == (2, 1, 1)
     assert [r["match"] for r in record["records"]] == [True, False]
+
+
+def test_a_command_agents_task_file_carries_memory_and_rules(tmp_path: Path) -> None:
+    rules = "recovery:\n  rules:\n    - {event: tool_error, action: stop}\n"
+    harness = harness_with(tmp_path, "memory: {top_k: 1}\n" + rules, ENTRIES)
+    document = task_document(harness, TASK, "scripted/x")
+    assert [e["path"] for e in document["memory"]["entries"]] == ["memory/read.yaml"]
+    assert document["system_prompt"].endswith(document["memory"]["section"] + "\n")
+    assert document["recovery"][0]["event"] == "tool_error" and document["recovery"][0]["action"] == "stop"
+    plain = task_document(harness_with(tmp_path / "plain", ""), TASK, "scripted/x")
+    assert not {"memory", "recovery", "progress"} & set(plain)
