@@ -65,6 +65,12 @@ def test_memory_and_recovery_turned_on_are_used_by_a_scripted_run(tmp_path: Path
     assert fired and all(f["event"] == "repeated_call" for t in fired for f in t["extra"]["recovery"])
     notes = [s for t in fired for s in t["steps"] if (s.get("extra") or {}).get("component") == "recovery"]
     assert notes and notes[0]["source"] == "user" and "same call twice" in notes[0]["message"]
+    report = cli.invoke(app, ["report", "-H", str(target), "--json"])
+    assert report.exit_code == 0, report.output
+    rows = json.loads(report.output)["components"]
+    assert rows and sum(r["memory_used"] for r in rows) == len(cart)
+    assert sum(r["recovery_fired"] for r in rows) == sum(len(t["extra"]["recovery"]) for t in fired)
+    assert all(r["forecast_accuracy"] is None and r["component_errors"] == 0 for r in rows)
 
 
 @pytest.mark.parametrize(
