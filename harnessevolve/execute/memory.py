@@ -52,7 +52,8 @@ def runtime_document(harness: Harness, query: str) -> dict[str, Any]:
     ``memory`` (the retrieved entries with their scores, and the prompt section, also appended
     to the file's ``system_prompt``), ``recovery`` (the rules, for the agent to apply) and
     ``progress`` (its settings). Empty when none is on."""
-    runtime, out = harness.runtime, {}
+    runtime = harness.runtime
+    out: dict[str, Any] = {}
     if runtime.memory is not None:
         found = retrieve(runtime.entries, query, runtime.memory.top_k)
         out["memory"] = {

@@ -304,9 +304,14 @@ def _loop_edit(context: ProposalContext, pattern: Pattern, settings: dict[str, A
     loop = _section(settings, "loop")
     tools = harness_tools(context)
     recovery = _section(settings, "recovery")
-    rules = recovery.get("rules") if isinstance(recovery.get("rules"), list) else []
+    found = recovery.get("rules")
+    rules: list[Any] = found if isinstance(found, list) else []
     on = bool(recovery) and recovery.get("enabled") is not False
-    if pattern.kind == "repeated_call" and on and not any(r.get("event") == "repeated_call" for r in rules):
+    if (
+        pattern.kind == "repeated_call"
+        and on
+        and not any(isinstance(r, dict) and r.get("event") == "repeated_call" for r in rules)
+    ):
         note = "You made the same call twice in a row; its result will not change. Use it, or submit."
         rule = {"event": "repeated_call", "times": 2, "action": "note", "note": note}
         return (
