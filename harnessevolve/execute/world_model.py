@@ -6,7 +6,7 @@ expect>``. After the calls ran, each forecast is compared with what the tools re
 of the forecast's words (3 letters or more, lower-cased) found in the observations. A share of
 ``MATCH_SHARE`` or more counts as a match; a reply with calls and no ``Expect:`` line counts as
 no forecast. Everything is kept in the trajectory's ``extra.world_model``: one record per
-forecast (agent step, expected, the start of the observation, share, match) and the totals
+forecast (agent step, the tools called, expected, the start of the observation, share, match) and the totals
 (``forecasts``, ``matches``, ``missing``); forecast accuracy is ``matches / forecasts``.
 The comparison is lexical: it says whether the named things turned up, not whether they mean
 the same.
@@ -73,6 +73,7 @@ class WorldModelHooks:
         record["records"].append(
             {
                 "agent_step": step,
+                "tools": [c.function_name for c in actions.calls],
                 "expected": expected[:300],
                 "observed": observed[:300],
                 "share": round(share, 3),

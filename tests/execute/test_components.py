@@ -21,6 +21,7 @@ from harnessevolve.execute.runners.external import task_document
 from harnessevolve.harness.load import load_harness
 from harnessevolve.harness.runtime import MemoryEntry
 from harnessevolve.models.scripted import register_script, unregister_script
+from harnessevolve.pipeline.context import forecast_misses
 
 TASK = Task(
     id="t-read",
@@ -186,6 +187,8 @@ def test_world_model_forecasts_are_checked_against_observations(model: Any, tmp_
     record = trajectory.extra["world_model"]
     assert (record["forecasts"], record["matches"], record["missing"]) == (2, 1, 1)
     assert [r["match"] for r in record["records"]] == [True, False]
+    (missed,) = forecast_misses(trajectory)  # what the world_model proposer is shown
+    assert missed["tools"] == ["read_file"] and missed["expected"] == "a list of directories"
 
 
 def test_a_command_agents_task_file_carries_memory_and_rules(tmp_path: Path) -> None:

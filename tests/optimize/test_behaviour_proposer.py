@@ -280,7 +280,7 @@ def test_a_rejected_edit_is_not_proposed_again_the_next_lever_is() -> None:
 
 def test_the_default_chain_changes_behaviour_before_prompt_text() -> None:
     assert DEFAULT_PROPOSERS.index("behaviour") < DEFAULT_PROPOSERS.index("demo")
-    assert make_proposer(["auto"]).name == "ablate+behaviour+tools+loop+memory+demo+rules"
+    assert make_proposer(["auto"]).name == "ablate+behaviour+tools+loop+memory+world_model+demo+rules"
     tasks = tasks_of("shell-onecall")
     candidate = asyncio.run(make_proposer(["auto"]).propose(context(PY_AGENT, tasks, without_submit)))
     assert candidate.proposer == "behaviour" and list(candidate.changes) == ["agent.py"]
