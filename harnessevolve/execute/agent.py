@@ -235,7 +235,8 @@ class AgentLoop:
         """One model call: query -> execute_actions -> record, the hooks between. A hook that
         raises ``Stopped`` still has the step recorded, and its reason wins."""
         await self.hooks.before_query(self.rollout)
-        reply = await self.query()
+        around = getattr(self.hooks, "around_query", None)  # a component's own model call (lookahead)
+        reply = await around(self) if around is not None else await self.query()
         actions = await self.execute_actions(reply)
         stopped: Stopped | None = None
         try:

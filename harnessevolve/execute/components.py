@@ -15,7 +15,7 @@ from harnessevolve.harness.model import Harness
 
 if TYPE_CHECKING:
     from harnessevolve.core.enums import StopReason
-    from harnessevolve.execute.agent import Actions, LoopHooks, Rollout
+    from harnessevolve.execute.agent import Actions, AgentLoop, LoopHooks, Rollout
     from harnessevolve.models import ModelReply
 
 
@@ -35,7 +35,7 @@ def component_hooks(harness: Harness) -> list[Any]:
     if runtime.recovery:
         parts.append(RecoveryHooks(runtime.recovery, harness.loop.max_steps))
     if runtime.world_model is not None:
-        parts.append(WorldModelHooks())
+        parts.append(WorldModelHooks(runtime.world_model.lookahead))
     return parts
 
 
@@ -66,6 +66,27 @@ class ComponentHooks:
 
     async def before_query(self, rollout: Rollout) -> None:
         await self._each(rollout, "before_query")
+
+    async def around_query(self, loop: AgentLoop) -> ModelReply:
+        """The model call of a step: a component's own (the world model's lookahead) if one has
+        it, else the loop's; a component that fails here is reported and the loop's call made."""
+        from harnessevolve.execute.agent import Stopped
+
+        part = next((p for p in self.parts if hasattr(p, "around_query")), None)
+        if part is None:
+            return await loop.query()
+        try:
+            reply: ModelReply = await part.around_query(loop)
+            return reply
+        except Stopped:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a failing component never ends the rollout
+            text = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            loop.rollout.extra.setdefault("component_errors", []).append(
+                {"component": part.name, "where": "around_query", "error": text}
+            )
+            self.parts.remove(part)
+            return await loop.query()
 
     async def after_actions(self, rollout: Rollout, reply: ModelReply, actions: Actions) -> None:
         await self._each(rollout, "after_actions", reply, actions)

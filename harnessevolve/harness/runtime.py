@@ -67,6 +67,8 @@ class WorldModelSettings:
     file: str = WORLD_MODEL_FILE
     max_chars: int = 4000
     text: str = ""
+    lookahead: int = 1
+    """Candidate replies per step (1: off); see ``execute/world_model.py``."""
 
 
 @dataclass(frozen=True)
@@ -168,7 +170,7 @@ def load_runtime(doc: dict[str, Any], files: dict[str, str]) -> RuntimeComponent
                 field="(text)",
                 hint="shorten the world model or raise world_model.max_chars",
             )
-        world = WorldModelSettings(path, cap, files[path])
+        world = WorldModelSettings(path, cap, files[path], section.get("lookahead", 1))
     return RuntimeComponents(memory, entries if memory else (), progress, rules, world)
 
 

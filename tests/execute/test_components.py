@@ -200,3 +200,22 @@ def test_a_command_agents_task_file_carries_memory_and_rules(tmp_path: Path) -> 
     assert document["recovery"][0]["event"] == "tool_error" and document["recovery"][0]["action"] == "stop"
     plain = task_document(harness_with(tmp_path / "plain", ""), TASK, "scripted/x")
     assert not {"memory", "recovery", "progress"} & set(plain)
+
+
+def test_lookahead_samples_candidates_and_makes_the_one_the_model_picks(model: Any, tmp_path: Path) -> None:
+    files = {"world_model.md": "read_file returns the file's text.\n"}
+    harness = harness_with(tmp_path, "world_model: {lookahead: 2}\n", files)
+    wrong = {
+        "tool_calls": [{"name": "read_file", "arguments": {"path": "b.txt"}}],
+        "content": "Expect: nothing",
+    }
+    right = {**READ, "content": "Expect: maple"}
+    trajectory = rollout(harness, model([wrong, right, "2", SUBMIT, SUBMIT]), tmp_path)
+    pick_prompt = model.seen[2][-1]["content"]
+    assert "1. read_file" in pick_prompt and "expects: maple" in pick_prompt
+    first = trajectory.agent_steps[0]
+    assert first.tool_calls[0].arguments == {"path": "a.txt"}  # the picked candidate was made
+    record = trajectory.extra["world_model"]["lookahead"]
+    assert record[0] == {"agent_step": 1, "sampled": 2, "distinct": 2, "picked": 2, "pick_reply": "2"}
+    assert record[1] == {"agent_step": 2, "sampled": 2, "distinct": 1}  # two submits: nothing to pick
+    assert len(model.seen) == 5 and trajectory.extra["answer"] == "maple"
