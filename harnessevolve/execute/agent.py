@@ -179,6 +179,9 @@ class LoopHooks(Protocol):
     - ``after_actions``: after a reply's tool calls ran, before the step is recorded (recovery
       rules on loop events: a tool error, a repeated call);
     - ``on_stop``: once, with the reason the rollout ended.
+
+    Optional: ``around_query(loop) -> ModelReply`` makes a step's model call itself (the world
+    model's lookahead samples candidates through ``loop.query`` and returns the one picked).
     """
 
     async def before_query(self, rollout: Rollout) -> None: ...
