@@ -14,6 +14,8 @@ import pytest
 
 from harnessevolve.core import paths
 from harnessevolve.core.tasks import Check, Task
+from harnessevolve.evaluate.actions import read_actions
+from harnessevolve.evaluate.tool_schemas import offered_tools
 from harnessevolve.execute import memory as memory_module
 from harnessevolve.execute.agent import NO_HOOKS, loop_hooks, run_agent
 from harnessevolve.execute.memory import retrieve
@@ -138,6 +140,11 @@ def test_a_tool_error_rule_shows_its_note_before_the_next_call(model: Any, tmp_p
     ]
     note = next(s for s in trajectory.steps if s.extra.get("component") == "recovery")
     assert note.source == "user" and note.message == "The path is wrong; list files."
+    assert not note.is_user_turn  # the evaluator reads the run as one turn, the note inside it
+    actions = read_actions(trajectory, offered_tools(trajectory)).actions
+    assert [a.tool for a in actions] == ["read_file", "read_file", "submit"] and {
+        a.turn for a in actions
+    } == {1}
 
 
 def test_a_repeated_call_rule_stops_and_submits_the_last_observation(model: Any, tmp_path: Path) -> None:
