@@ -38,7 +38,7 @@ def _turn_steps(steps: list[Step]) -> list[Step]:
     """The agent steps since the last user turn (notes from components are not turns)."""
     start = 0
     for i, step in enumerate(steps):
-        if step.source == "user" and "component" not in step.extra:
+        if step.is_user_turn:
             start = i
     return [s for s in steps[start:] if s.source == "agent"]
 
