@@ -17,6 +17,7 @@ from harnessevolve.cli.options import HarnessDir, JsonOut, Model, Seed
 from harnessevolve.cli.ui import console, progress_hooks, score
 from harnessevolve.core.containment import check_output_path
 from harnessevolve.pipeline.final import load_run, score_test_split
+from harnessevolve.report.components import ComponentRow, component_rows
 from harnessevolve.report.html import write_html_report
 from harnessevolve.report.infra_view import infra_counts
 from harnessevolve.report.run_view import load_run_view
@@ -124,6 +125,7 @@ def report(
                 variants=variants,
             )
     view = load_run_view(run_dir)
+    components = component_rows(run_dir)
     html_path = write_html_report(view, html) if html is not None else None
     tracker = make_tracker(track, harness_dir, run_dir=run_dir)
     mirror_run(tracker, list(view.events))
@@ -135,6 +137,7 @@ def report(
             "accepted_on_ties": [c.sha for c in view.accepted if c.tie],
             "net_change": view.net_change,
             "test": final_scores,
+            "components": [row.to_json() for row in components],
             "html": str(html_path) if html_path else None,
         }
         console.print_json(json.dumps(document, default=str))
@@ -164,6 +167,8 @@ def report(
     net = view.net_change
     if net is not None and not net.get("changed"):
         console.print("[yellow]no net change: the final harness equals the seed[/]")
+    if components:
+        print_components(components)
     if final_scores:
         print_final(final_scores)
     infra = infra_counts(RunDir(run_dir).ledger)
@@ -173,3 +178,28 @@ def report(
         console.print(f"HTML report: {html_path}")
     if isinstance(tracker, MlflowTracker):
         console.print(f"MLflow: experiment {tracker.experiment_name!r} at {tracker.tracking_uri}")
+
+
+def print_components(rows: list[ComponentRow]) -> None:
+    """The runtime components per harness revision (docs/runtime.md)."""
+    table = Table(
+        "harness",
+        "rollouts",
+        "memory used",
+        "recovery fired",
+        "component errors",
+        "forecast accuracy",
+        title="runtime components",
+    )
+    for row in rows:
+        accuracy = row.forecast_accuracy
+        shown = "-" if accuracy is None else f"{accuracy:.3f} ({row.matches}/{row.forecasts})"
+        table.add_row(
+            row.harness_hash[:8],
+            str(row.rollouts),
+            str(row.memory_used),
+            str(row.recovery_fired),
+            str(row.component_errors),
+            shown,
+        )
+    console.print(table)

@@ -97,8 +97,8 @@ def run(
         str,
         typer.Option(
             help="Proposers tried in order: llm, llm-rule, llm-patch, agent, ablate, behaviour, tools, loop, "
-            "demo, rules. auto: llm (with --optimizer-model), then ablate, behaviour, tools, loop, demo, "
-            "rules. agent: the agent proposer, a coding "
+            "memory, world_model, demo, rules. auto: llm (with --optimizer-model), then ablate, behaviour, "
+            "tools, loop, memory, world_model, demo, rules. agent: the agent proposer, a coding "
             "agent (--optimizer-agent) that edits a copy of the harness in the sandbox; its diff is the "
             "candidate.",
             rich_help_panel=PROPOSERS,

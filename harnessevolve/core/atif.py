@@ -67,6 +67,12 @@ class Step:
     def is_action(self) -> bool:
         return self.source == "agent"
 
+    @property
+    def is_user_turn(self) -> bool:
+        """A user message that opens a turn: not a runtime component's note to the agent (a user
+        step with ``extra.component``, e.g. a recovery rule's; docs/runtime.md)."""
+        return self.source == "user" and "component" not in self.extra
+
 
 @dataclass(frozen=True)
 class Trajectory:

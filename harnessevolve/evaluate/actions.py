@@ -249,7 +249,7 @@ def read_actions(trajectory: Trajectory, tools: ToolSet) -> ActionList:
     turn = 0
     for index, step in enumerate(steps):
         if step.source == "user":
-            turn += 1
+            turn += step.is_user_turn  # a component's note (recovery) opens no turn
             continue
         if step.source != "agent":
             continue

@@ -249,7 +249,7 @@ def first_divergence(
 def _step_turns(trajectory: Trajectory) -> list[tuple[int, int, str]]:
     out, turn = [], 0
     for step in trajectory.steps:
-        turn += step.source == "user"
+        turn += step.is_user_turn
         out.append((step.step_id, turn, step.source))
     return out
 

@@ -126,6 +126,10 @@ class Rollout:
     """Model calls made so far (each seeds its call with ``seed + index``)."""
     user_end: str = ""
     """The end reason of the stop token the simulated user wrote (``extra.user_end``)."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """What runtime components record (``memory``, ``recovery``, ...): joins the trajectory's ``extra``."""
+    next_temperature: float | None = None
+    """Set by a hook: the temperature of the next model call only (a recovery rule's retry)."""
 
     @classmethod
     def opening(cls, system: str) -> Rollout:
@@ -141,6 +145,10 @@ class Rollout:
         entry = {"turn": turn, "error": error}
         self.transcript.add({"role": "user", "content": ""}, extra=entry, in_chat=False)
 
+    def add_component_note(self, text: str, extra: dict[str, Any]) -> None:
+        """A message from a runtime component (``extra.component`` names it): a user step, not a turn."""
+        self.transcript.add_text("user", text, extra=extra, timestamp=_now())
+
     def steps(self) -> list[Step]:
         return self.transcript.steps()
 
@@ -148,7 +156,7 @@ class Rollout:
         return next(
             e.message["content"]
             for e in reversed(self.transcript.entries)
-            if e.message["role"] == "user" and not e.nudge
+            if e.message["role"] == "user" and not e.nudge and "component" not in e.extra
         )
 
 
@@ -171,6 +179,9 @@ class LoopHooks(Protocol):
     - ``after_actions``: after a reply's tool calls ran, before the step is recorded (recovery
       rules on loop events: a tool error, a repeated call);
     - ``on_stop``: once, with the reason the rollout ended.
+
+    Optional: ``around_query(loop) -> ModelReply`` makes a step's model call itself (the world
+    model's lookahead samples candidates through ``loop.query`` and returns the one picked).
     """
 
     async def before_query(self, rollout: Rollout) -> None: ...
@@ -227,7 +238,8 @@ class AgentLoop:
         """One model call: query -> execute_actions -> record, the hooks between. A hook that
         raises ``Stopped`` still has the step recorded, and its reason wins."""
         await self.hooks.before_query(self.rollout)
-        reply = await self.query()
+        around = getattr(self.hooks, "around_query", None)  # a component's own model call (lookahead)
+        reply = await around(self) if around is not None else await self.query()
         actions = await self.execute_actions(reply)
         stopped: Stopped | None = None
         try:
@@ -246,12 +258,13 @@ class AgentLoop:
         """One model call on the transcript so far; a provider fault is recorded and stops the rollout."""
         rollout = self.rollout
         index, rollout.model_calls = rollout.model_calls, rollout.model_calls + 1
+        temperature, rollout.next_temperature = rollout.next_temperature, None
         try:
             return await acomplete(
                 self.model,
                 rollout.transcript.messages(),
                 tools=self.schemas,
-                temperature=self.loop.temperature,
+                temperature=self.loop.temperature if temperature is None else temperature,
                 max_tokens=self.loop.max_tokens,
                 seed=self.seed + index,
                 extra_params=self.extra_params,
@@ -337,9 +350,13 @@ NO_HOOKS = NoHooks()
 
 def loop_hooks(harness: Harness) -> LoopHooks:
     """The hooks a harness's runtime components run at the loop's cut points (memory retrieved
-    before a query, recovery rules after the actions, a world model consulted before a call).
-    This is where they plug in; a harness turns none on yet, so the loop runs as it is."""
-    return NO_HOOKS
+    before a query, recovery rules after the actions, a world model's forecasts checked after a
+    call; ``execute/components.py``). A harness that turns none on gets ``NO_HOOKS``: the loop as it is."""
+    if not harness.runtime.any_on:
+        return NO_HOOKS
+    from harnessevolve.execute.components import hooks_for
+
+    return hooks_for(harness) or NO_HOOKS
 
 
 async def run_agent(
@@ -399,6 +416,7 @@ async def run_with_hooks(harness: Harness, task: Task, workspace: Path, settings
                 extra["error"] = f"tool_error: {exc}"[:2000]
                 stop = StopReason.TOOL_ERROR
         tools = rollout_tools(harness, task, server.offered if server else [])
+        tools.update((t.spec.name, t) for t in getattr(hooks, "tools", list)())  # a component's own tools
         rollout.offered = tuple(t.spec.openai_schema() for t in tools.values())
         if stop is None:
             loop = AgentLoop(
@@ -521,6 +539,7 @@ def _trajectory(
             "wall_s": round(time.monotonic() - started, 3),
             # what the loop appended to every tool result the model saw (the trainer replays it)
             "observation_note": harness.loop.observation_note or "",
+            **rollout.extra,
             **extra,
         },
         final_metrics={

@@ -16,6 +16,7 @@ rollout's tool server for Python and MCP tools) and never raises.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,8 @@ class OfferedTool:
     spec: ToolSpec
     served: bool = False
     """True when the rollout's tool server runs it (Python and MCP tools)."""
+    local: Callable[[dict[str, Any]], ToolResult] | None = None
+    """A runtime component's own tool (the progress notes), run in the loop's process."""
 
 
 def rollout_tools(
@@ -74,6 +77,8 @@ async def dispatch(
     sandbox: Sandbox | None,
 ) -> ToolResult:
     """Run one call of ``tool``; failures are ``ToolResult``s with ``error`` set."""
+    if tool.local is not None:
+        return tool.local(arguments)
     if not tool.served:
         return await run_tool(
             tool.spec, arguments, workspace, timeout_s=timeout_s, limit=limit, sandbox=sandbox

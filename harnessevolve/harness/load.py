@@ -14,6 +14,7 @@ from harnessevolve.core.files import read_yaml
 from harnessevolve.core.schema import all_errors, check
 from harnessevolve.harness.agent_config import agent_prompt, load_agent
 from harnessevolve.harness.model import DEFAULT_MODEL, Harness, LoopSettings, Skill, ToolSpec
+from harnessevolve.harness.runtime import load_runtime
 
 IGNORED_PARTS = {".git", ".harnessevolve", "__pycache__"}
 HARNESS = "the harness"
@@ -214,6 +215,7 @@ def load_harness(root: Path) -> Harness:
         files=files,
         description=doc.get("description", ""),
         agent=agent,
+        runtime=load_runtime(doc, files),
     )
 
 

@@ -7,7 +7,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harnessevolve.harness.runtime import RuntimeComponents
+
 HARNESS_VERSION = 1
+FORECAST_INSTRUCTION = (
+    "Before each tool call, write one line `Expect: <the observation you expect>` in your reply."
+)
+"""Shown after the world model (``world_model`` on): what ``execute/world_model.py`` checks."""
 DEFAULT_MODEL = "local/smollm2-135m"
 
 
@@ -93,6 +99,8 @@ class Harness:
     description: str = ""
     agent: AgentSettings = field(default_factory=AgentSettings)
     """Which runner runs this harness (default: the builtin loop)."""
+    runtime: RuntimeComponents = field(default_factory=RuntimeComponents)
+    """The runtime components it turns on (memory, progress, recovery, world model)."""
 
     def content_hash(self) -> str:
         """Stable hash of the harness files: the identity of what an agent run used."""
@@ -111,6 +119,10 @@ class Harness:
             )
         if self.examples.strip():
             parts.append("# Examples\n\n" + self.examples.strip())
+        if self.runtime.world_model is not None and self.runtime.world_model.text.strip():
+            parts.append(
+                f"# World model\n\n{self.runtime.world_model.text.strip()}\n\n{FORECAST_INSTRUCTION}"
+            )
         return "\n\n".join(parts) + "\n"
 
     def tool(self, name: str) -> ToolSpec | None:

@@ -87,3 +87,18 @@ def gives_up(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dic
     """Submits ``I do not know`` on every task: a suite this agent cannot solve, whatever the harness
     (every gate then sees ties; see the run summary's ``no net change``)."""
     return _give_up()
+
+
+def repeater(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """Makes the very same call every turn: the first offered tool other than ``submit`` that needs
+    no argument (else the first other than ``submit``), with no arguments; ``submit`` when it is
+    the only tool. A stuck agent, for trying recovery rules (``repeated_call``) and
+    ``loop.stop_on_repeat``."""
+    names = [t["function"]["name"] for t in tools if t.get("function", {}).get("name") != "submit"]
+    free = [
+        t["function"]["name"]
+        for t in tools
+        if t["function"]["name"] in names and not t["function"].get("parameters", {}).get("required")
+    ]
+    name = (free or names or ["submit"])[0]
+    return {"tool_calls": [{"name": name, "arguments": {} if name != "submit" else {"answer": ""}}]}

@@ -303,6 +303,22 @@ def _loop_edit(context: ProposalContext, pattern: Pattern, settings: dict[str, A
         return None
     loop = _section(settings, "loop")
     tools = harness_tools(context)
+    recovery = _section(settings, "recovery")
+    found = recovery.get("rules")
+    rules: list[Any] = found if isinstance(found, list) else []
+    on = bool(recovery) and recovery.get("enabled") is not False
+    if (
+        pattern.kind == "repeated_call"
+        and on
+        and not any(isinstance(r, dict) and r.get("event") == "repeated_call" for r in rules)
+    ):
+        note = "You made the same call twice in a row; its result will not change. Use it, or submit."
+        rule = {"event": "repeated_call", "times": 2, "action": "note", "note": note}
+        return (
+            [{"op": "set_recovery", "rules": [*rules, rule]}],
+            "add a recovery rule for repeated calls",
+            "the runs repeated a call; the harness's recovery rules now tell the agent when it does.",
+        )
     if pattern.kind == "repeated_call" and not loop.get("stop_on_repeat"):
         edit = {"op": "set_loop", "setting": "stop_on_repeat", "value": 2}
         return (

@@ -28,7 +28,7 @@ from harnessevolve.core.schema import json_path, load_schema
 EDITS_VERSION = 1
 EDIT_OPS = (
     "replace_text", "insert_text", "delete_text", "add_skill", "update_skill", "remove_skill",
-    "edit_tool", "set_loop", "patch_hook", "write_hook", "patch_file",
+    "edit_tool", "set_loop", "set_recovery", "patch_hook", "write_hook", "patch_file",
 )  # fmt: skip
 HARNESS_FILE = "harness.yaml"
 EITHER_OR = {
@@ -294,6 +294,31 @@ def _set_loop(tree: _Tree, edit: dict[str, Any]) -> None:
     tree.write(HARNESS_FILE, new)
 
 
+def _set_recovery(tree: _Tree, edit: dict[str, Any]) -> None:
+    """Replace ``recovery.rules`` in harness.yaml (checked against the harness schema); a harness
+    without a ``recovery`` section gets one (which turns recovery on)."""
+    import yaml
+
+    doc = _yaml_document(tree, HARNESS_FILE)
+    found = doc.get("recovery")
+    section: dict[str, Any] = found if isinstance(found, dict) else {}
+    if section.get("rules") == edit["rules"]:
+        raise tree.fail("recovery.rules already are these rules")
+    wanted = {**doc, "recovery": {**section, "rules": edit["rules"]}}
+    problems = sorted(schema_errors(wanted, "harness"), key=lambda p: not p[0].startswith("recovery"))
+    if problems:
+        raise tree.fail(f"harness.yaml would be invalid: {problems[0][0]}: {problems[0][1]}", HARNESS_FILE)
+    text = tree.files[HARNESS_FILE] or ""
+    if "recovery" not in doc:  # appended: the rest of the file, comments included, stays as it is
+        block = yaml.safe_dump(
+            {"recovery": wanted["recovery"]}, sort_keys=False, allow_unicode=True, width=100
+        )
+        new = text + ("" if text.endswith("\n") else "\n") + block
+    else:
+        new = yaml.safe_dump(wanted, sort_keys=False, allow_unicode=True, width=100)
+    tree.write(HARNESS_FILE, new)
+
+
 def _compiled(tree: _Tree, path: str, code: str) -> str:
     try:
         compile(code, path, "exec")
@@ -344,6 +369,7 @@ APPLY = {
     "remove_skill": _remove_skill,
     "edit_tool": _edit_tool,
     "set_loop": _set_loop,
+    "set_recovery": _set_recovery,
     "patch_hook": _patch_hook,
     "write_hook": _write_hook,
     "patch_file": _patch_file,

@@ -40,6 +40,8 @@ Edit operations (applied in order, all or nothing; only on editable files):
 - {"op": "edit_tool", "name": "<tool>", "description": D, "parameters": <JSON-schema object>} (either or both)
 - {"op": "set_loop", "setting": "max_steps"|"max_tokens"|"temperature"|"tool_output_limit"|\
 "command_timeout_s"|"json_grammar"|"stop_on_repeat"|"observation_note", "value": V}
+- {"op": "set_recovery", "rules": [{"event": "tool_error"|"repeated_call"|"step_limit_near"|\
+"malformed_call", "action": "note"|"retry"|"stop", "note": "<text>"}]} (replaces the recovery rules)
 - {"op": "patch_hook", "path": "hooks/<name>.py", "old": O, "new": N} or \
 {"op": "write_hook", "path": "hooks/<name>.py", "code": C} (must compile)
 - {"op": "patch_file", "path": P, "diff": "<unified diff of P: @@ hunks of ' ', '-', '+' lines>"} \

@@ -58,6 +58,12 @@ class ProposalContext:
     """Size of the current harness's assembled prompt (``Harness.assembled_prompt()``), if measured."""
     prompt_tokens: int | None = None
     """The same in the agent model's tokens, if measured."""
+    forecast_misses: dict[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)
+    """task id -> the world model's forecasts that did not match in this batch's run of it
+    (``extra.world_model.records`` with ``match`` false: tools, expected, observed, share)."""
+    splits: dict[str, str] = field(default_factory=dict)
+    """task id -> split (train / validation / test) of this batch's tasks: the memory proposer
+    reads only train runs."""
 
     def may_edit(self, path: str) -> bool:
         return any(fnmatch(path, pattern) for pattern in self.editable)

@@ -140,7 +140,8 @@ def test_cannot_revise_a_removal() -> None:
 
 def test_auto_includes_ablate_before_the_additive_proposers() -> None:
     # the default chain: ablation first, then the behaviour-changing edits, prompt text last
-    assert make_proposer(["auto"]).name == "ablate+behaviour+tools+loop+demo+rules"
-    assert make_proposer(["auto"], "scripted/x").name == "llm+ablate+behaviour+tools+loop+demo+rules"
+    assert make_proposer(["auto"]).name == "ablate+behaviour+tools+loop+memory+world_model+demo+rules"
+    chain = "llm+ablate+behaviour+tools+loop+memory+world_model+demo+rules"
+    assert make_proposer(["auto"], "scripted/x").name == chain
     candidate = asyncio.run(make_proposer(["auto"]).propose(context()))
     assert candidate is not None and candidate.proposer == "ablate"

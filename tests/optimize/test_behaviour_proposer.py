@@ -150,6 +150,18 @@ def test_a_repeated_call_is_answered_in_the_agent_code_or_the_loop(bench: str) -
     assert "do not repeat a call" in tool_doc(described, repeated)["description"]
 
 
+@pytest.mark.parametrize("bench", BENCHMARKS)
+def test_a_repeated_call_with_recovery_on_adds_a_recovery_rule(bench: str) -> None:
+    tasks = tasks_of(bench)
+    editable = (*load_harness(SHELL_AGENT).editable, "harness.yaml")
+    rules = "recovery:\n  rules:\n    - {event: tool_error, action: note, note: Fix the call.}\n"
+    ctx = context(SHELL_AGENT, tasks, repeating, editable=editable)
+    ctx = dataclasses.replace(ctx, files={**ctx.files, "harness.yaml": ctx.files["harness.yaml"] + rules})
+    (edit,) = propose(ctx).edits
+    assert edit["op"] == "set_recovery"
+    assert [r["event"] for r in edit["rules"]] == ["tool_error", "repeated_call"]
+
+
 # --- unknown tools ----------------------------------------------------------------------------------
 
 
@@ -268,7 +280,7 @@ def test_a_rejected_edit_is_not_proposed_again_the_next_lever_is() -> None:
 
 def test_the_default_chain_changes_behaviour_before_prompt_text() -> None:
     assert DEFAULT_PROPOSERS.index("behaviour") < DEFAULT_PROPOSERS.index("demo")
-    assert make_proposer(["auto"]).name == "ablate+behaviour+tools+loop+demo+rules"
+    assert make_proposer(["auto"]).name == "ablate+behaviour+tools+loop+memory+world_model+demo+rules"
     tasks = tasks_of("shell-onecall")
     candidate = asyncio.run(make_proposer(["auto"]).propose(context(PY_AGENT, tasks, without_submit)))
     assert candidate.proposer == "behaviour" and list(candidate.changes) == ["agent.py"]

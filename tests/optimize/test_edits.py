@@ -84,6 +84,10 @@ EVERY_EDIT = {
         "description": "Read a text file of the task folder; pass its exact relative path.",
     },
     "set_loop": {"op": "set_loop", "setting": "max_steps", "value": 9},
+    "set_recovery": {
+        "op": "set_recovery",
+        "rules": [{"event": "repeated_call", "action": "note", "note": "Use the result or submit."}],
+    },
     "patch_hook": {
         "op": "patch_hook",
         "path": "hooks/steps.py",

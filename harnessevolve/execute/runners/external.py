@@ -6,6 +6,8 @@ The agent gets (paths as it sees them inside the sandbox, see ``agent_sandbox``)
   being the instruction), ``context`` (the task's own system context, e.g. a policy; may be
   empty), ``system_prompt`` (that context, then the harness's assembled prompt: system prompt,
   skills, examples), ``tools`` (the harness's tool specs), ``loop`` (its loop settings) and ``model``;
+  with runtime components on (docs/runtime.md), ``memory`` (the entries retrieved for this task,
+  also appended to ``system_prompt``), ``recovery`` (the rules) and ``progress`` (its settings);
 - ``OPENAI_BASE_URL`` (the in-sandbox relay to the endpoint), ``OPENAI_API_KEY`` (a dummy: no
   key enters the sandbox), ``OPENAI_MODEL`` / ``HARNESSEVOLVE_MODEL`` (the one model it may ask for),
   ``HARNESSEVOLVE_MODEL_SOCKET`` (the endpoint's unix socket, for clients that speak HTTP over it);
@@ -99,8 +101,13 @@ def _write_harness_copy(harness: Harness, target: Path) -> None:
 
 
 def task_document(harness: Harness, task: Task, model: str) -> dict[str, Any]:
-    """The task file an external agent reads (``HARNESSEVOLVE_TASK``)."""
-    return {
+    """The task file an external agent reads (``HARNESSEVOLVE_TASK``); with runtime components on,
+    also their part (``memory.runtime_document``: retrieved memory is appended to ``system_prompt``)."""
+    from harnessevolve.execute.memory import runtime_document
+
+    runtime = runtime_document(harness, task.opening_text) if harness.runtime.any_on else {}
+    section = runtime.get("memory", {}).get("section", "")
+    document = {
         "version": 1,
         "task_id": task.id,
         "instruction": task.instruction,
@@ -113,7 +120,11 @@ def task_document(harness: Harness, task: Task, model: str) -> dict[str, Any]:
         ],
         "loop": asdict(harness.loop),
         "model": model,
+        **runtime,
     }
+    if section:
+        document["system_prompt"] = f"{document['system_prompt'].rstrip()}\n\n{section}\n"
+    return document
 
 
 class ExternalRunner:

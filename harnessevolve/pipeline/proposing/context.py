@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.documents import bounded_yaml
@@ -25,6 +26,15 @@ def reference_actions(trajectory: Trajectory) -> tuple[ReferenceAction, ...]:
             for c in step.tool_calls
         ]
     return tuple(out)
+
+
+def forecast_misses(trajectory: Trajectory) -> tuple[dict[str, Any], ...]:
+    """The world model's forecasts that did not match in a run (``execute/world_model.py``)."""
+    world = trajectory.extra.get("world_model")
+    records = world.get("records") if isinstance(world, dict) else None
+    if not isinstance(records, list):
+        return ()
+    return tuple(r for r in records if isinstance(r, dict) and r.get("match") is False)
 
 
 def build_context(
@@ -61,4 +71,6 @@ def build_context(
         ),
         prompt_chars=len(prompt),
         prompt_tokens=count_tokens(prompt, model),
+        splits={tid: str(task.split) for tid, task in tasks.items()},
+        forecast_misses={r.task_id: misses for r in results if (misses := forecast_misses(r.trajectory))},
     )
