@@ -23,7 +23,7 @@ from harnessevolve.execute.runners.external import task_document
 from harnessevolve.harness.load import load_harness
 from harnessevolve.harness.runtime import MemoryEntry
 from harnessevolve.models.scripted import register_script, unregister_script
-from harnessevolve.pipeline.context import forecast_misses
+from harnessevolve.pipeline.proposing.context import forecast_misses
 
 TASK = Task(
     id="t-read",
