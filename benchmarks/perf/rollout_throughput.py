@@ -157,7 +157,18 @@ async def raw_round_trips(api_base: str, n: int) -> list[float]:
     return times
 
 
-async def breakdown(n: int, api_base: str, sandbox: Any) -> dict[str, float]:
+async def loop_lag(stop: asyncio.Event, lags: list[float], tick: float = 0.005) -> None:
+    """How late a ``tick``-second sleep wakes up, over and over: the time the event loop was busy or
+    blocked when it could have run a ready rollout (the serialization one process's loop causes)."""
+    while not stop.is_set():
+        started = time.perf_counter()
+        await asyncio.sleep(tick)
+        lags.append(time.perf_counter() - started - tick)
+
+
+async def breakdown(n: int, concurrency: int, api_base: str, sandbox: Any) -> dict[str, float]:
+    """Where a step's wall time goes with ``concurrency`` rollouts at once (timers around each layer,
+    summed over rollouts, so at concurrency > 1 a part includes its waits for the loop)."""
     litellm = litellm_module()
     totals: dict[str, list[float]] = defaultdict(list)
     saved = (
@@ -172,9 +183,13 @@ async def breakdown(n: int, api_base: str, sandbox: Any) -> dict[str, float]:
     agent_module.acomplete = timed(totals, "acomplete", saved[2])
     agent_module.dispatch = timed(totals, "tool", saved[3])
     litellm.acompletion = timed(totals, "litellm", saved[4])
+    stop, lags = asyncio.Event(), []
+    ticker = asyncio.ensure_future(loop_lag(stop, lags))
     try:
-        batch = await run_batch(n, 1, "b", sandbox)
+        batch = await run_batch(n, concurrency, f"b{concurrency}-", sandbox)
     finally:
+        stop.set()
+        await ticker
         (
             executor_module.run_one,
             executor_module.create_workspace,
@@ -196,6 +211,8 @@ async def breakdown(n: int, api_base: str, sandbox: Any) -> dict[str, float]:
         "tool": total["tool"] / steps,
         "litellm_client": total["litellm"] / steps - raw,
         "server_and_http": raw,
+        "loop_lag": statistics.fmean(lags) if lags else 0.0,
+        "rate": batch["n"] / batch["wall"],
     }
 
 
@@ -368,21 +385,29 @@ def main() -> None:
         ray = ray_rows(server.api_base, rounds, sandbox, concurrencies) if args.ray else {}
         print_table(rows, ray)
 
-        b = asyncio.run(breakdown(2 if args.smoke else 4 if args.quick else 10, server.api_base, sandbox))
-        print("\none agent step at concurrency 1 (ms)")
+        n_one = 2 if args.smoke else 4 if args.quick else 10
+        one = asyncio.run(breakdown(n_one, 1, server.api_base, sandbox))
+        many = asyncio.run(breakdown(top * rounds, top, server.api_base, sandbox))
+        rates = f"rollouts/s {one['rate']:.1f} | {many['rate']:.1f}"
+        print(f"\none agent step (ms), at concurrency 1 | {top}  ({rates})")
+        b = one
         lines = [
             ("wall per step", b["step_wall"], ""),
             ("- server latency + loopback HTTP", b["server_and_http"], "(bare aiohttp client)"),
             ("- litellm client (acompletion)", b["litellm_client"], ""),
             (f"- tool command ({sandbox.name} sandbox)", b["tool"], ""),
             ("- workspace setup (per step)", b["workspace"], ""),
+            ("event loop late per 5 ms sleep", b["loop_lag"], "(busy or blocked)"),
             ("= harnessevolve's own code", b["own"], "(target <= 2 ms)"),
             ("    agent loop, executor", b["loop_own"], ""),
             ("    acomplete() around litellm", b["acomplete_own"], ""),
             (f"engine overhead (wall - {LATENCY * 1000:.0f} ms)", b["step_wall"] - LATENCY, ""),
         ]
-        for label, seconds, note in lines:
-            print(f"  {label:<38}{seconds * 1000:8.2f}  {note}".rstrip())
+        keys = ["step_wall", "server_and_http", "litellm_client", "tool", "workspace", "loop_lag", "own"]
+        keys += ["loop_own", "acomplete_own", "step_wall"]
+        for (label, seconds, note), key in zip(lines, keys, strict=True):
+            later = many[key] - (LATENCY if label.startswith("engine") else 0.0)
+            print(f"  {label:<38}{seconds * 1000:8.2f} | {later * 1000:8.2f}  {note}".rstrip())
 
         spawns = asyncio.run(spawn_rate(top, top * rounds, sandbox))
         calls, call_cpu = asyncio.run(litellm_rate(top, 2 * top * rounds))
