@@ -84,19 +84,7 @@ async def spawn(
     """Start ``argv`` in its own session, stdin from /dev/null, stdout and stderr into one pipe;
     raises ``OSError`` as ``Popen`` does (a missing program, a bad ``cwd``)."""
     loop = asyncio.get_running_loop()
-    start = loop.run_in_executor(
-        None,
-        functools.partial(
-            subprocess.Popen,
-            list(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
-        ),
-    )
+    start = loop.run_in_executor(None, functools.partial(_popen, argv, cwd, env))
     try:
         popen = await asyncio.shield(start)
     except asyncio.CancelledError:
@@ -110,6 +98,20 @@ async def spawn(
         _abandon_popen(popen)
         raise
     return SpawnedProcess(popen, reader, pipe)
+
+
+def _popen(
+    argv: tuple[str, ...] | list[str], cwd: Path | str | None, env: Mapping[str, str] | None
+) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        list(argv),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        cwd=cwd,
+        env=dict(env) if env is not None else None,
+    )
 
 
 def _abandon(start: asyncio.Future[subprocess.Popen[bytes]]) -> None:
