@@ -100,9 +100,8 @@ def test_a_failed_load_frees_its_place() -> None:
         return object()
 
     pool = ModelPool(load, 1)
-    with pytest.raises(RuntimeError):
-        with pool.borrow():
-            pass
+    with pytest.raises(RuntimeError), pool.borrow():
+        pass
     with pool.borrow():
         pass
     assert len(attempts) == 2 and len(pool.instances) == 1
