@@ -415,7 +415,10 @@ def main() -> int:
         default="builtin,external,heldout,nl2bash",
         help="comma-separated: builtin, external, heldout, nl2bash",
     )
+    parser.add_argument("--smoke", action="store_true", help="the builtin set only, no target")
     args = parser.parse_args()
+    if args.smoke:
+        args.sets, args.check, args.judge_model = "builtin", False, None
 
     from rich.console import Console
 

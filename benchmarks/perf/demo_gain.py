@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness_arms import add_run_arguments, evolve, init_harness  # noqa: E402
+from harness_arms import add_run_arguments, evolve, init_harness, smoke_arguments  # noqa: E402
 
 
 def main() -> int:
@@ -28,6 +28,7 @@ def main() -> int:
     )
     add_run_arguments(parser)
     args = parser.parse_args()
+    smoke_arguments(args)
 
     from harnessevolve.pipeline.final import find_run, score_test_split
     from harnessevolve.pipeline.run import RunHooks

@@ -13,6 +13,7 @@ of causes and the first hints, and writes ``--json``.
     HARNESSEVOLVE_LOCAL_THREADS=1 .venv/bin/python benchmarks/perf/divergence_causes.py run \\
         -b nl2bash -m local/qwen2.5-coder-0.5b --tasks 12 --out /tmp/dc-05
     .venv/bin/python benchmarks/perf/divergence_causes.py align --out /tmp/dc-05 --json after.json
+    .venv/bin/python benchmarks/perf/divergence_causes.py smoke   # both steps, scripted, seconds
     PYTHONPATH=/tmp/old .venv/bin/python benchmarks/perf/divergence_causes.py align --out /tmp/dc-05
 """
 
@@ -122,8 +123,30 @@ def main() -> None:
     a = sub.add_parser("align")
     a.add_argument("--out", required=True)
     a.add_argument("--json", default=None)
+    sub.add_parser("smoke", help="run 2 shell-onecall tasks with the scripted learner, then align them")
     args = parser.parse_args()
+    if args.step == "smoke":
+        smoke()
+        return
     run(args) if args.step == "run" else align(args)
+
+
+def smoke() -> None:
+    """Both steps, in seconds: a scripted agent (no model file) on two tasks, in a temporary folder."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="he-divergence-") as out:
+        run(
+            argparse.Namespace(
+                benchmark="shell-onecall",
+                model="scripted/policy:gives_up",
+                harness=None,
+                tasks=2,
+                offset=0,
+                out=out,
+            )
+        )
+        align(argparse.Namespace(out=out, json=None))
 
 
 if __name__ == "__main__":

@@ -136,7 +136,10 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=300, help="calls per block and path")
     parser.add_argument("--blocks", type=int, default=5, help="alternating blocks")
     parser.add_argument("--check", action="store_true", help="exit 1 when an overhead is over the target")
+    parser.add_argument("--smoke", action="store_true", help="10 calls x 1 block: it runs (no target)")
     args = parser.parse_args()
+    if args.smoke:
+        args.calls, args.blocks, args.check = 10, 1, False
     results = asyncio.run(measure(args.calls, args.blocks))
     base = statistics.median(results["direct"])
     print(

@@ -121,7 +121,13 @@ def main() -> None:
         "--evolve-threshold", type=float, default=0.75, help="the evolve arm's --evolve-threshold"
     )
     parser.add_argument("--json", action="store_true", help="print the rows as JSON too")
+    parser.add_argument(
+        "--smoke", action="store_true", help="1 seed, 1 generation, minibatch 2, the scripted learner"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.seeds, args.generations, args.batch_size = 1, 1, 2
+        args.model = "scripted/policy:learner"
     started = time.monotonic()
     rows = []
     with tempfile.TemporaryDirectory(prefix="he-evolve-env-") as tmp:

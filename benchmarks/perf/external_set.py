@@ -127,11 +127,24 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description="Write labelled runs of the external set as plain ATIF files."
     )
-    parser.add_argument("--export", type=Path, required=True, metavar="DIR", help="folder to write into")
+    parser.add_argument("--export", type=Path, default=None, metavar="DIR", help="folder to write into")
     parser.add_argument("--set", choices=("tune", "heldout"), default="tune")
     parser.add_argument("--kind", default=None, help="only this perturbation kind (drop, loop, ...)")
     parser.add_argument("--limit", type=int, default=None, help="at most this many runs")
+    parser.add_argument("--smoke", action="store_true", help="export 3 runs into a temporary folder")
     args = parser.parse_args()
+    if args.smoke:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="he-external-set-") as tmp:
+            args.export, args.limit = Path(tmp), 3
+            return _export(args)
+    if args.export is None:
+        parser.error("--export DIR is required")
+    return _export(args)
+
+
+def _export(args: Any) -> int:
     items = read_set(TUNE if args.set == "tune" else HELD_OUT)
     items = [i for i in items if args.kind is None or i.kind == args.kind][: args.limit]
     export(items, args.export)

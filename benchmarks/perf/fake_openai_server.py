@@ -131,11 +131,43 @@ class FakeServer:
                 self.process.wait()
 
 
+def smoke(latency: float) -> None:
+    """Both calls of a rollout's conversation through ``FakeServer``, printed with the request count."""
+    import json
+    import urllib.request
+
+    def post(base: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        body = json.dumps({"model": "fake", "messages": messages}).encode()
+        request = urllib.request.Request(
+            f"{base}/chat/completions", body, {"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read())
+
+    with FakeServer(latency) as server:
+        started = time.perf_counter()
+        first = post(server.api_base, [{"role": "user", "content": "go"}])["choices"][0]["message"]
+        call = first["tool_calls"][0]
+        result = {"role": "tool", "tool_call_id": call["id"], "content": "maple"}
+        second = post(server.api_base, [{"role": "user", "content": "go"}, first, result])
+        wall = (time.perf_counter() - started) * 1000
+        answer = second["choices"][0]["message"]["tool_calls"][0]["function"]
+        print(f"{server.api_base}: {call['function']['name']} then {answer['name']} {answer['arguments']}")
+        print(f"2 calls in {wall:.0f} ms (latency {latency * 1000:.0f} ms each)")
+        print(f"requests served: {server.requests()}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument(
+        "--smoke", action="store_true", help="start as a subprocess, one conversation, print the stats, stop"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        smoke(args.latency)
+        return
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve(args.port, args.latency))
 

@@ -183,7 +183,10 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--gates", type=Path, default=None, help="gate YAML (default: gates/default.yaml)")
     parser.add_argument("--no-sweep", action="store_true", help="skip the confidence/power sweep")
+    parser.add_argument("--smoke", action="store_true", help="50 decisions, no sweep: it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.decisions, args.no_sweep = 50, True
 
     config = replace(load_gate_config(args.gates).performance, mode="sequential")
     base = task_pool(args.seed)
@@ -240,7 +243,7 @@ def main() -> int:
     )
     if result.matched is None:
         print("  no fixed batch up to 2000 pairs matches the noise-aware gate's error rates")
-        return 1
+        return 0 if args.smoke else 1  # 50 decisions measure rates too coarse to match
     n, k, mfa, mta = result.matched
     print(
         f"  fixed-batch rule at matched error rates: batch of {n} pairs (each task run {times(n)}), "

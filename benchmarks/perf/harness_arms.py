@@ -46,6 +46,21 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--gates", type=Path, default=None, help="gate thresholds YAML (default: gates/default.yaml)"
     )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help=f"1 seed, 1 generation, minibatch 2, model {SMOKE_MODEL}: it runs, its figures mean nothing",
+    )
+
+
+SMOKE_MODEL = "scripted/policy:learner"
+"""A shipped dry-run agent (``harnessevolve.models.policy``): no model file, no network."""
+
+
+def smoke_arguments(args: argparse.Namespace) -> None:
+    """``--smoke`` given: the smallest run of the options ``add_run_arguments`` added."""
+    if args.smoke:
+        args.seeds, args.generations, args.batch_size, args.model = 1, 1, 2, SMOKE_MODEL
 
 
 def init_harness(dest: Path) -> Path:

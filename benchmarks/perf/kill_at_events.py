@@ -128,7 +128,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--generations", type=int, default=4)
     parser.add_argument("--events", default="", help="comma-separated event types (default: all the run has)")
+    parser.add_argument("--smoke", action="store_true", help="1 generation, killed after run_started only")
     opts = parser.parse_args(argv)
+    if opts.smoke:
+        opts.generations, opts.events = 1, "run_started"
     with tempfile.TemporaryDirectory(prefix="kill-events-") as tmp:
         root = Path(tmp)
         reference = root / "reference"

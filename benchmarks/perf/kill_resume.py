@@ -211,7 +211,10 @@ def main() -> int:
     parser.add_argument("--generations", type=int, default=6)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--template", default=TEMPLATE, help="harness template (shell-agent, python-agent)")
+    parser.add_argument("--smoke", action="store_true", help="1 kill in a 1-generation run: it runs")
     opts = parser.parse_args()
+    if opts.smoke:
+        opts.kills, opts.generations = 1, 1
     globals()["TEMPLATE"] = opts.template
     rng = random.Random(opts.seed)
     rows, landed, failures = [], Counter(), []

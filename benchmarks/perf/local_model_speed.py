@@ -74,7 +74,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=LocalModelConfig().n_threads)
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument("--smoke", action="store_true", help="1 run of 8 tokens, no target: it runs")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.runs, args.max_tokens, args.check = 1, 8, False
 
     config = LocalModelConfig(n_threads=args.threads)
     started = time.perf_counter()

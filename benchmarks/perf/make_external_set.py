@@ -126,7 +126,23 @@ def main() -> int:
     parser.add_argument("--out-tune", type=Path, default=TUNE)
     parser.add_argument("--out-heldout", type=Path, default=HELD_OUT)
     parser.add_argument("--out-nl2bash", type=Path, default=NL2BASH)
+    parser.add_argument(
+        "--smoke", action="store_true", help="2 tasks per category, written to a temporary folder"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="he-make-external-") as tmp:
+            args.tasks = 2
+            args.out_tune, args.out_heldout, args.out_nl2bash = (
+                Path(tmp) / name for name in ("tune.json.gz", "heldout.json.gz", "nl2bash.json.gz")
+            )
+            return build_all(args)
+    return build_all(args)
+
+
+def build_all(args: argparse.Namespace) -> int:
     root = package_root(args.bfcl)
     icalfa = importlib.util.find_spec("icalfa")
     if icalfa is None or not icalfa.submodule_search_locations:

@@ -40,6 +40,10 @@ FLOODS = {
     ),
     "processes: 400": "for i in $(seq 1 400); do sleep 5 & done; echo started; wait",
 }
+SMOKE_FLOODS = {  # the same path, far under every limit: seconds
+    "disk: 2 x 1 MiB": "for i in 1 2; do head -c 1M /dev/zero > f$i; done; du -sm .",
+    "processes: 20": "for i in $(seq 1 20); do sleep 0.1 & done; echo started; wait",
+}
 TASK = Task(id="flood", instruction="", split="train", checks=(Check(type="answer", expected="x"),))
 
 
@@ -66,14 +70,16 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limits", default="", help="--sandbox-limits style overrides")
     parser.add_argument("--only", action="append", help="run only floods whose name starts with this")
+    parser.add_argument("--smoke", action="store_true", help="two small floods under every limit: it runs")
     args = parser.parse_args()
+    floods = SMOKE_FLOODS if args.smoke else FLOODS
     limits = SandboxLimits.parse(args.limits)
     sandbox = BwrapSandbox(limits)
     probe = await create_workspace(TASK, sandbox=sandbox)
     tmpfs = is_workspace_mount(probe)
     remove_workspace(probe)
     print(f"uid {os.geteuid()}; rollout cgroup: {cgroup_mode()}; workspace tmpfs: {tmpfs}; {limits}")
-    for name, command in FLOODS.items():
+    for name, command in floods.items():
         if not args.only or any(name.startswith(o) for o in args.only):
             await flood(name, command, sandbox)
 

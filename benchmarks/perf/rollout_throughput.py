@@ -12,7 +12,10 @@ is the shell-agent harness on a one-file task, model ``openai/fake``: the server
 * the same workload through DSPy (``dspy.Evaluate(num_threads=c)`` over a ``dspy.Module`` making
   the same two LM calls and the same bash command) and harnessevolve/DSPy throughput ratios.
 
-    .venv/bin/python benchmarks/perf/rollout_throughput.py [--quick] [--ray] [--sandbox none]
+    .venv/bin/python benchmarks/perf/rollout_throughput.py [--quick | --smoke] [--ray] [--sandbox none]
+
+``--smoke`` (seconds; the test suite runs it) measures concurrency 1 and 4 with a few rollouts each:
+it checks that every step of the script runs, its figures mean nothing.
 
 ``--ray`` adds RayExecutor on a local Ray instance (one actor, i.e. one event loop, per CPU).
 Measurements are only as good as the machine is idle: the load average is printed before and after.
@@ -154,29 +157,44 @@ async def raw_round_trips(api_base: str, n: int) -> list[float]:
     return times
 
 
-async def breakdown(n: int, api_base: str, sandbox: Any) -> dict[str, float]:
+async def loop_lag(stop: asyncio.Event, lags: list[float], tick: float = 0.005) -> None:
+    """How late a ``tick``-second sleep wakes up, over and over: the time the event loop was busy or
+    blocked when it could have run a ready rollout (the serialization one process's loop causes)."""
+    while not stop.is_set():
+        started = time.perf_counter()
+        await asyncio.sleep(tick)
+        lags.append(time.perf_counter() - started - tick)
+
+
+async def breakdown(n: int, concurrency: int, api_base: str, sandbox: Any) -> dict[str, float]:
+    """Where a step's wall time goes with ``concurrency`` rollouts at once (timers around each layer,
+    summed over rollouts, so at concurrency > 1 a part includes its waits for the loop)."""
     litellm = litellm_module()
     totals: dict[str, list[float]] = defaultdict(list)
     saved = (
         executor_module.run_one,
         executor_module.create_workspace,
         agent_module.acomplete,
-        agent_module.run_tool,
+        agent_module.dispatch,
         litellm.acompletion,
     )
     executor_module.run_one = timed(totals, "rollout", saved[0])
     executor_module.create_workspace = timed(totals, "workspace", saved[1])
     agent_module.acomplete = timed(totals, "acomplete", saved[2])
-    agent_module.run_tool = timed(totals, "tool", saved[3])
+    agent_module.dispatch = timed(totals, "tool", saved[3])
     litellm.acompletion = timed(totals, "litellm", saved[4])
+    stop, lags = asyncio.Event(), []
+    ticker = asyncio.ensure_future(loop_lag(stop, lags))
     try:
-        batch = await run_batch(n, 1, "b", sandbox)
+        batch = await run_batch(n, concurrency, f"b{concurrency}-", sandbox)
     finally:
+        stop.set()
+        await ticker
         (
             executor_module.run_one,
             executor_module.create_workspace,
             agent_module.acomplete,
-            agent_module.run_tool,
+            agent_module.dispatch,
             litellm.acompletion,
         ) = saved
     raw = statistics.median(await raw_round_trips(api_base, 10))
@@ -193,6 +211,8 @@ async def breakdown(n: int, api_base: str, sandbox: Any) -> dict[str, float]:
         "tool": total["tool"] / steps,
         "litellm_client": total["litellm"] / steps - raw,
         "server_and_http": raw,
+        "loop_lag": statistics.fmean(lags) if lags else 0.0,
+        "rate": batch["n"] / batch["wall"],
     }
 
 
@@ -267,7 +287,9 @@ async def spawn_rate(concurrency: int, n: int, sandbox: Any) -> float:
 # --- main -----------------------------------------------------------------------------------------------
 
 
-def ray_rows(api_base: str, rounds: int, sandbox: Any) -> dict[int, dict[str, Any]]:
+def ray_rows(
+    api_base: str, rounds: int, sandbox: Any, concurrencies: tuple[int, ...]
+) -> dict[int, dict[str, Any]]:
     """RayExecutor on a local Ray instance: one actor (event loop) per CPU, same workload."""
     import ray
 
@@ -283,7 +305,7 @@ def ray_rows(api_base: str, rounds: int, sandbox: Any) -> dict[int, dict[str, An
     )
     rows = {}
     try:
-        for c in CONCURRENCIES[1:]:
+        for c in concurrencies[1:]:
             executor = RayExecutor(c, sandbox=sandbox, rollouts_per_worker=max(1, c // cpus))
             asyncio.run(run_batch(c, c, f"rw{c}-", sandbox, executor))  # actors start, import litellm
             rows[c] = asyncio.run(run_batch(c * rounds, c, f"r{c}-", sandbox, executor))
@@ -328,11 +350,15 @@ def print_table(rows: list[tuple[int, dict[str, Any], dict[str, Any] | None]], r
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer rollouts per point; skips DSPy at 1")
+    parser.add_argument("--smoke", action="store_true", help="concurrency 1 and 4, a few rollouts: it runs")
     parser.add_argument("--no-dspy", action="store_true", help="skip the DSPy comparison")
     parser.add_argument("--ray", action="store_true", help="also measure RayExecutor (local instance)")
     parser.add_argument("--sandbox", help="bwrap, docker or none (unsafe); default: harnessevolve's default")
     args = parser.parse_args()
-    rounds = 2 if args.quick else 6
+    rounds = 1 if args.smoke else 2 if args.quick else 6
+    concurrencies = (1, 4) if args.smoke else CONCURRENCIES
+    top = concurrencies[-1]
+    quick = args.quick or args.smoke
 
     warnings.filterwarnings("ignore", category=DeprecationWarning, module="dspy")
     warnings.filterwarnings("ignore", message="Passing OpenAI-style message")
@@ -347,45 +373,53 @@ def main() -> None:
         print(f"cpus: {os.cpu_count()}; load average before: {load}")
         asyncio.run(run_batch(4, 4, "w", sandbox))  # warm-up: imports, HTTP client
 
-        m = asyncio.run(memory_at(64, sandbox))
+        m = asyncio.run(memory_at(top, sandbox))
         rows = []
-        for c in CONCURRENCIES:
-            n = c * rounds if c > 1 else (4 if args.quick else 10)
+        for c in concurrencies:
+            n = c * rounds if c > 1 else (2 if args.smoke else 4 if args.quick else 10)
             ours = asyncio.run(run_batch(n, c, f"c{c}-", sandbox))
             theirs = None
-            if not args.no_dspy and not (args.quick and c == 1):
+            if not args.no_dspy and not (quick and c == 1):
                 theirs = dspy_evaluate(HARNESS, MODEL, WORD, server.api_base, n, c, sandbox)
             rows.append((c, ours, theirs))
-        ray = ray_rows(server.api_base, rounds, sandbox) if args.ray else {}
+        ray = ray_rows(server.api_base, rounds, sandbox, concurrencies) if args.ray else {}
         print_table(rows, ray)
 
-        b = asyncio.run(breakdown(4 if args.quick else 10, server.api_base, sandbox))
-        print("\none agent step at concurrency 1 (ms)")
+        n_one = 2 if args.smoke else 4 if args.quick else 10
+        one = asyncio.run(breakdown(n_one, 1, server.api_base, sandbox))
+        many = asyncio.run(breakdown(top * rounds, top, server.api_base, sandbox))
+        rates = f"rollouts/s {one['rate']:.1f} | {many['rate']:.1f}"
+        print(f"\none agent step (ms), at concurrency 1 | {top}  ({rates})")
+        b = one
         lines = [
             ("wall per step", b["step_wall"], ""),
             ("- server latency + loopback HTTP", b["server_and_http"], "(bare aiohttp client)"),
             ("- litellm client (acompletion)", b["litellm_client"], ""),
             (f"- tool command ({sandbox.name} sandbox)", b["tool"], ""),
             ("- workspace setup (per step)", b["workspace"], ""),
+            ("event loop late per 5 ms sleep", b["loop_lag"], "(busy or blocked)"),
             ("= harnessevolve's own code", b["own"], "(target <= 2 ms)"),
             ("    agent loop, executor", b["loop_own"], ""),
             ("    acomplete() around litellm", b["acomplete_own"], ""),
             (f"engine overhead (wall - {LATENCY * 1000:.0f} ms)", b["step_wall"] - LATENCY, ""),
         ]
-        for label, seconds, note in lines:
-            print(f"  {label:<38}{seconds * 1000:8.2f}  {note}".rstrip())
+        keys = ["step_wall", "server_and_http", "litellm_client", "tool", "workspace", "loop_lag", "own"]
+        keys += ["loop_own", "acomplete_own", "step_wall"]
+        for (label, seconds, note), key in zip(lines, keys, strict=True):
+            later = many[key] - (LATENCY if label.startswith("engine") else 0.0)
+            print(f"  {label:<38}{seconds * 1000:8.2f} | {later * 1000:8.2f}  {note}".rstrip())
 
-        spawns = asyncio.run(spawn_rate(64, 64 * rounds, sandbox))
-        calls, call_cpu = asyncio.run(litellm_rate(64, 128 * rounds))
-        print("\nceilings at concurrency 64, each part alone (rollout = 1 tool command + 2 model calls)")
+        spawns = asyncio.run(spawn_rate(top, top * rounds, sandbox))
+        calls, call_cpu = asyncio.run(litellm_rate(top, 2 * top * rounds))
+        print(f"\nceilings at concurrency {top}, each part alone (rollout = 1 tool command + 2 model calls)")
         print(f"  tool commands (run_shell, {sandbox.name}): {spawns:6.0f}/s -> {spawns:6.0f} rollouts/s")
         print(
             f"  litellm.acompletion:            {calls:6.0f}/s -> {calls / STEPS:6.0f} rollouts/s "
             f"({call_cpu:.1f} ms CPU per call)"
         )
         print(
-            f"\nmemory at 64 concurrent rollouts: RSS {m['baseline']:.0f} MiB after warm-up, "
-            f"{m['peak']:.0f} MiB peak (+{(m['peak'] - m['baseline']) / 64 * 1024:.0f} KiB per rollout); "
+            f"\nmemory at {top} concurrent rollouts: RSS {m['baseline']:.0f} MiB after warm-up, "
+            f"{m['peak']:.0f} MiB peak (+{(m['peak'] - m['baseline']) / top * 1024:.0f} KiB per rollout); "
             f"Python heap peak {m['heap_peak']:.1f} MiB (tracemalloc)"
         )
         print(

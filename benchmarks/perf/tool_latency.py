@@ -97,7 +97,10 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=200, help="calls of each tool")
     parser.add_argument("--sandbox", default="bwrap", help="bwrap (default), docker or none")
     parser.add_argument("--json", action="store_true", help="print JSON only")
+    parser.add_argument("--smoke", action="store_true", help="5 calls of each tool: it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.calls = 5
     report = asyncio.run(measure(args.calls, args.sandbox))
     if args.json:
         print(json.dumps(report))

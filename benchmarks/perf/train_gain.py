@@ -64,7 +64,11 @@ def main() -> int:
         help="do not score the untrained model (reuse an earlier number; decoding is greedy)",
     )
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--smoke", action="store_true", help="2 tasks, 1 step: it runs (the real model)")
     args = parser.parse_args()
+    if args.smoke:
+        args.tasks, args.steps, args.batch_size, args.eval_samples = 2, 1, 1, 2
+        args.skip_untrained = True  # the references alone are the training data
 
     benchmark = load_benchmark("shell-onecall")
     train = sorted(benchmark.split("train"), key=lambda t: (t.id[-2:], t.id))[: args.tasks]

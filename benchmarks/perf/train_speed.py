@@ -76,7 +76,10 @@ def main() -> int:
     parser.add_argument("--max-len", type=int, default=512)
     parser.add_argument("--devices", default="", help="comma-separated; default: cpu, and cuda if available")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--smoke", action="store_true", help="cpu, 1 step, batch 1: it runs (the real model)")
     args = parser.parse_args()
+    if args.smoke:
+        args.steps, args.batch_size, args.devices = 1, 1, "cpu"  # max_len kept: shorter samples are dropped
     import torch
 
     devices = [d for d in args.devices.split(",") if d] or ["cpu"] + (

@@ -46,6 +46,7 @@ from harness_arms import (  # noqa: E402
     make_scorer,
     score_split,
     set_local_threads,
+    smoke_arguments,
 )
 
 from harnessevolve.core.tasks import Benchmark, Task, load_benchmark  # noqa: E402
@@ -376,6 +377,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.quick:
         args.seeds, args.generations, args.batch_size = 1, 1, 4
+    smoke_arguments(args)
     if args.threads:
         set_local_threads(args.threads)
     bench = load_benchmark(args.benchmark)

@@ -25,6 +25,7 @@ from harnessevolve.execute.workspace import inside, tool_env
 from harnessevolve.harness.model import ToolSpec
 from harnessevolve.sandbox.base import Sandbox, launched, resolve_sandbox
 from harnessevolve.sandbox.launch import READ_CHUNK, finish_process, give_to_workspace
+from harnessevolve.sandbox.spawn import spawn
 
 
 @dataclass(frozen=True)
@@ -64,14 +65,7 @@ async def run_shell(
 async def _run_launch(
     argv: tuple[str, ...], options: dict[str, Any], *, timeout_s: float, limit: int
 ) -> ToolResult:
-    proc = await asyncio.create_subprocess_exec(
-        *argv,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,
-        **options,
-    )
+    proc = await spawn(argv, **options)  # started off the event loop: see sandbox/spawn.py
     chunks: list[bytes] = []
     size = 0
     cap = limit * 4 + 1

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harnessevolve.core.errors import ModelError
+from harnessevolve.models.local_pool import ModelPool, available_memory, pool_size, requested_size
 from harnessevolve.models.tool_text import call_finished
 
 if TYPE_CHECKING:
@@ -167,7 +168,7 @@ class _LoadedModel:
     lock: threading.Lock
 
 
-_MODELS: dict[tuple[str, LocalModelConfig], _LoadedModel] = {}
+_POOLS: dict[tuple[str, LocalModelConfig], ModelPool[_LoadedModel]] = {}
 _MODELS_LOCK = threading.Lock()
 
 
@@ -216,32 +217,44 @@ def _fetched_model_path(name: str) -> Path | None:
 
 
 def load_model(model: str, config: LocalModelConfig = LocalModelConfig()) -> _LoadedModel:
-    """The loaded model for ``model``, loading it on first use (once per process)."""
+    """The loaded model for ``model``, loading it on first use (once per process); with a pool
+    (``HARNESSEVOLVE_LOCAL_POOL``), its first instance."""
+    return model_pool(model, config).first()
+
+
+def model_pool(model: str, config: LocalModelConfig = LocalModelConfig()) -> ModelPool[_LoadedModel]:
+    """The instances of ``model`` calls borrow (``local_pool``: one unless a pool is turned on; the
+    instances of a pool of more than one run 1 llama.cpp thread each)."""
     path = resolve_model_path(model)
     key = (str(path), config)
     with _MODELS_LOCK:
-        loaded = _MODELS.get(key)
-        if loaded is None:
-            try:
-                from llama_cpp import Llama
-            except ImportError as exc:
-                raise LocalModelUnavailableError(
-                    "the local model needs llama-cpp-python; pip install 'llama-cpp-python>=0.3.36'"
-                ) from exc
-            try:
-                llama = Llama(
-                    model_path=str(path),
-                    n_ctx=config.n_ctx,
-                    n_threads=config.n_threads,
-                    n_threads_batch=config.n_threads,
-                    n_batch=config.n_batch,
-                    verbose=False,
-                )
-            except (ValueError, RuntimeError) as exc:
-                raise LocalModelError(f"could not load {path}: {exc}") from exc
-            loaded = _LoadedModel(llama=llama, lock=threading.Lock())
-            _MODELS[key] = loaded
-        return loaded
+        pool = _POOLS.get(key)
+        if pool is None:
+            size = pool_size(path, requested_size(), available_bytes=available_memory())
+            threads = config.n_threads if size == 1 else 1
+            pool = _POOLS[key] = ModelPool(lambda: _load_llama(path, config, threads), size)
+        return pool
+
+
+def _load_llama(path: Path, config: LocalModelConfig, threads: int) -> _LoadedModel:
+    try:
+        from llama_cpp import Llama
+    except ImportError as exc:
+        raise LocalModelUnavailableError(
+            "the local model needs llama-cpp-python; pip install 'llama-cpp-python>=0.3.36'"
+        ) from exc
+    try:
+        llama = Llama(
+            model_path=str(path),
+            n_ctx=config.n_ctx,
+            n_threads=threads,
+            n_threads_batch=threads,
+            n_batch=config.n_batch,
+            verbose=False,
+        )
+    except (ValueError, RuntimeError) as exc:
+        raise LocalModelError(f"could not load {path}: {exc}") from exc
+    return _LoadedModel(llama=llama, lock=threading.Lock())
 
 
 def chatml_turn(role: str, content: str) -> str:
@@ -324,38 +337,38 @@ def generate(
     ``prefill`` starts the assistant reply and is part of the returned text;
     ``grammar_gbnf`` constrains what is generated; ``stop_after_call`` ends the reply
     once it holds a complete tool call (see ``tool_text.call_finished``).
-    Thread-safe: calls on one model are serialised.
+    Thread-safe: each call holds one instance of the model's pool (``local_pool``) throughout.
     """
-    loaded = load_model(model, config)
-    llama = loaded.llama
-    max_tokens = config.default_max_tokens if max_tokens is None or max_tokens <= 0 else max_tokens
-    temperature = config.default_temperature if temperature is None else max(0.0, float(temperature))
+    with model_pool(model, config).borrow() as loaded:
+        llama = loaded.llama
+        max_tokens = config.default_max_tokens if max_tokens is None or max_tokens <= 0 else max_tokens
+        temperature = config.default_temperature if temperature is None else max(0.0, float(temperature))
 
-    def count(text: str) -> int:
-        return len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+        def count(text: str) -> int:
+            return len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
-    prompt, dropped = build_chatml_prompt(turns, count, prefill, max_tokens, config.n_ctx)
-    grammar = None
-    if grammar_gbnf is not None:
-        from llama_cpp import LlamaGrammar
+        prompt, dropped = build_chatml_prompt(turns, count, prefill, max_tokens, config.n_ctx)
+        grammar = None
+        if grammar_gbnf is not None:
+            from llama_cpp import LlamaGrammar
 
-        grammar = LlamaGrammar.from_string(grammar_gbnf, verbose=False)
-    with loaded.lock:
-        tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
-        stopping = _call_end_criteria(llama, len(tokens), prefill) if stop_after_call else None
-        result = llama.create_completion(
-            prompt=tokens,
-            max_tokens=max(1, min(max_tokens, config.n_ctx - len(tokens))),
-            temperature=temperature,
-            top_p=0.95 if top_p is None else float(top_p),
-            repeat_penalty=config.repeat_penalty if repeat_penalty is None else float(repeat_penalty),
-            frequency_penalty=float(frequency_penalty),
-            presence_penalty=float(presence_penalty),
-            seed=seed,
-            stop=[*STOP_STRINGS, *stop],
-            grammar=grammar,
-            stopping_criteria=stopping,
-        )
+            grammar = LlamaGrammar.from_string(grammar_gbnf, verbose=False)
+        with loaded.lock:
+            tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+            stopping = _call_end_criteria(llama, len(tokens), prefill) if stop_after_call else None
+            result = llama.create_completion(
+                prompt=tokens,
+                max_tokens=max(1, min(max_tokens, config.n_ctx - len(tokens))),
+                temperature=temperature,
+                top_p=0.95 if top_p is None else float(top_p),
+                repeat_penalty=config.repeat_penalty if repeat_penalty is None else float(repeat_penalty),
+                frequency_penalty=float(frequency_penalty),
+                presence_penalty=float(presence_penalty),
+                seed=seed,
+                stop=[*STOP_STRINGS, *stop],
+                grammar=grammar,
+                stopping_criteria=stopping,
+            )
     first = result["choices"][0]
     usage = result["usage"]
     return Generation(

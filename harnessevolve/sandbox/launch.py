@@ -29,6 +29,7 @@ from harnessevolve.sandbox.limits import (
     workspace_full,
     workspace_notes,
 )
+from harnessevolve.sandbox.spawn import SpawnedProcess
 
 SANDBOX_UID_BASE = sandbox_uids.UID_BASE
 LIMIT_NAMES = (
@@ -354,8 +355,9 @@ def _chmod_folder(folder: str) -> None:
 READ_CHUNK = 65536
 
 
-async def finish_process(proc: asyncio.subprocess.Process) -> None:
-    """Kill the command's process group, read its pipe to the end and reap it.
+async def finish_process(proc: asyncio.subprocess.Process | SpawnedProcess) -> None:
+    """Kill the command's process group, read its pipe to the end and reap it (an asyncio
+    subprocess, or one ``sandbox.spawn`` started).
 
     Reading past the cap matters: asyncio only reports the exit once the pipe is closed. A process
     that left the group and still holds the pipe (possible only without a sandbox) is cut off.
@@ -368,8 +370,9 @@ async def finish_process(proc: asyncio.subprocess.Process) -> None:
                 pass
             await proc.wait()
     except TimeoutError:
-        transport = getattr(proc, "_transport", None)
-        if transport is not None:
+        if isinstance(proc, SpawnedProcess):
+            proc.close_pipe()
+        elif (transport := getattr(proc, "_transport", None)) is not None:
             transport.close()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(proc.wait(), 5)

@@ -33,6 +33,10 @@ def _pipe(source: socket.socket, sink: socket.socket) -> None:
 
 
 def _serve_one(client: socket.socket, path: str) -> None:
+    # A reply arrives from the endpoint in pieces (headers, then body): without TCP_NODELAY, Nagle
+    # holds each later piece back until the agent's delayed ACK of the first (tens of ms a call).
+    with contextlib.suppress(OSError):
+        client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         upstream.connect(path)
