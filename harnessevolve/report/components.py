@@ -52,15 +52,15 @@ def component_rows(run_dir: Path) -> list[ComponentRow]:
     for folder in folders:
         files = sorted(folder.glob("*.json"))
         extras = [_extra(p) for p in files]
-        if not any(k in e for e in extras for k in ("memory", "recovery", "world_model", "progress")):
+        if not any(k in x for x in extras for k in ("memory", "recovery", "world_model", "progress")):
             continue
-        world = [e["world_model"] for e in extras if isinstance(e.get("world_model"), dict)]
+        world = [x["world_model"] for x in extras if isinstance(x.get("world_model"), dict)]
         row = ComponentRow(
             harness_hash=folder.name,
             rollouts=len(extras),
-            memory_used=sum(1 for e in extras if (e.get("memory") or {}).get("retrieved")),
-            recovery_fired=sum(len(e.get("recovery") or ()) for e in extras),
-            component_errors=sum(len(e.get("component_errors") or ()) for e in extras),
+            memory_used=sum(1 for x in extras if (x.get("memory") or {}).get("retrieved")),
+            recovery_fired=sum(len(x.get("recovery") or ()) for x in extras),
+            component_errors=sum(len(x.get("component_errors") or ()) for x in extras),
             forecasts=sum(int(w.get("forecasts", 0)) for w in world),
             matches=sum(int(w.get("matches", 0)) for w in world),
             missing=sum(int(w.get("missing", 0)) for w in world),

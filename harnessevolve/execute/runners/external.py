@@ -105,8 +105,8 @@ def task_document(harness: Harness, task: Task, model: str) -> dict[str, Any]:
     also their part (``memory.runtime_document``: retrieved memory is appended to ``system_prompt``)."""
     from harnessevolve.execute.memory import runtime_document
 
-    runtime = runtime_document(harness, task.opening_text) if harness.runtime.any_on else {}
-    section = runtime.get("memory", {}).get("section", "")
+    components = runtime_document(harness, task.opening_text) if harness.runtime.any_on else {}
+    section = components.get("memory", {}).get("section", "")
     document = {
         "version": 1,
         "task_id": task.id,
@@ -120,7 +120,7 @@ def task_document(harness: Harness, task: Task, model: str) -> dict[str, Any]:
         ],
         "loop": asdict(harness.loop),
         "model": model,
-        **runtime,
+        **components,
     }
     if section:
         document["system_prompt"] = f"{document['system_prompt'].rstrip()}\n\n{section}\n"
