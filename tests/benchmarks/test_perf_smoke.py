@@ -51,6 +51,7 @@ COVERED = {
     # script: the test that runs its smoke mode already (in process)
     "efficacy": "test_efficacy.py",
     "agent_proposer_overhead": "test_agent_proposer_overhead.py",
+    "component_ablation": "test_component_ablation.py",
 }
 RUN_BY = {"kill_hook": "kill_at_events"}
 """Entry points that another script runs (``python -m kill_hook ...``): that script's smoke runs them."""
