@@ -21,7 +21,8 @@ Here the workspace stands for that ``/``:
   ``nl2bash-fs<n>`` and ``difficulty-<d>``.
 
 Which tasks: ``nl2bash`` (or ``nl2bash:``) is every task whose gold command stays inside the
-workspace and gives the same result twice; ``nl2bash:5`` or ``nl2bash:1,3`` only those file
+workspace and gives the same result twice (no output process substitution ``>(...)``, whose
+output races the command's own); ``nl2bash:5`` or ``nl2bash:1,3`` only those file
 systems; ``nl2bash:all`` all 300, including commands that read or change the host (network,
 processes, clock, paths outside the workspace) -- only behind a sandbox.
 """
@@ -57,6 +58,9 @@ HOST_COMMANDS = frozenset(
     + ("sysctl", "top", "uptime", "vmstat", "w", "wall", "wget", "who")
 )
 """Commands whose output depends on the host, the network or the clock, not on the workspace."""
+_OUTPUT_SUBSTITUTION = re.compile(r">\(")
+"""``tee >(wc -l)``: the substituted process writes when it gets to it, before or after the
+command's own output (or after the shell exits), so two runs of the same command differ."""
 UNSTABLE_TASKS = frozenset({"fs1-041", "fs1-085"})  # stat (inode, change time); getconf -a
 """Workspace-only tasks whose gold command still gives different results in two identical
 workspaces (found by running every gold command against itself; see tests/adapters)."""
@@ -160,7 +164,8 @@ def _filesystem_tasks(assets: Path, n: int, everything: bool) -> list[Task]:
     for i, record in enumerate(records):
         task_id = f"fs{n}-{i:03d}"
         gold = map_roots(str(record["gold"])).strip()
-        if not everything and (touches_host(gold) or task_id in UNSTABLE_TASKS):
+        unstable = task_id in UNSTABLE_TASKS or _OUTPUT_SUBSTITUTION.search(gold) is not None
+        if not everything and (touches_host(gold) or unstable):
             continue
         tasks.append(
             Task(

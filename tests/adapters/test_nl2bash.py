@@ -35,7 +35,7 @@ def test_loads_icalfa_tasks(fs5) -> None:
     everything = load_benchmark_spec("nl2bash:all")
     assert len(everything.tasks) == 300  # 153 + 49 + 57 + 23 + 18, as icalfa 0.3.6 ships them
     default = load_benchmark_spec("nl2bash")
-    assert default.name == "nl2bash" and len(default.tasks) == 223
+    assert default.name == "nl2bash" and len(default.tasks) == 222
     assert len(fs5.tasks) == 17 and fs5.name == "nl2bash-fs5"
     assert [t.id for t in load_benchmark_spec("nl2bash:fs5,1").tasks][:2] == ["fs1-000", "fs1-001"]
     copy = load_benchmark_spec("nl2bash:1").task("fs1-003")
@@ -58,7 +58,7 @@ def test_splits_are_stable_and_balanced() -> None:
     first, second = load_benchmark_spec("nl2bash"), load_benchmark_spec("nl2bash")
     assert [t.split for t in first.tasks] == [t.split for t in second.tasks]
     counts = {s: len(first.split(s)) for s in ("train", "validation", "test")}
-    assert 0.4 < counts["train"] / 223 < 0.6 and min(counts.values()) > 40
+    assert 0.4 < counts["train"] / 222 < 0.6 and min(counts.values()) > 40
 
 
 def test_bad_subset_and_missing_package(monkeypatch: pytest.MonkeyPatch) -> None:
