@@ -24,9 +24,14 @@ import hashlib
 import re
 from typing import Any
 
-from harnessevolve.core.documents import bounded_yaml
 from harnessevolve.harness.runtime import memory_entry
-from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed, ReferenceAction
+from harnessevolve.optimize.proposal import (
+    Candidate,
+    ProposalContext,
+    ProposalFailed,
+    ReferenceAction,
+    component_settings,
+)
 
 MAX_NEW = 5
 _NUMBER = re.compile(r"\b\d+(?:[.,]\d+)*\b")
@@ -61,12 +66,8 @@ class MemoryProposer:
     name = "memory"
 
     def _settings(self, context: ProposalContext) -> dict[str, Any] | None:
-        try:
-            doc = bounded_yaml(context.files.get("harness.yaml", ""))
-        except Exception:  # noqa: BLE001 - an unreadable harness.yaml is the quality gate's to refuse
-            return None
-        section = doc.get("memory") if isinstance(doc, dict) else None
-        if not isinstance(section, dict) or section.get("enabled") is False:
+        section = component_settings(context, "memory")
+        if section is None:
             return None
         return section if context.may_edit("memory/entry.yaml") else None
 

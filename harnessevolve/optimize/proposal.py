@@ -181,3 +181,19 @@ class ProposerChain(Proposer, Protocol):
     pipeline clears it once recorded."""
 
     failures: list[ProposalFailed]
+
+
+def component_settings(context: ProposalContext, key: str) -> dict[str, Any] | None:
+    """The harness's ``key`` section of ``harness.yaml`` (a runtime component, docs/runtime.md)
+    when it is present and not turned off; None otherwise, or when harness.yaml does not parse
+    (that is the quality gate's to refuse)."""
+    from harnessevolve.core.documents import bounded_yaml
+
+    try:
+        doc = bounded_yaml(context.files.get("harness.yaml", ""))
+    except Exception:  # noqa: BLE001 - an unreadable harness.yaml is the quality gate's to refuse
+        return None
+    section = doc.get(key) if isinstance(doc, dict) else None
+    if not isinstance(section, dict) or section.get("enabled") is False:
+        return None
+    return section

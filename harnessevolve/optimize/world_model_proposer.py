@@ -14,8 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from harnessevolve.core.documents import bounded_yaml
-from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed
+from harnessevolve.optimize.proposal import (
+    Candidate,
+    ProposalContext,
+    ProposalFailed,
+    component_settings,
+)
 
 MAX_LINES = 3
 SECTION = "## Observed results"
@@ -30,12 +34,8 @@ class WorldModelProposer:
     name = "world_model"
 
     def _settings(self, context: ProposalContext) -> tuple[str, int] | None:
-        try:
-            doc = bounded_yaml(context.files.get("harness.yaml", ""))
-        except Exception:  # noqa: BLE001 - an unreadable harness.yaml is the quality gate's to refuse
-            return None
-        section = doc.get("world_model") if isinstance(doc, dict) else None
-        if not isinstance(section, dict) or section.get("enabled") is False:
+        section = component_settings(context, "world_model")
+        if section is None:
             return None
         path = str(section.get("file", "world_model.md"))
         if path not in context.files or not context.may_edit(path):
