@@ -9,6 +9,7 @@ An entry with no word in common with the task scores 0 and is never shown.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
@@ -19,20 +20,29 @@ if TYPE_CHECKING:
     from harnessevolve.execute.agent import Rollout
 
 
+@functools.lru_cache(maxsize=8)
+def _index(entries: tuple[MemoryEntry, ...]) -> Any:
+    """The BM25 index of ``entries`` (built once per harness revision, not once per rollout);
+    None when the entries have no word left after stop words."""
+    import bm25s
+
+    tokens = bm25s.tokenize([f"{e.task}\n{e.lesson}" for e in entries], stopwords="en", show_progress=False)
+    if not tokens.vocab:
+        return None
+    index = bm25s.BM25()
+    index.index(tokens, show_progress=False)
+    return index
+
+
 def retrieve(entries: tuple[MemoryEntry, ...], query: str, k: int) -> list[tuple[MemoryEntry, float]]:
     """The at most ``k`` entries most similar to ``query`` (BM25), best first, score > 0 only."""
     if not entries or not query.strip() or k < 1:
         return []
     import bm25s
 
-    corpus = [f"{e.task}\n{e.lesson}" for e in entries]
-    tokens = bm25s.tokenize(corpus, stopwords="en", show_progress=False)
-    if not tokens.vocab:
-        return []
-    index = bm25s.BM25()
-    index.index(tokens, show_progress=False)
+    index = _index(entries)
     asked = bm25s.tokenize([query], stopwords="en", show_progress=False)
-    if not asked.vocab:
+    if index is None or not asked.vocab:
         return []
     found, scores = index.retrieve(asked, k=min(k, len(entries)), show_progress=False)
     return [(entries[int(i)], float(s)) for i, s in zip(found[0], scores[0], strict=True) if s > 0]
