@@ -3,7 +3,6 @@ the scorer, the budget guard, the generation loop, and the events that end the r
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,10 +34,10 @@ from harnessevolve.pipeline.rollouts.rollout_cache import RolloutCache
 from harnessevolve.pipeline.rollouts.scorer_setup import ScorerSetup
 from harnessevolve.pipeline.rollouts.scoring import Scorer
 from harnessevolve.pipeline.state import RunState
+from harnessevolve.report.infra_view import fold_infra
 from harnessevolve.runs.counters import Counts, RunCounters
 from harnessevolve.runs.events import BudgetExhausted as BudgetExhaustedEvent
 from harnessevolve.runs.events import Event, RunFailed, RunFinished, RunInterrupted, RunStarted
-from harnessevolve.runs.events import InfraFailure as InfraFailureEvent
 from harnessevolve.runs.ledger import Ledger, read_ledger
 from harnessevolve.runs.run_config import RunConfig
 from harnessevolve.runs.rundir import STATE_DIR
@@ -177,7 +176,8 @@ def run_generations(
     finally:
         journal.close()
     usage = meter.snapshot()
-    net = net_change(read_ledger(ledger.path), repo)
+    events = read_ledger(ledger.path)
+    net = net_change(events, repo)
     totals = counters.total(_counts(loop, scorer))  # every process of the run, resumed ones included
     ledger.append(
         RunFinished(
@@ -190,7 +190,7 @@ def run_generations(
             usage=usage,
             stopped=stopped,
             net_change=net.to_dict() if net else None,
-            infra=run_infra(scorer.infra, read_ledger(ledger.path), totals.infra_rollouts),
+            infra=run_infra(scorer.infra, events, totals.infra_rollouts),
         )
     )
     ledger.close()
@@ -247,21 +247,13 @@ def _counts(loop: GenerationLoop, scorer: Scorer) -> Counts:
 def run_infra(tally: InfraTally, events: list[Event], rollouts: int) -> dict[str, Any]:
     """``run_finished.infra`` for the whole run: the machine failures of every process (each one is
     an ``infra_failure`` event) over the rollouts every process counted (``counters.json``)."""
-    reasons: Counter[str] = Counter()
-    retried = 0
-    for event in events:
-        if isinstance(event, InfraFailureEvent):
-            if event.retry:
-                retried += 1
-            else:
-                reasons[event.reason] += 1
-    failures = sum(reasons.values())
+    counts = fold_infra(events)
     return {
         "rollouts": rollouts,
-        "failures": failures,
-        "share": round(failures / rollouts, 4) if rollouts else 0.0,
-        "reasons": dict(reasons),
-        "retried": retried,
+        "failures": counts.failures,
+        "share": round(counts.failures / rollouts, 4) if rollouts else 0.0,
+        "reasons": counts.reasons,
+        "retried": counts.retried,
         "max_share": tally.max_share,
     }
 

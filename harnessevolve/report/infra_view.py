@@ -4,10 +4,11 @@ every table that shows results: ``run``'s summary, ``status``, ``report``."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harnessevolve.runs.events import InfraFailure, RunFinished
+from harnessevolve.runs.events import Event, InfraFailure, RunFinished
 from harnessevolve.runs.ledger import read_events
 
 
@@ -32,12 +33,16 @@ class InfraCounts:
 
 
 def infra_counts(ledger: Path) -> InfraCounts:
-    if not ledger.is_file():
-        return InfraCounts()
+    return fold_infra(read_events(ledger)) if ledger.is_file() else InfraCounts()
+
+
+def fold_infra(events: Iterable[Event]) -> InfraCounts:
+    """The machine failures of a run's events (every process's ``infra_failure``), and its rollouts
+    once ``run_finished`` says them."""
     reasons: Counter[str] = Counter()
     retried = 0
     rollouts = None
-    for record in read_events(ledger):
+    for record in events:
         if isinstance(record, InfraFailure):
             if record.retry:
                 retried += 1
