@@ -280,8 +280,14 @@ class FiringRecorder:
         self.watch = FiringWatch.load(path) if path is not None else FiringWatch()
         self.given: set[str] = set()
         """Commits that already have their verdict in the ledger (from a killed process)."""
+        self.committed: dict[int, list[str]] = {}
+        """generation -> the shas a killed process committed in it (to bind a pending watch)."""
         if path is not None and self.watch.edits and ledger.path.is_file():
-            self.given = {e.sha for e in read_ledger(ledger.path) if isinstance(e, EditFired)}
+            for event in read_ledger(ledger.path):  # one read, only when a killed process left a watch
+                if isinstance(event, EditFired):
+                    self.given.add(event.sha)
+                elif isinstance(event, CandidateCommitted):
+                    self.committed.setdefault(event.generation, []).append(event.sha)
             for edit in self.watch.edits:
                 edit.fired = edit.fired or edit.sha in self.given
 
@@ -292,19 +298,13 @@ class FiringRecorder:
         wanted = set(accepted)
         pending = [e for e in self.watch.edits if not e.sha]
         self.watch.edits = [e for e in self.watch.edits if e.sha in wanted]
-        if pending and self.ledger.path.is_file():
-            bound = {e.sha for e in self.watch.edits}
-            by_generation = {
-                e.generation: e.sha
-                for e in read_ledger(self.ledger.path)
-                if isinstance(e, CandidateCommitted) and e.sha in wanted and e.sha not in bound
-            }
-            for edit in pending:
-                if edit.generation in by_generation:
-                    edit.sha = by_generation[edit.generation]
-                    edit.fired = edit.fired or edit.sha in self.given
-                    self.watch.edits.append(edit)
-            self.watch.edits.sort(key=lambda e: e.generation)
+        bound = {e.sha for e in self.watch.edits}
+        for edit in pending:
+            sha = next((c for c in self.committed.get(edit.generation, ()) if c in wanted - bound), None)
+            if sha is not None:
+                edit.sha, edit.fired = sha, edit.fired or sha in self.given
+                self.watch.edits.append(edit)
+        self.watch.edits.sort(key=lambda e: e.generation)
         self._save()
 
     def pending(
@@ -350,7 +350,8 @@ class FiringRecorder:
             self._record(event)
 
     def _save(self) -> None:
-        if self.path is not None:
+        """Rewrite ``firing.json`` (not while nothing was ever watched: no file per generation)."""
+        if self.path is not None and (self.watch.edits or self.path.exists()):
             self.watch.save(self.path)
 
     def _record(self, event: EditFired) -> None:
