@@ -57,6 +57,14 @@ def summarize(per_seed: list[dict[str, dict[str, Any]]]) -> dict[str, Any]:
     return out
 
 
+def _judged(c: dict[str, int]) -> str:
+    """How the gates judged one proposer's candidates (``proposer_counts``)."""
+    return (
+        f"{c['accepted']} accepted, {c['rejected_quality']} rejected by quality "
+        f"({c['rejected_leakage']} for leakage), {c['rejected_other']} by performance/held-out"
+    )
+
+
 def print_table(per_seed: list[dict[str, dict[str, Any]]], summary: dict[str, Any]) -> None:
     header = f"{'arm':<26} {'rollouts':>12} {'tokens (k)':>12} {'wall (min)':>11} {'validation':>13} "
     header += f"{'test':>13} {'gain (pts)':>13} {'to best val':>12}"
@@ -83,9 +91,7 @@ def print_table(per_seed: list[dict[str, dict[str, Any]]], summary: dict[str, An
         if "harnessevolve + llm-rule" in s and "llm_rule" in s["harnessevolve + llm-rule"]:
             c = s["harnessevolve + llm-rule"]["llm_rule"]
             print(
-                f"  llm-rule (seed {s_index}): {c['candidates']} candidates, {c['accepted']} accepted, "
-                f"{c['rejected_quality']} rejected by quality ({c['rejected_leakage']} for leakage), "
-                f"{c['rejected_other']} by performance/held-out; refused itself: "
+                f"  llm-rule (seed {s_index}): {c['candidates']} candidates, {_judged(c)}; refused itself: "
                 f"{c['refused_task_specific']} task-specific, {c['refused_format']} malformed, "
                 f"{c['refused_other']} other"
             )
@@ -93,9 +99,7 @@ def print_table(per_seed: list[dict[str, dict[str, Any]]], summary: dict[str, An
             c = s["harnessevolve + agent"]["agent"]
             print(
                 f"  agent proposer (seed {s_index}): {c['candidates']} valid candidates of "
-                f"{c['candidates'] + c['failed_proposals']} proposals, {c['accepted']} accepted, "
-                f"{c['rejected_quality']} rejected by quality ({c['rejected_leakage']} for leakage), "
-                f"{c['rejected_other']} by performance/held-out"
+                f"{c['candidates'] + c['failed_proposals']} proposals, {_judged(c)}"
             )
 
     def verdict(ok: bool | None) -> str:
