@@ -67,11 +67,15 @@ def subset_references(folder: Path, keep: set[str], spec: str) -> Path:
         / hashlib.sha256(f"{folder}\n{spec}".encode()).hexdigest()[:16]
     )
     out.mkdir(parents=True, exist_ok=True)
-    for path in folder.glob("*.json") if folder.is_dir() else ():
-        if path.stem in keep and not (out / path.name).exists():
-            tmp = out / f".{path.name}.{os.getpid()}"
+    sources = {p.name: p for p in folder.glob("*.json")} if folder.is_dir() else {}
+    for stale in out.glob("*.json"):  # an earlier run's copy of a task no longer kept or shipped
+        if stale.stem not in keep or stale.name not in sources:
+            stale.unlink(missing_ok=True)
+    for name, path in sources.items():
+        if path.stem in keep:  # copied afresh each time: a shipped reference may have changed
+            tmp = out / f".{name}.{os.getpid()}"
             shutil.copyfile(path, tmp)
-            os.replace(tmp, out / path.name)
+            os.replace(tmp, out / name)
     return out
 
 
