@@ -315,18 +315,54 @@ def ray_rows(
     return rows
 
 
-def print_table(rows: list[tuple[int, dict[str, Any], dict[str, Any] | None]], ray: dict[int, Any]) -> None:
+def worker_cpu(executor: Any) -> float:
+    """CPU seconds so far of a ProcessExecutor's live workers and their finished children."""
+    import psutil
+
+    total = 0.0
+    for worker in executor._workers:
+        if worker is not None and worker.process.is_alive():
+            t = psutil.Process(worker.process.pid).cpu_times()
+            total += t.user + t.system + t.children_user + t.children_system
+    return total
+
+
+def process_rows(rounds: int, sandbox: Any, concurrencies: tuple[int, ...]) -> dict[int, dict[str, Any]]:
+    """harnessevolve's ``processes`` executor (one worker process and event loop per CPU), same
+    workload; cores count this process, the workers and their tool commands."""
+    from harnessevolve.execute.process_executor import ProcessExecutor
+
+    rows = {}
+    for c in concurrencies[1:]:
+        executor = ProcessExecutor(c, sandbox=sandbox)
+        try:
+            asyncio.run(run_batch(c, c, f"pw{c}-", sandbox, executor))  # workers start, import litellm
+            before = worker_cpu(executor)
+            rows[c] = asyncio.run(run_batch(c * rounds, c, f"p{c}-", sandbox, executor))
+            rows[c]["cpu_s"] += worker_cpu(executor) - before
+        finally:
+            executor.close()
+    return rows
+
+
+def print_table(
+    rows: list[tuple[int, dict[str, Any], dict[str, Any] | None]],
+    ray: dict[int, Any],
+    procs: dict[int, Any],
+) -> None:
     print("\nthroughput (rollouts/s); cores = CPU seconds used per wall second (process + its commands)")
+    print("harnessevolve: --executor local (one event loop) | processes (a worker loop per CPU)")
     print(
-        f"{'conc':>5} {'rollouts':>8} {'harnessevolve':>13} {'ideal':>6} {'effic.':>6} {'cpu ms/step':>11} "
+        f"{'conc':>5} {'rollouts':>8} {'local':>6} {'ideal':>6} {'effic.':>6} {'cpu ms/step':>11} "
         f"{'cores':>5} | {'dspy':>6} {'ok':>4} {'cpu ms/step':>11} {'cores':>5} | {'he/dspy':>7}"
         + (f" | {'ray':>6} {'effic.':>6}" if ray else "")
+        + (f" | {'procs':>6} {'effic.':>6} {'cores':>5} {'procs/dspy':>10}" if procs else "")
     )
     for c, ours, theirs in rows:
         rate = ours["n"] / ours["wall"]
         ideal = c / (STEPS * LATENCY)
         line = (
-            f"{c:>5} {ours['n']:>8} {rate:>13.1f} {ideal:>6.1f} {rate / ideal:>6.0%} "
+            f"{c:>5} {ours['n']:>8} {rate:>6.1f} {ideal:>6.1f} {rate / ideal:>6.0%} "
             f"{ours['cpu_s'] / ours['steps'] * 1000:>11.1f} {ours['cpu_s'] / ours['wall']:>5.2f} | "
         )
         if theirs:
@@ -341,8 +377,17 @@ def print_table(rows: list[tuple[int, dict[str, Any], dict[str, Any] | None]], r
         if c in ray:
             ray_rate = ray[c]["n"] / ray[c]["wall"]
             line += f" | {ray_rate:>6.1f} {ray_rate / ideal:>6.0%}"
+        if procs:
+            line += " | "
+            if c in procs:
+                p_rate = procs[c]["n"] / procs[c]["wall"]
+                versus = f"{p_rate / (theirs['n'] / theirs['wall']):>9.2f}x" if theirs else f"{'-':>10}"
+                p_cores = procs[c]["cpu_s"] / procs[c]["wall"]
+                line += f"{p_rate:>6.1f} {p_rate / ideal:>6.0%} {p_cores:>5.2f} {versus}"
+            else:
+                line += f"{'-':>6} {'-':>6} {'-':>5} {'-':>10}"
         print(line)
-        for result in (ours, ray.get(c)):
+        for result in (ours, ray.get(c), procs.get(c)):
             if result and result["right"] != result["n"]:
                 print(f"      ! {result['n'] - result['right']} rollouts wrong, e.g. {result['bad']}")
 
@@ -353,6 +398,9 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="concurrency 1 and 4, a few rollouts: it runs")
     parser.add_argument("--no-dspy", action="store_true", help="skip the DSPy comparison")
     parser.add_argument("--ray", action="store_true", help="also measure RayExecutor (local instance)")
+    parser.add_argument(
+        "--no-processes", action="store_true", help="skip the processes executor (a worker per CPU)"
+    )
     parser.add_argument("--sandbox", help="bwrap, docker or none (unsafe); default: harnessevolve's default")
     args = parser.parse_args()
     rounds = 1 if args.smoke else 2 if args.quick else 6
@@ -383,7 +431,8 @@ def main() -> None:
                 theirs = dspy_evaluate(HARNESS, MODEL, WORD, server.api_base, n, c, sandbox)
             rows.append((c, ours, theirs))
         ray = ray_rows(server.api_base, rounds, sandbox, concurrencies) if args.ray else {}
-        print_table(rows, ray)
+        procs = {} if args.no_processes else process_rows(rounds, sandbox, concurrencies)
+        print_table(rows, ray, procs)
 
         n_one = 2 if args.smoke else 4 if args.quick else 10
         one = asyncio.run(breakdown(n_one, 1, server.api_base, sandbox))

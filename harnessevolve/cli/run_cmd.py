@@ -200,7 +200,9 @@ def run(
     executor: Annotated[
         ExecutorName,
         typer.Option(
-            help="local (async pool in this process) or ray (needs the ray extra, harnessevolve\\[ray]).",
+            help="local (async pool in this process), processes (an async pool per CPU, each in a "
+            "worker process: many concurrent rollouts on a remote model) or ray (needs the ray extra, "
+            "harnessevolve\\[ray]).",
             rich_help_panel=EXECUTION,
         ),
     ] = ExecutorName.LOCAL,

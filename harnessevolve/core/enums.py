@@ -128,6 +128,8 @@ class ExecutorName(StrEnum):
     """Where rollouts are scheduled (``--executor``; ``execute/executor.py`` ``EXECUTORS``)."""
 
     LOCAL = "local"
+    PROCESSES = "processes"
+    """Worker processes on this machine, one asyncio loop each (``execute/process_executor.py``)."""
     RAY = "ray"
 
 

@@ -144,5 +144,15 @@ def _ray_executor(concurrency: int, sandbox: Sandbox | None = None) -> Executor:
     return make_ray_executor(concurrency, sandbox)
 
 
-EXECUTORS: dict[str, Callable[..., Executor]] = {"local": LocalExecutor, "ray": _ray_executor}
+def _process_executor(concurrency: int, sandbox: Sandbox | None = None) -> Executor:
+    from harnessevolve.execute.process_executor import make_process_executor
+
+    return make_process_executor(concurrency, sandbox)
+
+
+EXECUTORS: dict[str, Callable[..., Executor]] = {
+    "local": LocalExecutor,
+    "processes": _process_executor,
+    "ray": _ray_executor,
+}
 """Executor factories by name (``--executor``): ``factory(concurrency, sandbox=None)``."""
