@@ -24,6 +24,10 @@ tools = [
     {"type": "function", "function": {k: t[k] for k in ("name", "description", "parameters")}}
     for t in task["tools"]
 ]
+progress = task.get("progress")  # with progress on: the notes tool, kept in $HARNESSEVOLVE_NOTES
+if progress and progress.get("tool"):
+    specs["notes"] = {**progress["tool"], "builtin": "notes"}
+    tools.append({"type": "function", "function": progress["tool"]})
 socket_path = os.environ.get("HARNESSEVOLVE_MODEL_SOCKET")  # HTTP over the endpoint's unix socket:
 if socket_path:  # one hop less than $OPENAI_BASE_URL, which reaches the same socket through a relay
     transport = httpx.HTTPTransport(uds=socket_path)
@@ -57,6 +61,21 @@ def shell(command: str, env: dict | None = None) -> str:
     return out + (f"\n[exit code {done.returncode}]" if done.returncode else "")
 
 
+def notes(args: dict) -> str:
+    """Progress notes across steps and turns: read them, write (replace) them or append a line."""
+    path = Path(os.environ["HARNESSEVOLVE_NOTES"])
+    old = path.read_text() if path.exists() else ""
+    action, text = args.get("action"), str(args.get("text", ""))
+    if action == "read":
+        return old or "(no notes yet)"
+    if action not in ("write", "append"):
+        return "error: notes takes action read, write or append, and text"
+    new = text if action == "write" else (f"{old}\n{text}" if old else text)
+    limit = progress["max_chars"]
+    path.write_text(new[:limit])
+    return "notes saved" + (f" (cut at {limit} characters)" if len(new) > limit else "")
+
+
 def run_tool(name: str, args: dict) -> tuple[str, str | None]:
     """(output, answer): the answer is set when the tool was submit."""
     spec = specs.get(name)
@@ -67,6 +86,8 @@ def run_tool(name: str, args: dict) -> tuple[str, str | None]:
         return f"error: missing argument(s) {', '.join(missing)} for {name}", None
     if spec.get("builtin") == "submit":
         return "submitted", str(args.get("answer", ""))
+    if spec.get("builtin") == "notes":
+        return notes(args), None
     if spec.get("builtin") == "bash":
         return cut(shell(str(args["command"]))), None
     if spec.get("builtin") == "read_file":

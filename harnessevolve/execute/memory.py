@@ -82,7 +82,11 @@ def runtime_document(harness: Harness, query: str) -> dict[str, Any]:
     if runtime.recovery:
         out["recovery"] = [asdict(rule) for rule in runtime.recovery]
     if runtime.progress is not None:
-        out["progress"] = asdict(runtime.progress)
+        from harnessevolve.execute.progress import NOTES_TOOL
+
+        # the notes tool for the agent to offer its model, kept in $HARNESSEVOLVE_NOTES (a file the
+        # runner reads back into the trajectory's extra.progress)
+        out["progress"] = {**asdict(runtime.progress), "tool": NOTES_TOOL.openai_schema()["function"]}
     return out
 
 

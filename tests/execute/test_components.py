@@ -226,3 +226,30 @@ def test_lookahead_samples_candidates_and_makes_the_one_the_model_picks(model: A
     assert record[0] == {"agent_step": 1, "sampled": 2, "distinct": 2, "picked": 2, "pick_reply": "2"}
     assert record[1] == {"agent_step": 2, "sampled": 2, "distinct": 1}  # two submits: nothing to pick
     assert len(model.seen) == 5 and trajectory.extra["answer"] == "maple"
+
+
+def test_a_command_agent_keeps_progress_notes_in_its_notes_file(model: Any, tmp_path: Path) -> None:
+    """The python-agent template offers the task file's notes tool, keeps the notes in
+    $HARNESSEVOLVE_NOTES, and the runner reads them back into the trajectory (cut at max_chars)."""
+    from harnessevolve.execute.executor import run_one
+    from harnessevolve.execute.workspace import remove_workspace
+
+    root = tmp_path / "py"
+    shutil.copytree(paths.builtin_dir("harnesses") / "python-agent", root)
+    (root / "harness.yaml").write_text((root / "harness.yaml").read_text() + "progress: {max_chars: 100}\n")
+    harness = load_harness(root)
+    assert task_document(harness, TASK, "scripted/x")["progress"]["tool"]["name"] == "notes"
+    write = {"tool_calls": [{"name": "notes", "arguments": {"action": "write", "text": "plan: read a.txt"}}]}
+    long = "done: read it all, " + "and more " * 12
+    append = {"tool_calls": [{"name": "notes", "arguments": {"action": "append", "text": long}}]}
+    read = {"tool_calls": [{"name": "notes", "arguments": {"action": "read"}}]}
+    done = asyncio.run(run_one(harness, TASK, model=model([write, READ, append, read, SUBMIT]), seed=1))
+    try:
+        assert done.answer == "maple", done.trajectory.extra.get("error")
+        kept = f"plan: read a.txt\n{long}"[:100]
+        assert done.trajectory.extra["progress"]["notes"] == kept
+        last_request = model.seen[-1]
+        assert any(m["role"] == "tool" and m["content"] == kept for m in last_request)
+    finally:
+        if done.workspace:
+            remove_workspace(done.workspace)

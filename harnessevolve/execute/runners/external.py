@@ -13,6 +13,9 @@ The agent gets (paths as it sees them inside the sandbox, see ``agent_sandbox``)
   ``HARNESSEVOLVE_MODEL_SOCKET`` (the endpoint's unix socket, for clients that speak HTTP over it);
 - ``HARNESSEVOLVE_ANSWER``: where it may write its final answer (else its last model reply without
   tool calls is the answer), ``HARNESSEVOLVE_ATIF``: where it may write its own ATIF trajectory;
+- ``HARNESSEVOLVE_NOTES``: with progress on, where it keeps its progress notes (the task file's
+  ``progress.tool`` is the ``notes`` tool to offer its model); read back, cut at
+  ``progress.max_chars``, into the trajectory's ``extra.progress``;
 - ``HARNESSEVOLVE_HARNESS``: the harness, read-only; the workspace as its working directory.
 
 It ends with one of these stop reasons: ``submitted`` (exit 0 with an answer), ``no_answer`` (exit 0
@@ -236,6 +239,7 @@ def _agent_env(agent: ExternalAgent, paths: AgentPaths, model: str, workspace: P
             "HARNESSEVOLVE_TASK": f"{paths.control}/task.json",
             "HARNESSEVOLVE_ANSWER": f"{paths.out}/answer.txt",
             "HARNESSEVOLVE_ATIF": f"{paths.out}/trajectory.json",
+            "HARNESSEVOLVE_NOTES": f"{paths.out}/notes.txt",
             "HARNESSEVOLVE_OUT": paths.out,
             "HARNESSEVOLVE_HARNESS": paths.harness,
             "PYTHONDONTWRITEBYTECODE": "1",
@@ -250,6 +254,22 @@ def _agent_env(agent: ExternalAgent, paths: AgentPaths, model: str, workspace: P
 def _read_answer(out: int) -> str | None:
     data = read_regular(out, "answer.txt", ANSWER_LIMIT)
     return None if data is None else data.decode(errors="replace").strip()
+
+
+NOTES_FILE_BYTES = 1 << 20
+"""A notes file over this is not read (its rollout stands; ``extra.progress.error`` says why)."""
+
+
+def _read_notes(harness: Harness, out: int) -> dict[str, Any] | None:
+    """The progress notes a command agent left in ``$HARNESSEVOLVE_NOTES`` (progress on only), cut
+    at ``progress.max_chars`` as the builtin loop's notes are."""
+    progress = harness.runtime.progress
+    if progress is None:
+        return None
+    data = read_regular(out, "notes.txt", NOTES_FILE_BYTES)
+    if data is None:
+        return {"notes": "", "writes": 0}
+    return {"notes": data.decode(errors="replace")[: progress.max_chars], "writes": None}
 
 
 def _read_own(agent: ExternalAgent, out: int) -> Trajectory | None:
@@ -288,6 +308,10 @@ def _finish(
     except UnsafeOutput as exc:
         unsafe.append(str(exc))
         answer = None
+    try:
+        notes = _read_notes(harness, out)
+    except UnsafeOutput as exc:  # a component that fails is reported; the rollout stands
+        notes = {"notes": "", "writes": None, "error": f"notes not read: {exc}"}
     if answer is None and own is not None and isinstance(own.extra.get("answer"), str):
         answer = own.extra["answer"]
     if answer is None:
@@ -346,6 +370,7 @@ def _finish(
         answer=answer,
         own=own if not bad_atif else None,
         result=result,
+        progress=notes,
     )
 
 
@@ -363,6 +388,7 @@ def _trajectory(
     answer: str | None = None,
     own: Trajectory | None = None,
     result: ProcessResult | None = None,
+    progress: dict[str, Any] | None = None,
 ) -> Trajectory:
     steps = (
         merge_metrics(own.steps, calls)
@@ -391,6 +417,8 @@ def _trajectory(
     }
     if error:
         extra["error"] = error
+    if progress is not None:
+        extra["progress"] = progress
     if result is not None:
         extra["agent_exit_code"] = result.exit_code
         extra["agent_output"] = result.output
