@@ -13,9 +13,11 @@ Arms, each the template harness plus one component (``base``: none):
 - ``world_model``: ``WORLD_MODEL`` below, with forecasts checked (accuracy reported).
 
 Every arm is scored with the pipeline's own scorer (agent loop + checkers) on the same test tasks
-and seeds (model calls are seeded ``seed + index``). Seconds are wall time of scoring that arm's
-test tasks. ``--smoke`` runs every arm in seconds on scripted models (``SmokeAgent``): a check
-that every arm runs and is scored, never a measurement. The coordinator's measurement, e.g.:
+and seeds (model calls are seeded ``seed + index``); each seed draws its own ``--train`` and
+``--test`` tasks (``random.Random(seed)``), the same for every arm of that seed. Seconds are wall
+time of scoring that arm's test tasks. ``--smoke`` runs every arm in seconds on scripted models
+(``SmokeAgent``): a check that every arm runs and is scored, never a measurement.
+The coordinator's measurement, e.g.:
 
     HARNESSEVOLVE_LOCAL_THREADS=1 .venv/bin/python benchmarks/perf/component_ablation.py \\
         --benchmark bfcl --template tool-agent --model local/qwen2.5-coder-1.5b --seeds 3 \\
@@ -169,16 +171,28 @@ def arm_row(results: Sequence[Any], seconds: float) -> dict[str, Any]:
     return row
 
 
+def draw(tasks: Sequence[Task], n: int, seed: int) -> list[Task]:
+    """Seed ``seed``'s ``n`` tasks: a sample drawn with ``random.Random(seed)`` (every task when
+    ``n`` is 0 or more than there are). At temperature 0 the same tasks would give the same passes
+    every seed; a draw per seed makes the seeds' spread say something about the tasks."""
+    import random
+
+    pool = list(tasks)
+    if n <= 0 or n >= len(pool):
+        return pool
+    return sorted(random.Random(seed).sample(pool, n), key=lambda t: t.id)
+
+
 def run_seed(args: argparse.Namespace, seed: int, bench: Any, tmp: Path) -> dict[str, Any]:
-    train = list(bench.split("train"))[: args.train]
-    test = list(bench.split(args.split))[: args.test]
+    train = draw(bench.split("train"), args.train, seed)
+    test = draw(bench.split(args.split), args.test, seed)
     base = tmp / f"seed{seed}" / "template"
     shutil.copytree(paths.builtin_dir("harnesses") / args.template, base)
     scorer = make_scorer(bench, args.model, seed=seed)
     base_harness = load_harness(base)
     train_results = score_split(scorer, base_harness, train, "train") if "memory" in args.arms else []
     memory = memory_files(train_results, train, base_harness.files) if train_results else {}
-    rows: dict[str, Any] = {"memory_entries": len(memory)}
+    rows: dict[str, Any] = {"memory_entries": len(memory), "test_tasks": [t.id for t in test]}
     for arm in args.arms:
         harness = load_harness(make_arm(base, arm, tmp / f"seed{seed}" / arm, memory))
         started = time.monotonic()
