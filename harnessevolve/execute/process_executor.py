@@ -16,8 +16,8 @@ Limits, as for Ray: a worker is another process, so an in-process scripted model
 (``register_script``) is not seen there (``scripted/module:function`` and ``.jsonl`` scripts are),
 and model calls are metered from each rollout's trajectory (``meters_remotely``). A local
 (embedded) model would load once per worker: use ``HARNESSEVOLVE_LOCAL_POOL`` for that instead.
-Workers ignore Ctrl-C (this process stops them) and exit when this process is gone (their pipe
-closes).
+Workers run in their own session, so a terminal's Ctrl-C reaches this process only (which stops
+them), and they exit when this process is gone (their pipe closes).
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ import itertools
 import math
 import multiprocessing
 import os
-import signal
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -52,7 +51,10 @@ def worker_main(conn: Connection, sandbox: Sandbox | None) -> None:
 
     Messages in: ``("harness", key, harness)``, ``("run", id, key, task, model, seed)``, ``("stop",)``.
     Out: ``(id, trajectory, workspace path or None)`` or ``(id, None, error text)``."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is the driver's to handle
+    # its own session, as harnessevolve's other helper processes: a terminal's Ctrl-C is the
+    # driver's to handle (it stops the workers), and the commands started here keep default signals
+    with contextlib.suppress(OSError):
+        os.setsid()
     asyncio.run(_serve(conn, sandbox))
 
 
