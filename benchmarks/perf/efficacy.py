@@ -339,6 +339,20 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--json", type=Path, default=None, help="write every number here (and per seed beside it)"
     )
     parser.add_argument("--from-json", type=Path, default=None, help="print a saved run's table; run nothing")
+    parser.add_argument(
+        "--first-seed",
+        type=int,
+        default=0,
+        help="run seeds FIRST..SEEDS-1 only (the rest ran elsewhere; --merge joins the parts)",
+    )
+    parser.add_argument(
+        "--merge",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="join saved parts (whole --json files, or a killed run's per-seed .seedN.json) into one "
+        "result, written to --json; the seed harness rows come from a whole part",
+    )
     args = parser.parse_args(argv)
     if args.smoke:
         smoke_arguments(args)
@@ -401,6 +415,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         saved = json.loads(args.from_json.read_text())
         print_table(saved["seeds"], summarize(saved["seeds"]))
         return 0
+    if args.merge:
+        return merge(args.merge, args.json)
     total = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="he-efficacy-") as tmp_name:
         tmp = Path(tmp_name)
@@ -420,12 +436,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if args.budget:  # every (seed, arm) at once; the seed harness here meanwhile
                     jobs = {
                         (s, arm): pool.submit(arm_in_process, args, s, arm, tmp)
-                        for s in range(args.seeds)
+                        for s in range(args.first_seed, args.seeds)
                         for arm in ("he", *args.arms)
                     }
                     score_seeds(args, ctx)
                     per_seed = []
-                    for s in range(args.seeds):
+                    for s in range(args.first_seed, args.seeds):
                         rows: dict[str, dict[str, Any]] = {}
                         for arm in ("he", *args.arms):
                             rows.update(jobs[(s, arm)].result())
@@ -434,12 +450,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                     score_seeds(args, ctx)
                     rows_of_seeds = (ctx["seed_row"], ctx["code_seed_row"])
                     futures = [
-                        pool.submit(seed_in_process, args, s, rows_of_seeds, tmp) for s in range(args.seeds)
+                        pool.submit(seed_in_process, args, s, rows_of_seeds, tmp)
+                        for s in range(args.first_seed, args.seeds)
                     ]
                     per_seed = [f.result() for f in futures]
         else:
             score_seeds(args, ctx)
-            per_seed = [run_seed(args, s, ctx, tmp) for s in range(args.seeds)]
+            per_seed = [run_seed(args, s, ctx, tmp) for s in range(args.first_seed, args.seeds)]
     summary = summarize(per_seed)
     print_table(per_seed, summary)
     wall = (time.monotonic() - total) / 60
@@ -452,10 +469,46 @@ def main(argv: Sequence[str] | None = None) -> int:
             "load_average": {"start": list(load_start), "end": list(os.getloadavg())},
             "cpus": os.cpu_count(),
             "wall_min": wall,
+            "seed_ids": list(range(args.first_seed, args.seeds)),
+            "seed_rows": {"shell-agent": ctx["seed_row"], "python-agent": ctx.get("code_seed_row")},
             "seeds": per_seed,
             "summary": summary,
         }
         args.json.write_text(json.dumps(doc, indent=2, default=str))
+    return 0
+
+
+def merge(parts: Sequence[Path], out: Path | None) -> int:
+    """Join the parts of one configuration run in several invocations (``--first-seed``): whole
+    documents as they are, a killed run's per-seed file finished with a whole part's seed rows
+    (the seed harnesses score the same at temperature 0). Prints the joined table."""
+    docs = [json.loads(p.read_text()) for p in parts]
+    whole = [d for d in docs if "seeds" in d]
+    if not whole or "seed_rows" not in whole[0]:
+        raise SystemExit("--merge needs at least one whole --json document with seed_rows")
+    rows = whole[0]["seed_rows"]
+    per_seed, commands, pieces = [], [], []
+    for path, doc in zip(parts, docs, strict=True):
+        if "seeds" in doc:
+            per_seed += doc["seeds"]
+            commands.append(doc["command"])
+            pieces.append({k: doc.get(k) for k in ("command", "seed_ids", "load_average", "wall_min")})
+        else:
+            per_seed.append(finish_seed(doc, rows["shell-agent"], rows["python-agent"]))
+            pieces.append({"per_seed_file": path.name, "note": "a killed run's finished seed"})
+    summary = summarize(per_seed)
+    print_table(per_seed, summary)
+    if out:
+        merged = {
+            "command": " && ".join(commands),
+            "merged_from": pieces,
+            "seed_rows": rows,
+            "args": whole[0].get("args"),
+            "cpus": os.cpu_count(),
+            "seeds": per_seed,
+            "summary": summary,
+        }
+        out.write_text(json.dumps(merged, indent=2, default=str))
     return 0
 
 

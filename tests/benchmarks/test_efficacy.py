@@ -135,3 +135,31 @@ def test_smoke_mode_runs_every_arm_on_three_seeds(tmp_path: Path, capsys: pytest
     assert all(row["agent_py_changed"] == (row["accepted"] == 1) for row in code)
     printed = capsys.readouterr().out
     assert "harnessevolve on python-agent (code edits): test gain" in printed
+
+
+def test_merge_joins_a_killed_runs_seed_with_a_later_part(tmp_path: Path, capsys) -> None:
+    """--merge: a whole part (seeds 1-2, with its seed harness rows) and a killed run's per-seed
+    file (seed 0, unfinished) become one 3-seed result with every command that made it."""
+    seed_row = {"rollouts": 0, "tokens": 0, "wall_min": 1.0, "validation": 0.25, "test": 0.5, "to_best": 0}
+    arm = {**seed_row, "rollouts": 10, "tokens": 100, "validation": 0.5, "test": 0.75, "accepted": 1}
+    part = {
+        "command": "python efficacy.py --first-seed 1",
+        "seed_ids": [1, 2],
+        "seed_rows": {"shell-agent": seed_row, "python-agent": None},
+        "args": {"seeds": "3"},
+        "seeds": [efficacy.finish_seed({"harnessevolve": dict(arm)}, seed_row) for _ in range(2)],
+    }
+    (tmp_path / "part.json").write_text(json.dumps(part))
+    (tmp_path / "run.seed0.json").write_text(json.dumps({"harnessevolve": dict(arm, test=0.5)}))
+    out = tmp_path / "efficacy-merged.json"
+    assert (
+        efficacy.main(
+            ["--merge", str(tmp_path / "run.seed0.json"), str(tmp_path / "part.json"), "--json", str(out)]
+        )
+        == 0
+    )
+    merged = json.loads(out.read_text())
+    assert len(merged["seeds"]) == 3 and merged["command"] == "python efficacy.py --first-seed 1"
+    assert [s["harnessevolve"]["gain_pts"] for s in merged["seeds"]] == [0.0, 25.0, 25.0]
+    assert merged["seeds"][0]["seed harness"]["test"] == 0.5
+    assert "harnessevolve" in capsys.readouterr().out
