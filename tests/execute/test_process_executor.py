@@ -1,7 +1,7 @@
 """ProcessExecutor: the same rollouts as LocalExecutor, from worker processes on this machine.
 
 Workers are other (spawned) processes, so the scripted policy is loaded by name
-(``scripted/test_process_executor:echo_policy``); spawn hands this process's ``sys.path`` to them.
+(``executor_cases.MODEL``); spawn hands this process's ``sys.path`` to them.
 """
 
 from __future__ import annotations
@@ -11,45 +11,17 @@ import os
 from typing import Any
 
 import pytest
+from executor_cases import MODEL, TASKS, make_task, summary  # tests/execute is on sys.path
 
 from harnessevolve.core import paths
 from harnessevolve.core.enums import StopReason
-from harnessevolve.core.tasks import Check, Task
+from harnessevolve.core.tasks import Task
 from harnessevolve.execute.executor import EXECUTORS, LocalExecutor, Rollout
 from harnessevolve.execute.process_executor import ProcessExecutor, make_process_executor
 from harnessevolve.execute.workspace import remove_workspace
 from harnessevolve.harness.load import load_harness
 
 HARNESS = load_harness(paths.builtin_dir("harnesses") / "shell-agent")
-MODEL = "scripted/test_process_executor:echo_policy"
-
-
-def echo_policy(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
-    """Copies a.txt to copy.txt with bash, then submits the first word bash printed."""
-    instruction = messages[1]["content"]
-    if "crash the worker" in instruction:
-        os._exit(3)
-    if not any(m["role"] == "assistant" for m in messages):
-        return {
-            "tool_calls": [{"name": "bash", "arguments": {"command": "cat a.txt > copy.txt && cat a.txt"}}]
-        }
-    printed = messages[-1]["content"].split()
-    return {"tool_calls": [{"name": "submit", "arguments": {"answer": printed[0] if printed else ""}}]}
-
-
-def make_task(task_id: str, word: str, instruction: str = "Copy a.txt to copy.txt; say its word.") -> Task:
-    return Task(
-        id=task_id,
-        instruction=instruction,
-        split="train",
-        checks=(Check(type="answer", expected=word),),
-        setup_files={"a.txt": f"{word}\n"},
-    )
-
-
-TASKS = [make_task(f"t{i}", word) for i, word in enumerate(["maple", "oak", "birch", "cedar", "elm"])] + [
-    Task(id="t-setup", instruction="x", split="train", checks=(), setup_commands=("exit 3",))
-]
 
 
 @pytest.fixture(scope="module")
@@ -58,14 +30,6 @@ def executor():
     executor = ProcessExecutor(concurrency=4, workers=2)
     yield executor
     executor.close()
-
-
-def summary(rollout: Rollout) -> tuple[Any, ...]:
-    steps = rollout.trajectory.agent_steps
-    calls = [(c.function_name, c.arguments) for s in steps for c in s.tool_calls]
-    observations = [o.content for s in steps for o in s.observations]
-    copy = (rollout.workspace / "copy.txt").read_text() if rollout.workspace else None
-    return rollout.task_id, rollout.stop_reason, rollout.answer, calls, observations, copy
 
 
 def run(

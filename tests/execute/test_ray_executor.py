@@ -1,13 +1,12 @@
 """RayExecutor on a local Ray instance started by the test: same rollouts as LocalExecutor.
 
 Ray workers are other processes, so the scripted policy is loaded by name
-(``scripted/test_ray_executor:echo_policy``) with this folder on the workers' PYTHONPATH.
+(``executor_cases.MODEL``) with this folder on the workers' PYTHONPATH.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +14,14 @@ import pytest
 
 from harnessevolve.core import paths
 from harnessevolve.core.enums import StopReason
-from harnessevolve.core.tasks import Check, Task
+from harnessevolve.core.tasks import Task
 from harnessevolve.execute.executor import LocalExecutor, Rollout
 from harnessevolve.execute.workspace import remove_workspace
 from harnessevolve.harness.load import load_harness
 
 ray = pytest.importorskip("ray")
+
+from executor_cases import MODEL, TASKS, make_task, summary  # noqa: E402  (tests/execute on sys.path)
 
 from harnessevolve.execute.ray_executor import (  # noqa: E402
     WORKSPACE_LIMIT_BYTES,
@@ -29,36 +30,6 @@ from harnessevolve.execute.ray_executor import (  # noqa: E402
 )
 
 HARNESS = load_harness(paths.builtin_dir("harnesses") / "shell-agent")
-MODEL = "scripted/test_ray_executor:echo_policy"
-
-
-def echo_policy(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
-    """Copies a.txt to copy.txt with bash, then submits the first word bash printed."""
-    instruction = messages[1]["content"]
-    if "crash the worker" in instruction:
-        os._exit(3)
-    if not any(m["role"] == "assistant" for m in messages):
-        command = "cat a.txt > copy.txt && cat a.txt"
-        if "big" in instruction:
-            command = "head -c 300000 /dev/urandom > blob.bin && " + command
-        return {"tool_calls": [{"name": "bash", "arguments": {"command": command}}]}
-    printed = messages[-1]["content"].split()
-    return {"tool_calls": [{"name": "submit", "arguments": {"answer": printed[0] if printed else ""}}]}
-
-
-def make_task(task_id: str, word: str, instruction: str = "Copy a.txt to copy.txt; say its word.") -> Task:
-    return Task(
-        id=task_id,
-        instruction=instruction,
-        split="train",
-        checks=(Check(type="answer", expected=word),),
-        setup_files={"a.txt": f"{word}\n"},
-    )
-
-
-TASKS = [make_task(f"t{i}", word) for i, word in enumerate(["maple", "oak", "birch", "cedar", "elm"])] + [
-    Task(id="t-setup", instruction="x", split="train", checks=(), setup_commands=("exit 3",))
-]
 
 
 @pytest.fixture(scope="module")
@@ -89,14 +60,6 @@ def packing(executor: RayExecutor):
     yield executor
     executor.always_pack = False
     executor.workspace_limit_bytes = WORKSPACE_LIMIT_BYTES
-
-
-def summary(rollout: Rollout) -> tuple[Any, ...]:
-    steps = rollout.trajectory.agent_steps
-    calls = [(c.function_name, c.arguments) for s in steps for c in s.tool_calls]
-    observations = [o.content for s in steps for o in s.observations]
-    copy = (rollout.workspace / "copy.txt").read_text() if rollout.workspace else None
-    return rollout.task_id, rollout.stop_reason, rollout.answer, calls, observations, copy
 
 
 def run(executor: Any, tasks: list[Task], seen: list[str] | None = None) -> list[Rollout]:
