@@ -483,13 +483,19 @@ def merge(parts: Sequence[Path], out: Path | None) -> int:
     documents as they are, a killed run's per-seed file finished with a whole part's seed rows
     (the seed harnesses score the same at temperature 0). Prints the joined table."""
     docs = [json.loads(p.read_text()) for p in parts]
-    whole = [d for d in docs if "seeds" in d]
-    if not whole or "seed_rows" not in whole[0]:
-        raise SystemExit("--merge needs at least one whole --json document with seed_rows")
-    rows = whole[0]["seed_rows"]
+    with_rows = [d for d in docs if "seed_rows" in d]
+    if not with_rows:
+        raise SystemExit(
+            '--merge needs a whole --json document, or a file {"seed_rows": ...} of the seed harness rows'
+        )
+    rows = with_rows[0]["seed_rows"]
+    whole = [d for d in docs if "seeds" in d] or with_rows
     per_seed, commands, pieces = [], [], []
     for path, doc in zip(parts, docs, strict=True):
-        if "seeds" in doc:
+        if "seeds" not in doc and "seed_rows" in doc:  # the seed harness rows alone
+            commands += [doc["command"]] if "command" in doc else []
+            pieces.append({"seed_rows_file": path.name, "note": doc.get("note", "")})
+        elif "seeds" in doc:
             per_seed += doc["seeds"]
             commands.append(doc["command"])
             pieces.append({k: doc.get(k) for k in ("command", "seed_ids", "load_average", "wall_min")})
