@@ -293,16 +293,9 @@ def test_a_leaking_edit_is_reverted_by_the_leakage_gate(
 def test_a_candidate_that_breaks_the_model_call_fails_the_smoke_run(
     harness_dir: Path, cli, shell_basics
 ) -> None:
-    from policies import FamilyLearner
+    from policies import FragileLearner
 
-    inner = FamilyLearner(shell_basics)
-
-    def fragile(messages, tools):
-        if "## Example" in messages[0]["content"]:
-            raise RuntimeError("context window exceeded")
-        return inner(messages, tools)
-
-    register_script("fragile", fragile)
+    register_script("fragile", FragileLearner(shell_basics))
     try:
         result = cli.invoke(app, run_args(harness_dir, "scripted/fragile", "-n", "1"))
     finally:
