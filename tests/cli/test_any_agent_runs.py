@@ -235,16 +235,10 @@ def test_budget_stops_an_external_agent_mid_rollout(
 
 def test_ci_gate_smoke_runs_agent_code(tmp_path: Path, cli, learner) -> None:
     """`gate` on a command agent: a candidate whose agent.py crashes fails its smoke run, exit 1."""
-    from cli.test_gate import gate_args
+    from cli.test_gate import gate_agent_edit
 
-    harness = tmp_path / "pyagent"
-    assert cli.invoke(app, ["init", str(harness), "--template", "python-agent"]).exit_code == 0
-    repo = git.Repo(harness)
-    base = repo.head.commit.hexsha
-    agent = harness / "agent.py"
-    agent.write_text(agent.read_text().replace("def main() -> int:\n", "def main() -> int:\n    1 / 0\n"))
-    repo.git.commit("-qam", "agent: divide by zero")
-    result = cli.invoke(app, gate_args(harness, learner, base, repo.head.commit.hexsha, "--json"))
+    crash = ("def main() -> int:\n", "def main() -> int:\n    1 / 0\n")
+    result = gate_agent_edit(cli, tmp_path / "pyagent", learner, *crash, "agent: divide by zero")
     assert result.exit_code == 1, result.output
     assert (
         "smoke" in result.output and "agent_crashed" in result.output and "ZeroDivisionError" in result.output

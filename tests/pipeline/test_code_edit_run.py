@@ -113,16 +113,12 @@ def test_a_code_candidate_with_a_syntax_error_is_rejected_by_the_quality_gate(
 ) -> None:
     """A candidate that arrives as a commit (`harnessevolve gate`, as in CI): the quality gate rejects
     agent.py's syntax error with the file and line, exit 1."""
-    from cli.test_gate import gate_args
+    from cli.test_gate import gate_agent_edit
 
-    harness = tmp_path / "pyagent"
-    assert cli.invoke(app, ["init", str(harness), "--template", "python-agent"]).exit_code == 0
-    repo = git.Repo(harness)
-    base = repo.head.commit.hexsha
-    agent = harness / "agent.py"
-    agent.write_text(agent.read_text().replace("def main() -> int:", "def main( -> int:"))
-    repo.git.commit("-qam", "agent: a code edit with a syntax error")
-    result = cli.invoke(app, gate_args(harness, learner, base, repo.head.commit.hexsha, "--json"))
+    broken = ("def main() -> int:", "def main( -> int:")
+    result = gate_agent_edit(
+        cli, tmp_path / "pyagent", learner, *broken, "agent: a code edit with a syntax error"
+    )
     assert result.exit_code == 1, result.output
     assert "quality" in result.output and "agent.py" in result.output
     assert "syntax error" in result.output.lower()
