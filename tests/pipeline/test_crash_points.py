@@ -101,28 +101,26 @@ def inside_candidate_write(patch: pytest.MonkeyPatch) -> None:
     patch.setattr(history, "write_candidate", write)
 
 
-def between_commit_and_event(patch: pytest.MonkeyPatch) -> None:
-    """Kill after git made the candidate's commit, before ``candidate_committed``."""
-    real = harness_git.HarnessRepo.commit_all
+def after_git(method: str) -> Callable[[pytest.MonkeyPatch], None]:
+    """Kill right after ``HarnessRepo.<method>`` made its commit, before the event that records it."""
 
-    def commit_all(self: harness_git.HarnessRepo, *args: Any, **kwargs: Any) -> str:
-        real(self, *args, **kwargs)
-        _die()
-        raise AssertionError
+    def arm(patch: pytest.MonkeyPatch) -> None:
+        real = getattr(harness_git.HarnessRepo, method)
 
-    patch.setattr(harness_git.HarnessRepo, "commit_all", commit_all)
+        def made(self: harness_git.HarnessRepo, *args: Any, **kwargs: Any) -> str:
+            real(self, *args, **kwargs)
+            _die()
+            raise AssertionError
+
+        patch.setattr(harness_git.HarnessRepo, method, made)
+
+    return arm
 
 
-def between_revert_and_event(patch: pytest.MonkeyPatch) -> None:
-    """Kill after git made the revert commit, before ``candidate_reverted``."""
-    real = harness_git.HarnessRepo.revert
-
-    def revert(self: harness_git.HarnessRepo, *args: Any, **kwargs: Any) -> str:
-        real(self, *args, **kwargs)
-        _die()
-        raise AssertionError
-
-    patch.setattr(harness_git.HarnessRepo, "revert", revert)
+between_commit_and_event = after_git("commit_all")
+"""Kill after git made the candidate's commit, before ``candidate_committed``."""
+between_revert_and_event = after_git("revert")
+"""Kill after git made the revert commit, before ``candidate_reverted``."""
 
 
 def inside_gate_report_write(patch: pytest.MonkeyPatch) -> None:
