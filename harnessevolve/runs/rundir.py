@@ -15,6 +15,7 @@ from harnessevolve.runs.events import Event, RunStarted
 from harnessevolve.runs.files import LOCK_VERSION
 from harnessevolve.runs.ledger import read_ledger
 from harnessevolve.runs.run_config import RunConfig
+from harnessevolve.sandbox.limits import process_exists
 
 STATE_DIR = ".harnessevolve"
 LEDGER_FILE = "ledger.jsonl"
@@ -126,15 +127,7 @@ def runs_folder(harness_dir: Path) -> Path:
 
 def pid_alive(pid: int) -> bool:
     """Whether a process ``pid`` exists (one we may not signal counts as alive)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid > 0 and process_exists(pid)
 
 
 class HarnessLock:
