@@ -32,7 +32,6 @@ from collections.abc import Callable
 from typing import Any
 
 from harnessevolve.core.documents import bounded_yaml
-from harnessevolve.core.errors import EditError
 from harnessevolve.core.signals import Cause, Cluster
 from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed
 from harnessevolve.optimize.trajectory_patterns import Pattern, find_patterns, harness_tools
@@ -454,11 +453,8 @@ class BehaviourProposer:
                 if found is None:
                     continue
                 edits, summary, why = found
-                if summary in context.rejected:
-                    continue
-                try:
-                    changes = context.apply(edits)
-                except EditError:
+                changes = context.fresh_changes(edits, summary)
+                if changes is None:
                     continue
                 cluster = _cluster_for(context, pattern)
                 cause = cluster.cause.value if cluster else CAUSE_OF[pattern.kind].value
