@@ -41,7 +41,7 @@ from gepa_arm import LiteLLMReflector, harness_components, run_gepa  # noqa: E40
 from harness_arms import (  # noqa: E402
     ProgressLine,
     add_run_arguments,
-    evolve,
+    evolve_arm,
     init_harness,
     make_scorer,
     score_split,
@@ -149,17 +149,7 @@ def run_seed(
     # 1. harnessevolve, default offline configuration; its rollouts are the budget B.
     started = time.monotonic()
     he_dir = init_harness(tmp / f"he-{seed}")
-    outcome = evolve(
-        he_dir,
-        benchmark=args.benchmark,
-        generations=args.generations,
-        batch_size=args.batch_size,
-        seed=seed,
-        model=args.model,
-        gates=args.gates,
-        log=say,
-        progress=ProgressLine(f"seed {seed} harnessevolve"),
-    )
+    outcome = evolve_arm(he_dir, args, seed, log=say, progress=ProgressLine(f"seed {seed} harnessevolve"))
     he_test = mean_score(score_split(evalscorer, load_harness(he_dir), test, "test: harnessevolve"))
     budget = outcome.rollouts
     rows["harnessevolve"] = {
