@@ -272,6 +272,19 @@ def evolve_arm(harness_dir: Path, args: argparse.Namespace, seed: int, **more: A
     )
 
 
+def unevolved_row(validation: float, test: float, started: float) -> dict[str, Any]:
+    """The results-table row of a seed harness scored since ``started`` (``time.monotonic()``):
+    nothing spent on evolving it."""
+    return {
+        "rollouts": 0,
+        "tokens": 0,
+        "wall_min": (time.monotonic() - started) / 60,
+        "validation": validation,
+        "test": test,
+        "to_best": 0,
+    }
+
+
 def rollouts_to_reach(curve: Sequence[tuple[int, float]], target: float) -> int | None:
     """The rollouts spent when a (rollouts, score) curve first scored ``target`` or more; None if never."""
     return next((n for n, score in curve if score >= target - 1e-9), None)

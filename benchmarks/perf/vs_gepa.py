@@ -47,6 +47,7 @@ from harness_arms import (  # noqa: E402
     score_split,
     set_local_threads,
     smoke_arguments,
+    unevolved_row,
 )
 
 from harnessevolve.core.tasks import Benchmark, Task, load_benchmark  # noqa: E402
@@ -386,14 +387,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             score_split(evalscorer, seed_harness, bench.split("validation"), "seed: validation")
         )
         seed_test = mean_score(score_split(evalscorer, seed_harness, bench.split("test"), "test: seed"))
-        seed_row = {
-            "rollouts": 0,
-            "tokens": 0,
-            "wall_min": (time.monotonic() - started) / 60,
-            "validation": seed_val,
-            "test": seed_test,
-            "to_best": 0,
-        }
+        seed_row = unevolved_row(seed_val, seed_test, started)
         print(f"seed harness: validation {seed_val:.3f}, test {seed_test:.3f} ({model})", flush=True)
         ctx = {
             "bench": bench,
