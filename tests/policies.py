@@ -31,6 +31,22 @@ class FamilyLearner:
         return {"tool_calls": [{"name": gold.tool, "arguments": gold.arguments}]}
 
 
+class FragileLearner(FamilyLearner):
+    """A ``FamilyLearner`` whose model call breaks once the system prompt holds a demonstration."""
+
+    def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        if "## Example" in messages[0]["content"]:
+            raise RuntimeError("context window exceeded")
+        return super().__call__(messages, tools)
+
+
+def ulimit_probe(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """Runs ``ulimit -f; ulimit -t`` (the file-size and CPU limits its commands get), then submits."""
+    if not any(m["role"] == "tool" for m in messages):
+        return {"tool_calls": [{"name": "bash", "arguments": {"command": "ulimit -f; ulimit -t"}}]}
+    return {"tool_calls": [{"name": "submit", "arguments": {"answer": "done"}}]}
+
+
 class TogglePrompt:
     """A proposer that adds a line to the system prompt, then takes it out again: an edit and its
     exact undo (register it in ``registry.PROPOSERS`` under ``toggle``)."""

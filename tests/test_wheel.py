@@ -136,45 +136,14 @@ def test_the_installed_wheel_runs_the_whole_loop_outside_the_checkout(installed)
     out = sh(he, "validate", "shell-onecall", cwd=work, env=env)
     assert "valid: benchmark shell-onecall (64 tasks" in out and "32 reference trajectories" in out
 
-    out = sh(
-        he,
-        "run",
-        "-H",
-        "h",
-        "-b",
-        "shell-basics",
-        "-n",
-        "2",
-        "--batch-size",
-        "6",
-        "-m",
-        "scripted/policy:learner",
-        cwd=work,
-        env=env,
-        ok=(0, 1),
-    )
+    on_basics = ("-H", "h", "-b", "shell-basics", "-m", "scripted/policy:learner", "--batch-size", "6")
+    out = sh(he, "run", *on_basics, "-n", "2", cwd=work, env=env, ok=(0, 1))
     assert "accepted" in out and "ledger:" in out, out
     (run_dir,) = (work / "h" / ".harnessevolve" / "runs").iterdir()
     ledger = (run_dir / "ledger.jsonl").read_text()
     assert '"event": "run_finished"' in ledger and '"event": "candidate_accepted"' in ledger, out
 
-    out = sh(
-        he,
-        "gate",
-        "-H",
-        "h",
-        "-b",
-        "shell-basics",
-        "--baseline",
-        "HEAD~1",
-        "-m",
-        "scripted/policy:learner",
-        "--batch-size",
-        "6",
-        cwd=work,
-        env=env,
-        ok=(0, 1),
-    )
+    out = sh(he, "gate", *on_basics, "--baseline", "HEAD~1", cwd=work, env=env, ok=(0, 1))
     assert "quality" in out and "performance" in out, out
 
     out = sh(he, "report", "-H", "h", "--html", "report.html", cwd=work, env=env)

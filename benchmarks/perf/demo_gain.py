@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness_arms import add_run_arguments, evolve, init_harness, smoke_arguments  # noqa: E402
+from harness_arms import add_run_arguments, evolve_arm, init_harness, smoke_arguments  # noqa: E402
 
 
 def main() -> int:
@@ -37,15 +37,7 @@ def main() -> int:
     for seed in range(args.seeds):
         with tempfile.TemporaryDirectory(prefix="he-demo-gain-") as tmp:
             harness = init_harness(Path(tmp) / "harness")
-            outcome = evolve(
-                harness,
-                benchmark=args.benchmark,
-                generations=args.generations,
-                batch_size=args.batch_size,
-                seed=seed,
-                model=args.model,
-                gates=args.gates,
-            )
+            outcome = evolve_arm(harness, args, seed)
             run_s = outcome.run_s
             record = score_test_split(
                 harness, find_run(harness, outcome.run_id), model=args.model, seed=seed, hooks=RunHooks()

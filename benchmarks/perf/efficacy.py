@@ -75,6 +75,7 @@ from harness_arms import (  # noqa: E402
     make_scorer,
     score_split,
     set_local_threads,
+    unevolved_row,
 )
 from proposer_counts import proposer_counts  # noqa: E402
 from task_subset import SUBSET  # noqa: E402  (importing it registers the efficacy-subset: adapter)
@@ -373,14 +374,7 @@ def score_seed_harness(ctx: dict[str, Any], key: str = "seed_dir") -> dict[str, 
     )
     seed_test = mean_score(score_split(ctx["evalscorer"], harness, ctx["test"], "seed: test"))
     print(f"seed {harness.name}: validation {seed_val:.3f}, test {seed_test:.3f}", flush=True)
-    return {
-        "rollouts": 0,
-        "tokens": 0,
-        "wall_min": (time.monotonic() - started) / 60,
-        "validation": seed_val,
-        "test": seed_test,
-        "to_best": 0,
-    }
+    return unevolved_row(seed_val, seed_test, started)
 
 
 def score_seeds(args: argparse.Namespace, ctx: dict[str, Any]) -> None:

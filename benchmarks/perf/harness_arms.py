@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harnessevolve.core.tasks import Benchmark, Task
 from harnessevolve.execute.executor import EXECUTORS
@@ -255,6 +256,33 @@ def evolve(
         rollouts_to_best=to_best if to_best is not None else rollouts,
         validation_curve=curve,
     )
+
+
+def evolve_arm(harness_dir: Path, args: argparse.Namespace, seed: int, **more: Any) -> EvolveOutcome:
+    """``evolve`` with the options ``add_run_arguments`` parsed into ``args`` (``more``: its others)."""
+    return evolve(
+        harness_dir,
+        benchmark=args.benchmark,
+        generations=args.generations,
+        batch_size=args.batch_size,
+        seed=seed,
+        model=args.model,
+        gates=args.gates,
+        **more,
+    )
+
+
+def unevolved_row(validation: float, test: float, started: float) -> dict[str, Any]:
+    """The results-table row of a seed harness scored since ``started`` (``time.monotonic()``):
+    nothing spent on evolving it."""
+    return {
+        "rollouts": 0,
+        "tokens": 0,
+        "wall_min": (time.monotonic() - started) / 60,
+        "validation": validation,
+        "test": test,
+        "to_best": 0,
+    }
 
 
 def rollouts_to_reach(curve: Sequence[tuple[int, float]], target: float) -> int | None:

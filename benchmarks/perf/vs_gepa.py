@@ -41,12 +41,13 @@ from gepa_arm import LiteLLMReflector, harness_components, run_gepa  # noqa: E40
 from harness_arms import (  # noqa: E402
     ProgressLine,
     add_run_arguments,
-    evolve,
+    evolve_arm,
     init_harness,
     make_scorer,
     score_split,
     set_local_threads,
     smoke_arguments,
+    unevolved_row,
 )
 
 from harnessevolve.core.tasks import Benchmark, Task, load_benchmark  # noqa: E402
@@ -149,17 +150,7 @@ def run_seed(
     # 1. harnessevolve, default offline configuration; its rollouts are the budget B.
     started = time.monotonic()
     he_dir = init_harness(tmp / f"he-{seed}")
-    outcome = evolve(
-        he_dir,
-        benchmark=args.benchmark,
-        generations=args.generations,
-        batch_size=args.batch_size,
-        seed=seed,
-        model=args.model,
-        gates=args.gates,
-        log=say,
-        progress=ProgressLine(f"seed {seed} harnessevolve"),
-    )
+    outcome = evolve_arm(he_dir, args, seed, log=say, progress=ProgressLine(f"seed {seed} harnessevolve"))
     he_test = mean_score(score_split(evalscorer, load_harness(he_dir), test, "test: harnessevolve"))
     budget = outcome.rollouts
     rows["harnessevolve"] = {
@@ -396,14 +387,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             score_split(evalscorer, seed_harness, bench.split("validation"), "seed: validation")
         )
         seed_test = mean_score(score_split(evalscorer, seed_harness, bench.split("test"), "test: seed"))
-        seed_row = {
-            "rollouts": 0,
-            "tokens": 0,
-            "wall_min": (time.monotonic() - started) / 60,
-            "validation": seed_val,
-            "test": seed_test,
-            "to_best": 0,
-        }
+        seed_row = unevolved_row(seed_val, seed_test, started)
         print(f"seed harness: validation {seed_val:.3f}, test {seed_test:.3f} ({model})", flush=True)
         ctx = {
             "bench": bench,

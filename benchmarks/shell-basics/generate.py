@@ -31,6 +31,17 @@ from taskgen import WORDS, Family, Spec, call, lines, words  # noqa: E402
 # tasks), ``gold``.
 
 
+def answered(instruction: str, files: dict[str, str], answer: str, match: str, work: dict[str, Any]) -> Spec:
+    """A task whose gold makes the one ``work`` call, then submits ``answer`` (checked by ``match``)."""
+    return {
+        "instruction": instruction,
+        "files": files,
+        "checker": [{"type": "answer", "expected": answer, "match": match}],
+        "answer": answer,
+        "gold": [work, call("submit", answer=answer)],
+    }
+
+
 def read_word(rng: random.Random, phrasing: int) -> Spec:
     name, other = rng.sample(["secret.txt", "word.txt", "code.txt", "password.txt", "note.txt"], 2)
     word, decoy = words(rng, 2)
@@ -39,13 +50,8 @@ def read_word(rng: random.Random, phrasing: int) -> Spec:
         f"The file {name} contains a single word. Submit that word.",
         f"Read {name} and tell me the word inside it.",
     ][phrasing]
-    return {
-        "instruction": instruction,
-        "files": {name: f"{word}\n", other: f"{decoy}\n"},
-        "checker": [{"type": "answer", "expected": word, "match": "exact"}],
-        "answer": word,
-        "gold": [call("read_file", path=name), call("submit", answer=word)],
-    }
+    files = {name: f"{word}\n", other: f"{decoy}\n"}
+    return answered(instruction, files, word, "exact", call("read_file", path=name))
 
 
 NUMERIC_KEYS = {"port": (1024, 9999), "timeout": (5, 120), "retries": (2, 9), "workers": (2, 64)}
@@ -64,13 +70,8 @@ def lookup_key(rng: random.Random, phrasing: int) -> Spec:
         f"{name} holds key=value settings. Submit the value of the {key} setting.",
         f"Look up {key} in {name} and answer with its value only.",
     ][phrasing]
-    return {
-        "instruction": instruction,
-        "files": {name: lines([f"{k}={values[k]}" for k in keys])},
-        "checker": [{"type": "answer", "expected": values[key], "match": "exact"}],
-        "answer": values[key],
-        "gold": [call("read_file", path=name), call("submit", answer=values[key])],
-    }
+    files = {name: lines([f"{k}={values[k]}" for k in keys])}
+    return answered(instruction, files, values[key], "exact", call("read_file", path=name))
 
 
 def count_lines(rng: random.Random, phrasing: int) -> Spec:
@@ -82,13 +83,8 @@ def count_lines(rng: random.Random, phrasing: int) -> Spec:
         f"Count the lines in {name} and submit the number.",
         f"{name} has one entry per line. How many entries are there?",
     ][phrasing]
-    return {
-        "instruction": instruction,
-        "files": {name: lines(content)},
-        "checker": [{"type": "answer", "expected": str(count), "match": "number"}],
-        "answer": str(count),
-        "gold": [call("bash", command=f"wc -l {name}"), call("submit", answer=str(count))],
-    }
+    wc = call("bash", command=f"wc -l {name}")
+    return answered(instruction, {name: lines(content)}, str(count), "number", wc)
 
 
 LEVELS = ("INFO", "WARN", "ERROR")
@@ -110,13 +106,8 @@ def count_matches(rng: random.Random, phrasing: int) -> Spec:
         f"Count the {level} lines in {name}. Submit the count.",
         f"{name} is a log file. How many of its lines mention {level}?",
     ][phrasing]
-    return {
-        "instruction": instruction,
-        "files": {name: lines(content)},
-        "checker": [{"type": "answer", "expected": str(hits), "match": "number"}],
-        "answer": str(hits),
-        "gold": [call("bash", command=f"grep -c {level} {name}"), call("submit", answer=str(hits))],
-    }
+    grep = call("bash", command=f"grep -c {level} {name}")
+    return answered(instruction, {name: lines(content)}, str(hits), "number", grep)
 
 
 def first_sorted(rng: random.Random, phrasing: int) -> Spec:
@@ -130,13 +121,8 @@ def first_sorted(rng: random.Random, phrasing: int) -> Spec:
         f"Sort the lines of {name} alphabetically and submit the first one.",
         f"{name} lists one word per line. Which word is alphabetically first?",
     ][phrasing]
-    return {
-        "instruction": instruction,
-        "files": {name: lines(content)},
-        "checker": [{"type": "answer", "expected": first, "match": "exact"}],
-        "answer": first,
-        "gold": [call("bash", command=f"sort {name} | head -n 1"), call("submit", answer=first)],
-    }
+    sort = call("bash", command=f"sort {name} | head -n 1")
+    return answered(instruction, {name: lines(content)}, first, "exact", sort)
 
 
 def write_file(rng: random.Random, phrasing: int) -> Spec:

@@ -25,8 +25,8 @@ from __future__ import annotations
 import asyncio
 import signal
 import threading
-from collections.abc import Coroutine, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -72,46 +72,40 @@ def _stop(signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt(name)
 
 
+def _count(signum: int, _frame: FrameType | None) -> None:
+    _received.append(signal.Signals(signum).name)
+
+
+@contextmanager
+def _handled_by(handler: Callable[[int, FrameType | None], None]) -> Iterator[None]:
+    """SIGINT and SIGTERM go to ``handler`` inside the block, then back to the handlers they had;
+    outside the main thread this does nothing."""
+    if not _main_thread():
+        yield
+        return
+    before = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, old in before.items():
+            signal.signal(sig, old if old is not None else signal.SIG_DFL)
+
+
 @contextmanager
 def stop_signals() -> Iterator[None]:
     """SIGINT and SIGTERM both stop the command with ``KeyboardInterrupt``, and are recorded (see
     :func:`signal_name`); outside the main thread this does nothing."""
-    if not _main_thread():
+    if _main_thread():
+        _received.clear()
+    with _handled_by(_stop):
         yield
-        return
-    _received.clear()
-    before = {s: signal.getsignal(s) for s in STOP_SIGNALS}
-    for sig in STOP_SIGNALS:
-        signal.signal(sig, _stop)
-    try:
-        yield
-    finally:
-        for sig, handler in before.items():
-            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
-@contextmanager
-def saving() -> Iterator[None]:
+def saving() -> AbstractContextManager[None]:
     """Defer SIGINT and SIGTERM while the clean-up after an interrupt writes where it stopped."""
-    if not _main_thread():
-        yield
-        return
-    before = {s: signal.getsignal(s) for s in STOP_SIGNALS}
-
-    def later(signum: int, _frame: FrameType | None) -> None:
-        _received.append(signal.Signals(signum).name)
-
-    for sig in STOP_SIGNALS:
-        signal.signal(sig, later)
-    try:
-        yield
-    finally:
-        for sig, handler in before.items():
-            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
-
-
-def _count(signum: int, _frame: FrameType | None) -> None:
-    _received.append(signal.Signals(signum).name)
+    return _handled_by(_count)
 
 
 def signal_name() -> str:

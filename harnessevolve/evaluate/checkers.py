@@ -156,6 +156,20 @@ def run_checks(
     return CheckResult(score=score, passed=score == 1.0, details=tuple(outcomes))
 
 
+def check_rollout(
+    task: Task, workspace: Path, trajectory: Trajectory, *, runner: CommandRunner, timeout_s: float = 30.0
+) -> CheckResult:
+    """``run_checks`` of one rollout: the answer it submitted (``extra.answer``) and its trajectory."""
+    return run_checks(
+        task,
+        workspace,
+        trajectory.extra.get("answer"),
+        runner=runner,
+        timeout_s=timeout_s,
+        trajectory=trajectory,
+    )
+
+
 def quote(text: str, limit: int = MESSAGE_QUOTE_LIMIT) -> str:
     """``text`` as a Python literal, cut to ``limit`` characters (``...`` marks a cut)."""
     return repr(text) if len(text) <= limit else repr(text[:limit]) + "..."

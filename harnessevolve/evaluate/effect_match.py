@@ -51,18 +51,19 @@ def shell_command(action: Action) -> str | None:
     """The command string of a shell-tool call (``bash(command=...)``), or None."""
     if action.tool is None or action.is_finish or action.tool.lower() not in SHELL_TOOLS:
         return None
-    for key in COMMAND_KEYS:
-        value = action.arguments.get(key)
-        if isinstance(value, str) and value.strip():
-            return value
-    return None
+    return _first_text(action, COMMAND_KEYS)
 
 
 def code_argument(action: Action) -> str | None:
     """The code a call passes (its ``command``/``cmd``/``script``/``code`` string), or None."""
     if action.tool is None or action.is_finish:
         return None
-    for key in CODE_KEYS:
+    return _first_text(action, CODE_KEYS)
+
+
+def _first_text(action: Action, keys: tuple[str, ...]) -> str | None:
+    """The first of ``keys`` whose argument is a string that is not blank, or None."""
+    for key in keys:
         value = action.arguments.get(key)
         if isinstance(value, str) and value.strip():
             return value

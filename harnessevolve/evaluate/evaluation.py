@@ -16,7 +16,7 @@ from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.signals import ErrorSignal
 from harnessevolve.core.tasks import Task
 from harnessevolve.evaluate.alignment import first_divergence, signal_without_reference
-from harnessevolve.evaluate.checkers import CommandRunner, run_checks
+from harnessevolve.evaluate.checkers import CommandRunner, check_rollout
 from harnessevolve.evaluate.effect_check import effect_oracle
 
 STEP_EFFECT_TIMEOUT_S = 10.0
@@ -61,9 +61,7 @@ def evaluate_rollout(
         score, passed = 0.0, False
         details: tuple[str, ...] = ("workspace setup failed",)
     else:
-        result = run_checks(
-            task, workspace, trajectory.extra.get("answer"), runner=runner, trajectory=trajectory
-        )
+        result = check_rollout(task, workspace, trajectory, runner=runner)
         score, passed = result.score, result.passed
         details = tuple(f"{'ok' if d.ok else 'FAIL'} {d.type}: {d.message}" for d in result.details)
     signal = None

@@ -190,22 +190,36 @@ def _refuse_unless_regular(fd: int, relative: str) -> None:
         raise PermissionError(f"{relative!r} is {kind}; the file tools read and write regular files only")
 
 
-def read_workspace_file(workspace: Path, relative: str, max_bytes: int) -> bytes:
-    """Up to ``max_bytes`` of a regular file inside the workspace (never follows a symlink out,
-    never blocks: FIFOs, sockets and devices are refused)."""
-    root, parts = _parts(workspace, relative)
-    folder, _ = _open_dirs(root, parts[:-1], create=False)
+def _open_regular(folder: int, name: str, flags: int, relative: str, refusals: dict[int, str]) -> int:
+    """The regular file ``name`` in the open folder ``folder`` (closed here either way), opened
+    with ``flags``: an open failing with an errno of ``refusals`` raises ``PermissionError`` with
+    its message, and so does a file that is not regular."""
     try:
         try:
-            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder)
+            fd = os.open(name, flags, 0o644, dir_fd=folder)
         except OSError as exc:
-            if exc.errno == 40:  # ELOOP: the last component became a symlink
-                raise PermissionError(f"{relative!r} is a symlink; not followed") from exc
+            if exc.errno in refusals:
+                raise PermissionError(refusals[exc.errno]) from exc
             raise
     finally:
         os.close(folder)
     try:
         _refuse_unless_regular(fd, relative)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_workspace_file(workspace: Path, relative: str, max_bytes: int) -> bytes:
+    """Up to ``max_bytes`` of a regular file inside the workspace (never follows a symlink out,
+    never blocks: FIFOs, sockets and devices are refused)."""
+    root, parts = _parts(workspace, relative)
+    folder, _ = _open_dirs(root, parts[:-1], create=False)
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    # ELOOP: the last component became a symlink
+    fd = _open_regular(folder, parts[-1], flags, relative, {40: f"{relative!r} is a symlink; not followed"})
+    try:
         chunks, size = [], 0
         while size < max_bytes:
             chunk = os.read(fd, min(READ_CHUNK, max_bytes - size))
@@ -224,17 +238,10 @@ def write_workspace_file(workspace: Path, relative: str, data: bytes) -> int:
     root, parts = _parts(workspace, relative)
     folder, made = _open_dirs(root, parts[:-1], create=True)
     flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    not_written = f"{relative!r} is not a regular file; not written"
+    # ELOOP (a symlink), ENXIO (a FIFO nobody reads)
+    fd = _open_regular(folder, parts[-1], flags, relative, {40: not_written, 6: not_written})
     try:
-        try:
-            fd = os.open(parts[-1], flags, 0o644, dir_fd=folder)
-        except OSError as exc:
-            if exc.errno in (40, 6):  # ELOOP (a symlink), ENXIO (a FIFO nobody reads)
-                raise PermissionError(f"{relative!r} is not a regular file; not written") from exc
-            raise
-    finally:
-        os.close(folder)
-    try:
-        _refuse_unless_regular(fd, relative)
         os.ftruncate(fd, 0)
         view = memoryview(data)
         while view:

@@ -189,37 +189,13 @@ class LocalLLM(CustomLLM):
         reply = parse_tool_reply(generation.text, tools) if tools else ParsedReply(content=generation.text)
         return _response(model, generation, reply)
 
-    def completion(  # litellm's CustomLLM signature
-        self,
-        model: str,
-        messages: list,
-        api_base: str | None = None,
-        custom_prompt_dict: dict | None = None,
-        model_response: ModelResponse | None = None,
-        print_verbose: Any = None,
-        encoding: Any = None,
-        api_key: str | None = None,
-        logging_obj: Any = None,
-        optional_params: dict | None = None,
-        **kwargs: Any,
-    ) -> ModelResponse:
-        return self.complete(model, messages, optional_params or {})
+    # litellm calls both with keyword arguments (its CustomLLM signature: model, messages, api_base,
+    # ..., optional_params, ...); only the request's ``optional_params`` matter here, as in scripted.py.
+    def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
+        return self.complete(model, messages, kwargs.get("optional_params") or {})
 
-    async def acompletion(  # litellm's CustomLLM signature
-        self,
-        model: str,
-        messages: list,
-        api_base: str | None = None,
-        custom_prompt_dict: dict | None = None,
-        model_response: ModelResponse | None = None,
-        print_verbose: Any = None,
-        encoding: Any = None,
-        api_key: str | None = None,
-        logging_obj: Any = None,
-        optional_params: dict | None = None,
-        **kwargs: Any,
-    ) -> ModelResponse:
+    async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
         context = contextvars.copy_context()
         return await asyncio.get_running_loop().run_in_executor(
-            self._executor, context.run, self.complete, model, messages, optional_params or {}
+            self._executor, context.run, self.complete, model, messages, kwargs.get("optional_params") or {}
         )

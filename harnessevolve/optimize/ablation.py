@@ -19,7 +19,6 @@ import json
 import re
 from typing import Any
 
-from harnessevolve.core.errors import EditError
 from harnessevolve.core.signals import Cluster
 from harnessevolve.optimize.edits import split_front_matter
 from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed
@@ -102,11 +101,8 @@ class AblationProposer:
         evidence: list[str],
         tasks: list[str],
     ) -> Candidate | None:
-        if summary in context.rejected:
-            return None
-        try:
-            changes = context.apply(edits)
-        except EditError:
+        changes = context.fresh_changes(edits, summary)
+        if changes is None:
             return None  # not editable, or the harness would not validate: not this proposer's call
         clusters = [c for c in (_cluster_of(context, t) for t in tasks) if c is not None]
         targets = tuple(dict.fromkeys(c.cause.value for c in clusters))

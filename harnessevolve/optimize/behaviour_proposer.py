@@ -32,7 +32,6 @@ from collections.abc import Callable
 from typing import Any
 
 from harnessevolve.core.documents import bounded_yaml
-from harnessevolve.core.errors import EditError
 from harnessevolve.core.signals import Cause, Cluster
 from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed
 from harnessevolve.optimize.trajectory_patterns import Pattern, find_patterns, harness_tools
@@ -85,6 +84,13 @@ def code_patch(path: str, old: str, new: str) -> dict[str, Any]:
     return {"op": "patch_file", "path": path, "diff": diff}
 
 
+def _code_lever(
+    context: ProposalContext, path: str, new: str, summary: str, why: str
+) -> tuple[list[dict[str, Any]], str, str]:
+    """A code lever's answer: the patch that makes ``path`` read ``new``, its summary and why."""
+    return [code_patch(path, context.files[path], new)], summary, why
+
+
 def _rewrite(code: str, steps: list[tuple[str, str]]) -> str | None:
     """``code`` with each (anchor, replacement) applied once; None when an anchor is missing or repeated."""
     for anchor, replacement in steps:
@@ -133,11 +139,7 @@ def _repeat_code(context: ProposalContext, pattern: Pattern, settings: dict[str,
     if new is None:
         return None
     why = "the runs repeated a call; the loop now tells the model when a call repeats and asks for submit."
-    return (
-        [code_patch(path, context.files[path], new)],
-        f"answer a repeated call in {path} with a submit nudge",
-        why,
-    )
+    return _code_lever(context, path, new, f"answer a repeated call in {path} with a submit nudge", why)
 
 
 def _final_submit_code(context: ProposalContext, pattern: Pattern, settings: dict[str, Any]) -> Any:
@@ -205,7 +207,7 @@ def _final_submit_code(context: ProposalContext, pattern: Pattern, settings: dic
             else "."
         )
     )
-    return [code_patch(path, context.files[path], new)], f"make {path} ask for submit at the step limit", why
+    return _code_lever(context, path, new, f"make {path} ask for submit at the step limit", why)
 
 
 def _reference_answer_pattern(context: ProposalContext) -> tuple[str, str] | None:
@@ -243,11 +245,7 @@ def _unknown_code(context: ProposalContext, pattern: Pattern, settings: dict[str
         return None
     called = pattern.detail["called"]
     why = f"the runs called {called!r}, which is not a tool; the loop now runs the closest tool."
-    return (
-        [code_patch(path, context.files[path], new)],
-        f"run the closest tool for a misspelt name in {path}",
-        why,
-    )
+    return _code_lever(context, path, new, f"run the closest tool for a misspelt name in {path}", why)
 
 
 def _text_call_code(context: ProposalContext, pattern: Pattern, settings: dict[str, Any]) -> Any:
@@ -287,7 +285,7 @@ def _text_call_code(context: ProposalContext, pattern: Pattern, settings: dict[s
     if new is None:
         return None
     why = "the runs' replies were not tool calls; the loop now runs a tool call written as JSON text."
-    return [code_patch(path, context.files[path], new)], f"run tool calls written as text in {path}", why
+    return _code_lever(context, path, new, f"run tool calls written as text in {path}", why)
 
 
 # --- loop settings (builtin loop) -----------------------------------------------------------------
@@ -454,11 +452,8 @@ class BehaviourProposer:
                 if found is None:
                     continue
                 edits, summary, why = found
-                if summary in context.rejected:
-                    continue
-                try:
-                    changes = context.apply(edits)
-                except EditError:
+                changes = context.fresh_changes(edits, summary)
+                if changes is None:
                     continue
                 cluster = _cluster_for(context, pattern)
                 cause = cluster.cause.value if cluster else CAUSE_OF[pattern.kind].value

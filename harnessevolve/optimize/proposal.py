@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from fnmatch import fnmatch
 from typing import Any, Protocol
 
+from harnessevolve.core.errors import EditError
 from harnessevolve.core.signals import Cluster
 
 
@@ -73,6 +74,16 @@ class ProposalContext:
         from harnessevolve.optimize.edits import apply_edits
 
         return apply_edits(self.files, edits, self.editable)
+
+    def fresh_changes(self, edits: Sequence[Mapping[str, Any]], summary: str) -> dict[str, str | None] | None:
+        """``apply(edits)``, or None when a gate already rejected a candidate of this ``summary`` or
+        the edits do not apply (a path not editable, or the harness would not validate)."""
+        if summary in self.rejected:
+            return None
+        try:
+            return self.apply(edits)
+        except EditError:
+            return None
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Any
 
 from harnessevolve.core.documents import bounded_yaml
-from harnessevolve.core.errors import EditError
 from harnessevolve.core.signals import Cause, Cluster, ErrorSignal
 from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed
 
@@ -26,11 +25,8 @@ EXTRA_STEPS = 2
 def _edit_candidate(
     name: str, context: ProposalContext, cluster: Cluster, edits: list[dict[str, Any]], summary: str, why: str
 ) -> Candidate | None:
-    if summary in context.rejected:
-        return None
-    try:
-        changes = context.apply(edits)
-    except EditError:
+    changes = context.fresh_changes(edits, summary)
+    if changes is None:
         return None
     return Candidate(
         changes=changes,

@@ -32,7 +32,7 @@ from harnessevolve.pipeline.run import RunHooks
 from harnessevolve.runs.events import Event, RunFinished, RunStarted, TestEvaluated
 from harnessevolve.runs.ledger import Ledger
 from harnessevolve.runs.run_config import RunConfig
-from harnessevolve.runs.rundir import STATE_DIR, RunDir
+from harnessevolve.runs.rundir import STATE_DIR, RunDir, pick_run, runs_folder
 from harnessevolve.runs.tempdirs import run_tempdir
 
 CONFIDENCE = 0.95
@@ -69,27 +69,14 @@ def load_run(root: Path) -> RunRecord:
 
 
 def find_run(harness_dir: Path, run_id: str | None) -> RunRecord:
-    runs = harness_dir / STATE_DIR / "runs"
-    candidates = sorted(p for p in runs.glob("*") if RunDir(p).exists()) if runs.is_dir() else []
-    if run_id:  # an id, or a unique prefix of one
-        candidates = [p for p in candidates if p.name == run_id] or [
-            p for p in candidates if p.name.startswith(run_id)
-        ]
-        if len(candidates) > 1:
-            raise HarnessEvolveError(
-                f"run id prefix {run_id!r} matches {len(candidates)} runs",
-                file=str(runs),
-                field="--run",
-                hint="give more of the id: " + ", ".join(p.name for p in candidates[:4]),
-            )
-    if not candidates:
-        raise HarnessEvolveError(
-            f"no run {run_id!r}" if run_id else "this harness has no runs yet",
-            file=str(runs),
-            field="--run",
-            hint="start one with `harnessevolve run`",
-        )
-    return load_run(candidates[-1])
+    found = pick_run(
+        RunDir.of(harness_dir),
+        run_id,
+        runs_folder(harness_dir),
+        field="--run",
+        hint="start one with `harnessevolve run`",
+    )
+    return load_run(found.root)
 
 
 def run_ending_at(harness_dir: Path, sha: str) -> RunRecord | None:

@@ -15,6 +15,7 @@ from harnessevolve.runs.events import Event, RunStarted
 from harnessevolve.runs.files import LOCK_VERSION
 from harnessevolve.runs.ledger import read_ledger
 from harnessevolve.runs.run_config import RunConfig
+from harnessevolve.sandbox.limits import process_exists
 
 STATE_DIR = ".harnessevolve"
 LEDGER_FILE = "ledger.jsonl"
@@ -58,23 +59,12 @@ class RunDir:
                 return cls(path.parent)
             if (path / LEDGER_FILE).is_file():
                 return cls(path)
-        folder = runs_folder(harness_dir)
-        runs = cls.of(harness_dir)
-        if ref:
-            runs = [r for r in runs if r.id == ref] or [r for r in runs if r.id.startswith(ref)]
-            if len(runs) > 1:
-                raise HarnessEvolveError(
-                    f"run id prefix {ref!r} matches {len(runs)} runs",
-                    file=str(folder),
-                    hint="give more of the id: " + ", ".join(r.id for r in runs[:4]),
-                )
-        if not runs:
-            raise HarnessEvolveError(
-                f"no run {ref!r}" if ref else "this harness has no runs yet",
-                file=str(folder),
-                hint="pass a run id, a run folder, or --harness DIR; start a run with `harnessevolve run`",
-            )
-        return runs[-1]
+        return pick_run(
+            cls.of(harness_dir),
+            ref,
+            runs_folder(harness_dir),
+            hint="pass a run id, a run folder, or --harness DIR; start a run with `harnessevolve run`",
+        )
 
     @property
     def id(self) -> str:
@@ -124,17 +114,34 @@ def runs_folder(harness_dir: Path) -> Path:
     return Path(harness_dir) / STATE_DIR / "runs"
 
 
+def pick_run(
+    runs: list[RunDir], ref: str | None, folder: Path, *, hint: str, field: str | None = None
+) -> RunDir:
+    """The run of ``runs`` (oldest first, all in ``folder``) whose id is ``ref``, else the one it is
+    a unique prefix of, or (``None``) the latest; HarnessEvolveError when several or none match
+    (``hint``: what to do when none does)."""
+    if ref:
+        runs = [r for r in runs if r.id == ref] or [r for r in runs if r.id.startswith(ref)]
+        if len(runs) > 1:
+            raise HarnessEvolveError(
+                f"run id prefix {ref!r} matches {len(runs)} runs",
+                file=str(folder),
+                field=field,
+                hint="give more of the id: " + ", ".join(r.id for r in runs[:4]),
+            )
+    if not runs:
+        raise HarnessEvolveError(
+            f"no run {ref!r}" if ref else "this harness has no runs yet",
+            file=str(folder),
+            field=field,
+            hint=hint,
+        )
+    return runs[-1]
+
+
 def pid_alive(pid: int) -> bool:
     """Whether a process ``pid`` exists (one we may not signal counts as alive)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid > 0 and process_exists(pid)
 
 
 class HarnessLock:

@@ -92,21 +92,31 @@ def clean(base: Path | None = None) -> Sweep:
 
 
 @contextmanager
-def run_tempdir(run_id: str) -> Iterator[tuple[Path, Sweep]]:
-    """This run's temp folder (and what sweeping the dead runs' folders before it did)."""
-    base = Path(tempfile.gettempdir())
-    swept = sweep_dead(base)
-    folder = base / f"{PREFIX}{os.getpid()}-{run_id}"
-    folder.mkdir(mode=0o700, exist_ok=True)
+def tempdir_at(folder: Path) -> Iterator[None]:
+    """``$TMPDIR`` and ``tempfile.tempdir`` point at ``folder`` inside the block; both are put back
+    as they were after it."""
     saved_env, saved_dir = os.environ.get("TMPDIR"), tempfile.tempdir
     os.environ["TMPDIR"], tempfile.tempdir = str(folder), str(folder)
     try:
-        yield folder, swept
+        yield
     finally:
         tempfile.tempdir = saved_dir
         if saved_env is None:
             os.environ.pop("TMPDIR", None)
         else:
             os.environ["TMPDIR"] = saved_env
+
+
+@contextmanager
+def run_tempdir(run_id: str) -> Iterator[tuple[Path, Sweep]]:
+    """This run's temp folder (and what sweeping the dead runs' folders before it did)."""
+    base = Path(tempfile.gettempdir())
+    swept = sweep_dead(base)
+    folder = base / f"{PREFIX}{os.getpid()}-{run_id}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    try:
+        with tempdir_at(folder):
+            yield folder, swept
+    finally:
         remove_run_folder(folder, Sweep())
         release_workspaces_under(folder)

@@ -233,12 +233,13 @@ def _sweep_stale(parent: Path) -> None:
     with contextlib.suppress(OSError):
         for child in parent.iterdir():
             pid = child.name.removeprefix(PREFIX).split("-")[0]
-            if child.name.startswith(PREFIX) and pid.isdigit() and not _alive(int(pid)):
+            if child.name.startswith(PREFIX) and pid.isdigit() and not process_exists(int(pid)):
                 with contextlib.suppress(OSError):
                     child.rmdir()
 
 
-def _alive(pid: int) -> bool:
+def process_exists(pid: int) -> bool:
+    """Whether ``kill(pid, 0)`` finds a process (one we may not signal exists too)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -343,7 +344,7 @@ def sweep_stale_workspaces() -> list[str]:
     done = []
     for point, source in workspace_mounts().items():
         pid = source.removeprefix(f"{MOUNT_SOURCE}-")
-        stale = pid.isdigit() and not _alive(int(pid))
+        stale = pid.isdigit() and not process_exists(int(pid))
         if stale and libc.umount2(point.encode(), MNT_DETACH) == 0:
             done.append(point)
             with contextlib.suppress(OSError):

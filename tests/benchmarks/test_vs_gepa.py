@@ -60,10 +60,8 @@ def onecall() -> Benchmark:
 
 
 @pytest.fixture
-def agent(onecall: Benchmark):
-    register_script("magic-word-agent", MagicWordAgent(onecall))
-    yield "scripted/magic-word-agent"
-    unregister_script("magic-word-agent")
+def agent(onecall: Benchmark, scripts) -> str:
+    return scripts("magic-word-agent", MagicWordAgent(onecall))
 
 
 @pytest.fixture

@@ -13,13 +13,13 @@ import json
 import os
 import re
 import shlex
-import shutil
 from pathlib import Path
 from typing import Any
 
 import git
 import pytest
 import yaml
+from bench_subset import shell_basics_subset
 from policies import FamilyLearner
 from run_args import run_args
 
@@ -27,8 +27,6 @@ from harnessevolve.cli.app import app
 from harnessevolve.core.tasks import load_benchmark
 from harnessevolve.runs.ledger import read_lines
 
-BENCHMARK = Path(__file__).parents[2] / "benchmarks" / "shell-basics"
-REFERENCES = Path(__file__).parents[2] / "trajectories" / "shell-basics"
 FAMILIES = ("count-lines", "lookup-key")
 pytestmark = pytest.mark.skipif(not os.access("/usr/bin/bwrap", os.X_OK), reason="needs bubblewrap")
 
@@ -36,17 +34,7 @@ pytestmark = pytest.mark.skipif(not os.access("/usr/bin/bwrap", os.X_OK), reason
 @pytest.fixture(scope="module")
 def small_benchmark(tmp_path_factory) -> Path:
     """shell-basics cut to two families (8 train, 4 validation, 4 test tasks) with their references."""
-    root = tmp_path_factory.mktemp("bench") / "shell-basics"
-    (root / "tasks").mkdir(parents=True)
-    shutil.copy(BENCHMARK / "benchmark.yaml", root / "benchmark.yaml")
-    (root / "trajectories").mkdir()
-    for path in sorted((BENCHMARK / "tasks").glob("*.yaml")):
-        if path.stem.rsplit("-", 1)[0] in FAMILIES:
-            shutil.copy(path, root / "tasks" / path.name)
-            reference = REFERENCES / f"{path.stem}.json"
-            if reference.is_file():
-                shutil.copy(reference, root / "trajectories" / reference.name)
-    return root
+    return shell_basics_subset(tmp_path_factory.mktemp("bench") / "shell-basics", FAMILIES)
 
 
 def gold_policy(benchmark_dir: Path, solves, as_bash: bool = False):
@@ -247,16 +235,10 @@ def test_budget_stops_an_external_agent_mid_rollout(
 
 def test_ci_gate_smoke_runs_agent_code(tmp_path: Path, cli, learner) -> None:
     """`gate` on a command agent: a candidate whose agent.py crashes fails its smoke run, exit 1."""
-    from cli.test_gate import gate_args
+    from cli.test_gate import gate_agent_edit
 
-    harness = tmp_path / "pyagent"
-    assert cli.invoke(app, ["init", str(harness), "--template", "python-agent"]).exit_code == 0
-    repo = git.Repo(harness)
-    base = repo.head.commit.hexsha
-    agent = harness / "agent.py"
-    agent.write_text(agent.read_text().replace("def main() -> int:\n", "def main() -> int:\n    1 / 0\n"))
-    repo.git.commit("-qam", "agent: divide by zero")
-    result = cli.invoke(app, gate_args(harness, learner, base, repo.head.commit.hexsha, "--json"))
+    crash = ("def main() -> int:\n", "def main() -> int:\n    1 / 0\n")
+    result = gate_agent_edit(cli, tmp_path / "pyagent", learner, *crash, "agent: divide by zero")
     assert result.exit_code == 1, result.output
     assert (
         "smoke" in result.output and "agent_crashed" in result.output and "ZeroDivisionError" in result.output

@@ -60,6 +60,23 @@ def diff_json(cli, run: Path) -> dict[str, Any]:
     return json.loads(result.output)
 
 
+def diff_text(cli, run: Path) -> str:
+    result = cli.invoke(app, ["diff", str(run), str(REFERENCE)])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def replace_run(shell_basics, tmp_path: Path, target: str) -> Path:
+    """A real run that replaces violet with jasmine in ``target`` (the task's file: story.txt), reads
+    story.txt and submits."""
+    replies = [
+        call("bash", command=f"sed -i 's/violet/jasmine/g' {target}"),
+        call("read_file", path="story.txt"),
+        call("submit", answer="done"),
+    ]
+    return real_run(shell_basics, tmp_path, replies)
+
+
 def test_a_skipped_step_is_marked_on_the_missing_reference_action(cli, shell_basics, tmp_path: Path) -> None:
     run = real_run(
         shell_basics, tmp_path, [call("read_file", path="story.txt"), call("submit", answer="done")]
@@ -75,33 +92,20 @@ def test_a_skipped_step_is_marked_on_the_missing_reference_action(cli, shell_bas
 def test_a_wrong_argument_is_marked_on_its_step_with_cause_and_hint(
     cli, shell_basics, tmp_path: Path
 ) -> None:
-    replies = [
-        call("bash", command="sed -i 's/violet/jasmine/g' notes.txt"),
-        call("read_file", path="story.txt"),
-        call("submit", answer="done"),
-    ]
-    run = real_run(shell_basics, tmp_path, replies)
-    result = cli.invoke(app, ["diff", str(run), str(REFERENCE)])
-    assert result.exit_code == 0, result.output
-    marked = [line for line in result.output.splitlines() if "first divergence" in line and "◀" in line]
+    run = replace_run(shell_basics, tmp_path, "notes.txt")
+    output = diff_text(cli, run)
+    marked = [line for line in output.splitlines() if "first divergence" in line and "◀" in line]
     assert len(marked) == 1 and marked[0].split("│")[1].strip() == "3"
-    assert "first divergence: step 3 (reference step 3)" in result.output
-    assert "cause: wrong_argument" in result.output and "severity: 0.60" in result.output
-    assert "hint: step 3:" in result.output
+    assert "first divergence: step 3 (reference step 3)" in output
+    assert "cause: wrong_argument" in output and "severity: 0.60" in output
+    assert "hint: step 3:" in output
     doc = diff_json(cli, run)
     assert [r["step"] for r in doc["rows"] if r["divergent"]] == [3]
 
 
 def test_a_passing_run_has_nothing_to_diagnose(cli, shell_basics, tmp_path: Path) -> None:
-    replies = [
-        call("bash", command="sed -i 's/violet/jasmine/g' story.txt"),
-        call("read_file", path="story.txt"),
-        call("submit", answer="done"),
-    ]
-    run = real_run(shell_basics, tmp_path, replies)
-    result = cli.invoke(app, ["diff", str(run), str(REFERENCE)])
-    assert result.exit_code == 0, result.output
-    assert "passed its checker" in result.output and "◀" not in result.output
+    output = diff_text(cli, replace_run(shell_basics, tmp_path, "story.txt"))
+    assert "passed its checker" in output and "◀" not in output
 
 
 @pytest.mark.parametrize("content", ['{"schema_version": "ATIF-v1.4"}', "not json"])

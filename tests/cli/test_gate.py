@@ -52,6 +52,18 @@ def gate_with_reports(tmp_path: Path, cli, harness_dir: Path, model: str, base: 
     return cli.invoke(app, args), junit, md
 
 
+def gate_agent_edit(cli, harness: Path, model: str, old: str, new: str, message: str):
+    """`gate --json` in a new python-agent harness at ``harness``, of a commit that replaces ``old``
+    with ``new`` in its agent.py; returns the result."""
+    assert cli.invoke(app, ["init", str(harness), "--template", "python-agent"]).exit_code == 0
+    repo = git.Repo(harness)
+    base = repo.head.commit.hexsha
+    agent = harness / "agent.py"
+    agent.write_text(agent.read_text().replace(old, new))
+    repo.git.commit("-qam", message)
+    return cli.invoke(app, gate_args(harness, model, base, repo.head.commit.hexsha, "--json"))
+
+
 def test_gate_passes_a_better_candidate(tmp_path: Path, harness_dir: Path, cli, learner) -> None:
     base = git.Repo(harness_dir).head.commit.hexsha
     cand = commit_examples(harness_dir, DEMO, "add a demonstration")

@@ -27,13 +27,20 @@ def test_init_creates_own_repo_with_one_commit(harness_dir: Path) -> None:
     assert (harness_dir / "tools" / "submit.yaml").is_file()
 
 
-def test_init_as_folder_of_existing_repo(tmp_path: Path, cli) -> None:
+def init_in_a_repo(cli, tmp_path: Path, file: str, text: str, target: str):
+    """`init` of ``target`` inside a new git repository (``tmp_path/project``) that holds an
+    uncommitted ``file``; returns (the repository's folder, the result)."""
     outer = tmp_path / "project"
     outer.mkdir()
     subprocess.run(["git", "init", "-q", str(outer)], check=True)
-    (outer / "unrelated.txt").write_text("user's own uncommitted work\n")
-    result = cli.invoke(app, ["init", str(outer / "agents" / "mine")])
+    (outer / file).write_text(text)
+    result = cli.invoke(app, ["init", str(outer / target)])
     assert result.exit_code == 0, result.output
+    return outer, result
+
+
+def test_init_as_folder_of_existing_repo(tmp_path: Path, cli) -> None:
+    outer, _ = init_in_a_repo(cli, tmp_path, "unrelated.txt", "user's own uncommitted work\n", "agents/mine")
     repo = git.Repo(outer)
     assert not (outer / "agents" / "mine" / ".git").exists()
     head = repo.head.commit
@@ -88,11 +95,6 @@ def test_validate_missing_tool_file(harness_dir: Path, cli) -> None:
 
 
 def test_init_in_an_ignored_folder_of_a_repo_makes_its_own_repo(tmp_path: Path, cli) -> None:
-    outer = tmp_path / "project"
-    outer.mkdir()
-    subprocess.run(["git", "init", "-q", str(outer)], check=True)
-    (outer / ".gitignore").write_text(".scratch/\n")
-    result = cli.invoke(app, ["init", str(outer / ".scratch" / "agent")])
-    assert result.exit_code == 0, result.output
+    outer, result = init_in_a_repo(cli, tmp_path, ".gitignore", ".scratch/\n", ".scratch/agent")
     assert "its own new repository" in result.output
     assert (outer / ".scratch" / "agent" / ".git").is_dir()

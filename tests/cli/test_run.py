@@ -127,12 +127,17 @@ def copy_benchmark(tmp_path: Path, shell_basics) -> Path:
     return target
 
 
+def refused_run(cli, harness_dir: Path, model: str, bench: Path) -> str:
+    """`run` on the benchmark folder ``bench``, refused as bad input (exit 2); its output."""
+    result = cli.invoke(app, run_args(harness_dir, model, benchmark=bench))
+    assert result.exit_code == 2
+    return result.output
+
+
 def test_reference_for_unknown_task(tmp_path: Path, harness_dir: Path, cli, learner, shell_basics) -> None:
     bench = copy_benchmark(tmp_path, shell_basics)
     (bench / "trajectories" / "count-lines-01.json").rename(bench / "trajectories" / "no-such-task.json")
-    result = cli.invoke(app, run_args(harness_dir, learner, benchmark=bench))
-    assert result.exit_code == 2
-    assert "unknown task 'no-such-task'" in result.output
+    assert "unknown task 'no-such-task'" in refused_run(cli, harness_dir, learner, bench)
 
 
 def test_corrupt_reference_names_field(tmp_path: Path, harness_dir: Path, cli, learner, shell_basics) -> None:
@@ -141,18 +146,14 @@ def test_corrupt_reference_names_field(tmp_path: Path, harness_dir: Path, cli, l
     doc = json.loads(path.read_text())
     del doc["steps"][2]["source"]
     path.write_text(json.dumps(doc))
-    result = cli.invoke(app, run_args(harness_dir, learner, benchmark=bench))
-    assert result.exit_code == 2
-    assert "count-lines-01.json: steps[2]" in result.output
+    assert "count-lines-01.json: steps[2]" in refused_run(cli, harness_dir, learner, bench)
 
 
 def test_malformed_task_file(tmp_path: Path, harness_dir: Path, cli, learner, shell_basics) -> None:
     bench = copy_benchmark(tmp_path, shell_basics)
     path = bench / "tasks" / "count-lines-01.yaml"
     path.write_text(path.read_text().replace("split: train", "split: training"))
-    result = cli.invoke(app, run_args(harness_dir, learner, benchmark=bench))
-    assert result.exit_code == 2
-    assert "count-lines-01.yaml: split" in result.output
+    assert "count-lines-01.yaml: split" in refused_run(cli, harness_dir, learner, bench)
 
 
 def test_second_run_on_same_harness_is_refused(harness_dir: Path, cli, learner) -> None:
@@ -293,16 +294,9 @@ def test_a_leaking_edit_is_reverted_by_the_leakage_gate(
 def test_a_candidate_that_breaks_the_model_call_fails_the_smoke_run(
     harness_dir: Path, cli, shell_basics
 ) -> None:
-    from policies import FamilyLearner
+    from policies import FragileLearner
 
-    inner = FamilyLearner(shell_basics)
-
-    def fragile(messages, tools):
-        if "## Example" in messages[0]["content"]:
-            raise RuntimeError("context window exceeded")
-        return inner(messages, tools)
-
-    register_script("fragile", fragile)
+    register_script("fragile", FragileLearner(shell_basics))
     try:
         result = cli.invoke(app, run_args(harness_dir, "scripted/fragile", "-n", "1"))
     finally:

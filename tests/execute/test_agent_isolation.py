@@ -202,45 +202,42 @@ def test_agent_view_without_sandbox_ro_has_no_suite_at_all(tmp_path: Path) -> No
 # --- one test per runner kind ------------------------------------------------------------------------
 
 
-def test_builtin_bash_cannot_read_heldout_answer(tmp_path: Path, scripts) -> None:
+def assert_reads_only_the_visible_file(
+    tmp_path: Path, scripts, task_id: str, tool: str, arguments, *, show_suite: bool = False
+) -> None:
+    """A builtin rollout of ``task_id`` that reads each probe path, then the suite's visible file,
+    with ``tool`` (``arguments(path)``): the visible file is seen (the control), the secret never."""
     suite = tmp_path / "suite"
-    bench = make_suite(suite, show_suite=True)
+    bench = make_suite(suite, show_suite=show_suite)
     replies = [
-        {"tool_calls": [{"name": "bash", "arguments": {"command": f"cat {p} 2>&1"}}]}
+        {"tool_calls": [{"name": tool, "arguments": arguments(p)}]}
         for p in [*probe_paths(suite), str(suite / "visible.txt")]
     ]
-    trajectory = builtin_rollout(bench, "probe", replies, scripts)
+    trajectory = builtin_rollout(bench, task_id, replies, scripts)
     seen = observations(trajectory)
-    assert any(VISIBLE in o for o in seen), seen  # the suite's own folder is shown (control)
+    assert any(VISIBLE in o for o in seen), seen
     assert SECRET not in json.dumps(trajectory)
+
+
+def test_builtin_bash_cannot_read_heldout_answer(tmp_path: Path, scripts) -> None:
+    def cat(path: str) -> dict[str, str]:
+        return {"command": f"cat {path} 2>&1"}
+
+    # the control: the suite's own folder is shown to bash
+    assert_reads_only_the_visible_file(tmp_path, scripts, "probe", "bash", cat, show_suite=True)
 
 
 def test_python_tool_cannot_read_heldout_answer(tmp_path: Path, scripts) -> None:
-    suite = tmp_path / "suite"
-    bench = make_suite(suite)
-    replies = [
-        {"tool_calls": [{"name": "readPath", "arguments": {"path": p}}]}
-        for p in [*probe_paths(suite), str(suite / "visible.txt")]
-    ]
-    trajectory = builtin_rollout(bench, "probe", replies, scripts)
-    seen = observations(trajectory)
-    assert any(VISIBLE in o for o in seen), seen  # the tool server sees its python_path (control)
-    assert SECRET not in json.dumps(trajectory)
+    # the control: the tool server sees its python_path
+    assert_reads_only_the_visible_file(tmp_path, scripts, "probe", "readPath", lambda p: {"path": p})
 
 
 def test_mcp_server_cannot_read_heldout_answer(tmp_path: Path, scripts) -> None:
     if importlib.util.find_spec("mcp") is None:
         pytest.skip("needs the mcp extra")
-    suite = tmp_path / "suite"
-    bench = make_suite(suite)
-    replies = [
-        {"tool_calls": [{"name": "read_host_path", "arguments": {"path": p}}]}
-        for p in [*probe_paths(suite), str(suite / "visible.txt")]
-    ]
-    trajectory = builtin_rollout(bench, "probe-mcp", replies, scripts)
-    seen = observations(trajectory)
-    assert any(VISIBLE in o for o in seen), seen
-    assert SECRET not in json.dumps(trajectory)
+    assert_reads_only_the_visible_file(
+        tmp_path, scripts, "probe-mcp", "read_host_path", lambda p: {"path": p}
+    )
 
 
 HOSTILE_AGENT = """

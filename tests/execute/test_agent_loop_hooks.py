@@ -10,24 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_agent import HARNESS, make_task
 
-from harnessevolve.core import paths
 from harnessevolve.core.enums import StopReason
-from harnessevolve.core.tasks import Check, Task
 from harnessevolve.core.transcript import NO_TOOL_NUDGE, Transcript
 from harnessevolve.execute.agent import Actions, Rollout, Settings, Stopped, run_with_hooks
-from harnessevolve.harness.load import load_harness
 from harnessevolve.models import ModelReply
 from harnessevolve.models.scripted import register_script, unregister_script
 
-HARNESS = load_harness(paths.builtin_dir("harnesses") / "shell-agent")
-TASK = Task(
-    id="t-read",
-    instruction="What word is in a.txt?",
-    split="train",
-    checks=(Check(type="answer", expected="maple"),),
-    setup_files={"a.txt": "maple\n"},
-)
+TASK = make_task()
 
 
 class Recorder:

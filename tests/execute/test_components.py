@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_agent import make_task
 
 from harnessevolve.core import paths
-from harnessevolve.core.tasks import Check, Task
 from harnessevolve.evaluate.actions import read_actions
 from harnessevolve.evaluate.tool_schemas import offered_tools
 from harnessevolve.execute import memory as memory_module
@@ -25,13 +25,7 @@ from harnessevolve.harness.runtime import MemoryEntry
 from harnessevolve.models.scripted import register_script, unregister_script
 from harnessevolve.pipeline.proposing.context import forecast_misses
 
-TASK = Task(
-    id="t-read",
-    instruction="What word is in a.txt? Read the text file and submit the word.",
-    split="train",
-    checks=(Check(type="answer", expected="maple"),),
-    setup_files={"a.txt": "maple\n"},
-)
+TASK = make_task(instruction="What word is in a.txt? Read the text file and submit the word.")
 READ = {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]}
 SUBMIT = {"tool_calls": [{"name": "submit", "arguments": {"answer": "maple"}}]}
 ENTRIES = {

@@ -84,6 +84,12 @@ def observations(trajectory: Trajectory) -> list[str]:
     return [o.content for s in trajectory.agent_steps for o in s.observations]
 
 
+def bash_output(name: str, command: str, sandbox: BwrapSandbox) -> str:
+    """What ``command``, the one bash call of a rollout, printed."""
+    trajectory, _ = rollout(name, calls(("bash", {"command": command})), sandbox)
+    return observations(trajectory)[0]
+
+
 def submitted(trajectory: Trajectory) -> bool:
     return trajectory.extra.get("answer") == "x"
 
@@ -170,8 +176,7 @@ def test_positive_control_without_the_rollout_cgroup_the_flood_holds_it_all(
 ) -> None:
     monkeypatch.setattr(sandbox_launch, "make_rollout_cgroup", lambda *a, **k: None)
     sandbox = BwrapSandbox(SandboxLimits(rollout_memory_mb=300))
-    trajectory, _ = rollout(script, calls(("bash", {"command": MEMORY_FLOOD})), sandbox)
-    flood = observations(trajectory)[0]
+    flood = bash_output(script, MEMORY_FLOOD, sandbox)
     assert flood.count("held") == 4 and "Killed" not in flood, flood  # 800 MiB held at once
     assert "rollout limit" not in flood
 
@@ -198,8 +203,7 @@ def test_positive_control_without_the_rollout_cgroup_all_processes_start(
 ) -> None:
     monkeypatch.setattr(sandbox_launch, "make_rollout_cgroup", lambda *a, **k: None)
     sandbox = BwrapSandbox(SandboxLimits(rollout_processes=40, max_processes=1000))
-    trajectory, _ = rollout(script, calls(("bash", {"command": PROCESS_FLOOD})), sandbox)
-    flood = observations(trajectory)[0]
+    flood = bash_output(script, PROCESS_FLOOD, sandbox)
     assert "fork" not in flood and flood.strip() == "started", flood
 
 
@@ -229,8 +233,7 @@ def test_positive_control_without_the_workspace_tmpfs_the_disk_flood_goes_past_i
 ) -> None:
     monkeypatch.setattr(workspace_module, "mount_workspace", lambda *a, **k: False)
     sandbox = BwrapSandbox(SandboxLimits(workspace_mb=32))
-    trajectory, _ = rollout(script, calls(("bash", {"command": DISK_FLOOD})), sandbox)
-    flood = observations(trajectory)[0]
+    flood = bash_output(script, DISK_FLOOD, sandbox)
     assert "failed" not in flood and int(flood.split("size=")[1].split()[0]) >= 60, flood  # in "32 MiB"
 
 
@@ -252,8 +255,7 @@ def test_positive_control_without_the_workspace_tmpfs_every_file_is_made(
 ) -> None:
     monkeypatch.setattr(workspace_module, "mount_workspace", lambda *a, **k: False)
     sandbox = BwrapSandbox(SandboxLimits(workspace_files=500))
-    trajectory, _ = rollout(script, calls(("bash", {"command": INODE_FLOOD})), sandbox)
-    assert observations(trajectory)[0].strip() == "1500"
+    assert bash_output(script, INODE_FLOOD, sandbox).strip() == "1500"
 
 
 @pytest.mark.parametrize(

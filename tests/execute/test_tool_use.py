@@ -16,7 +16,7 @@ from tool_use_bench import NONE, copy_example, counter_tools, write_bench
 from harnessevolve.cli.app import app
 from harnessevolve.core import atif, paths
 from harnessevolve.core.tasks import load_benchmark
-from harnessevolve.evaluate.checkers import run_checks
+from harnessevolve.evaluate.checkers import check_rollout
 from harnessevolve.execute.agent import run_agent
 from harnessevolve.execute.tool_server import benchmark_sandbox
 from harnessevolve.execute.workspace import create_workspace, remove_workspace
@@ -55,14 +55,8 @@ def rollout(
         workspace = await create_workspace(task, sandbox=sandbox)
         try:
             trajectory = await run_agent(harness, task, workspace, model=model, seed=0, sandbox=sandbox)
-            result = run_checks(
-                task,
-                workspace,
-                trajectory.extra.get("answer"),
-                runner=sandboxed_runner(sandbox),
-                trajectory=trajectory,
-                timeout_s=check_timeout_s,
-            )
+            runner = sandboxed_runner(sandbox)
+            result = check_rollout(task, workspace, trajectory, runner=runner, timeout_s=check_timeout_s)
         finally:
             remove_workspace(workspace)
         return trajectory, result

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from harnessevolve.cli.app import app
+from harnessevolve.runs.tempdirs import tempdir_at
 
 IGNORED = (".git/index",)
 """git refreshes its index's stat cache on ``git status``: not a change of anything the user has."""
@@ -42,16 +42,10 @@ def snapshot(root: Path) -> dict[str, str]:
 def private_tmpdir() -> Iterator[Path]:
     """$TMPDIR (and ``tempfile``'s) pointed at a fresh folder, so leftovers are this case's own."""
     folder = Path(tempfile.mkdtemp(prefix="fuzz-tmp-"))
-    saved_env, saved_dir = os.environ.get("TMPDIR"), tempfile.tempdir
-    os.environ["TMPDIR"], tempfile.tempdir = str(folder), str(folder)
     try:
-        yield folder
+        with tempdir_at(folder):
+            yield folder
     finally:
-        tempfile.tempdir = saved_dir
-        if saved_env is None:
-            os.environ.pop("TMPDIR", None)
-        else:
-            os.environ["TMPDIR"] = saved_env
         shutil.rmtree(folder, ignore_errors=True)
 
 

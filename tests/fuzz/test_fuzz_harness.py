@@ -122,38 +122,23 @@ RUN_CASES = [c for c in CASES if c[0] in {
 }]  # fmt: skip
 
 
+def one_generation_run(harness_dir: Path) -> list[str]:
+    """``run`` arguments: one generation on shell-basics with the scripted learner."""
+    where = ["-H", str(harness_dir), "-b", "shell-basics"]
+    return ["run", *where, "-n", "1", "--model", "scripted/policy:learner"]
+
+
 @pytest.mark.parametrize(
     ("mutate", "file", "field"), [c[1:] for c in RUN_CASES], ids=[c[0] for c in RUN_CASES]
 )
 def test_run_refuses_before_writing(harness_dir: Path, mutate, file: str, field: str | None) -> None:
     mutate(harness_dir)
-    args = [
-        "run",
-        "-H",
-        str(harness_dir),
-        "-b",
-        "shell-basics",
-        "-n",
-        "1",
-        "--model",
-        "scripted/policy:learner",
-    ]
-    refused(harness_dir.parent, args, file=file, field=field)
+    refused(harness_dir.parent, one_generation_run(harness_dir), file=file, field=field)
 
 
 def test_run_refuses_a_prompt_already_above_the_quality_cap(harness_dir: Path, tmp_path: Path) -> None:
     gates = tmp_path / "gates.yaml"
     gates.write_text("version: 1\nquality:\n  max_prompt_chars: 50\n")
-    args = [
-        "run",
-        "-H",
-        str(harness_dir),
-        "-b",
-        "shell-basics",
-        "-n",
-        "1",
-        "--model",
-        "scripted/policy:learner",
-    ]
-    result = refused(tmp_path, [*args, "--gates", str(gates)], file="harness.yaml", field="system_prompt")
+    args = [*one_generation_run(harness_dir), "--gates", str(gates)]
+    result = refused(tmp_path, args, file="harness.yaml", field="system_prompt")
     assert "cap of 50" in result.error_line

@@ -10,25 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tool_specs import tool_specs
 
 from harnessevolve.core.errors import ModelError
 from harnessevolve.models import ModelReply, acomplete
 from harnessevolve.models.scripted import register_script, reply_to_message, resolve_script, unregister_script
 
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "read_file",
-            "description": "Read a file.",
-            "parameters": {
-                "type": "object",
-                "properties": {"path": {"type": "string"}},
-                "required": ["path"],
-            },
-        },
-    }
-]
+TOOLS = tool_specs("read_file")
 USER = [{"role": "user", "content": "What is in a.txt?"}]
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tiny_models import bpe_tokenizer, tiny_llama
 from tool_specs import tool_specs
 
 from harnessevolve.models import torch_backend
@@ -37,38 +38,10 @@ def _stack() -> tuple[Any, Any]:
 
 
 def _tokenizer(transformers: Any) -> Any:
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=400,
-        special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
     corpus = [render_tools_prompt(TOOLS), *(m["content"] for m in AGENT), "system user assistant"] * 4
-    tokenizer.train_from_iterator(corpus, trainer)
-    fast = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>"
-    )
+    fast = bpe_tokenizer(transformers, corpus, vocab_size=400)
     fast.add_tokens(SCRIPT[:-1])
     return fast
-
-
-def _llama(transformers: Any, tokenizer: Any) -> Any:
-    config = transformers.LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=1024,
-        tie_word_embeddings=False,
-        eos_token_id=tokenizer.convert_tokens_to_ids("<|im_end|>"),
-    )
-    return transformers.LlamaForCausalLM(config)
 
 
 def _script(torch: Any, model: Any, tokenizer: Any) -> None:
@@ -95,7 +68,7 @@ def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> Any:
     torch.manual_seed(0)
     folders = {}
     for name in ("random", "scripted"):
-        model = _llama(transformers, tokenizer)
+        model = tiny_llama(transformers, tokenizer, max_positions=1024)
         if name == "scripted":
             _script(torch, model, tokenizer)
         folders[name] = root / name

@@ -8,6 +8,8 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from reference_actions import COUNT_LINES as COUNT
+from reference_actions import READ_COLOUR as READ
 
 from harnessevolve.core.signals import Cause, Cluster, ErrorSignal
 from harnessevolve.harness.load import read_files
@@ -18,14 +20,6 @@ from harnessevolve.optimize.registry import make_proposer
 
 SEED = Path(__file__).parents[2] / "harnesses" / "shell-agent"
 EXAMPLES = "prompts/examples.md"
-COUNT = (
-    ReferenceAction("bash", {"command": "wc -l < a.txt"}, "3\n"),
-    ReferenceAction("submit", {"answer": "3"}, "submitted"),
-)
-READ = (
-    ReferenceAction("read_file", {"path": "colour.txt"}, "blue\n"),
-    ReferenceAction("submit", {"answer": "blue"}, "submitted"),
-)
 DEMOS = (
     render_demonstration("How many lines are in a.txt?", COUNT)
     + "\n"

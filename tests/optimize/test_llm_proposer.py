@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import json
 from pathlib import Path
 
@@ -15,7 +16,6 @@ from harnessevolve.cli.app import app
 from harnessevolve.core.errors import ModelError
 from harnessevolve.core.signals import Cause, Cluster, ErrorSignal
 from harnessevolve.harness.load import read_files
-from harnessevolve.models.scripted import register_script, unregister_script
 from harnessevolve.optimize import llm_proposer
 from harnessevolve.optimize.llm_proposer import LLMProposer, render_context
 from harnessevolve.optimize.proposal import ProposalContext, ProposalFailed, ReferenceAction
@@ -57,18 +57,10 @@ def reply(edits: list | None = None, **fields: object) -> str:
 
 
 @pytest.fixture
-def script():
-    names = []
-
-    def make(replies):
-        name = f"optimizer-{len(names)}"
-        register_script(name, replies)
-        names.append(name)
-        return f"scripted/{name}"
-
-    yield make
-    for name in names:
-        unregister_script(name)
+def script(scripts):
+    """``script(replies)``: a scripted optimizer model (``scripted/optimizer-N``) for the test."""
+    made = itertools.count()
+    return lambda replies: scripts(f"optimizer-{next(made)}", replies)
 
 
 def recording(replies: list[str], seen: list) -> object:

@@ -62,13 +62,20 @@ def unified(old: str, new: str, path: str = "agent.py") -> str:
     )
 
 
-def test_a_unified_diff_reply_becomes_a_code_edit_candidate(scripts) -> None:
-    seen: list = []
+def recording(seen: list, *replies: str):
+    """A scripted policy that keeps each call's messages in ``seen`` and answers with ``replies`` in
+    turn (the last one from then on)."""
 
     def policy(messages, _tools):
         seen.append(messages)
-        return f"Here you go:\n```diff\n{unified(OLD, NEW)}```\n"
+        return replies[min(len(seen), len(replies)) - 1]
 
+    return policy
+
+
+def test_a_unified_diff_reply_becomes_a_code_edit_candidate(scripts) -> None:
+    seen: list = []
+    policy = recording(seen, f"Here you go:\n```diff\n{unified(OLD, NEW)}```\n")
     proposer = PatchProposer(scripts("patch-ok", policy))
     candidate = asyncio.run(proposer.propose(context()))
     assert candidate.changes == {"agent.py": read_files(PY_AGENT)["agent.py"].replace(OLD, NEW)}
@@ -87,12 +94,9 @@ def test_a_patch_that_breaks_the_syntax_goes_back_with_the_error(scripts) -> Non
         f"```diff\n{unified(OLD, NEW)}```",
     ]
     seen: list = []
-
-    def policy(messages, _tools):
-        seen.append(messages)
-        return replies[len(seen) - 1]
-
-    candidate = asyncio.run(PatchProposer(scripts("patch-retry", policy)).propose(context()))
+    candidate = asyncio.run(
+        PatchProposer(scripts("patch-retry", recording(seen, *replies))).propose(context())
+    )
     assert candidate.changes["agent.py"].count(NEW) == 1
     assert "would not compile: invalid syntax" in seen[1][-1]["content"]
     assert "its old lines (context and '-' lines) are not in the file" in seen[2][-1]["content"]
@@ -111,11 +115,9 @@ def test_without_agent_code_the_tool_of_the_divergence_is_the_file(scripts) -> N
     seen: list = []
     old = "description: Finish the task and give your final answer.\n"
     new = "description: Finish the task and give your final answer; call it as soon as you know it.\n"
-
-    def policy(messages, _tools):
-        seen.append(messages)
-        return f"```diff\n--- a/tools/submit.yaml\n+++ b/tools/submit.yaml\n@@ -3 +3 @@\n-{old}+{new}```"
-
+    policy = recording(
+        seen, f"```diff\n--- a/tools/submit.yaml\n+++ b/tools/submit.yaml\n@@ -3 +3 @@\n-{old}+{new}```"
+    )
     candidate = asyncio.run(PatchProposer(scripts("patch-tool", policy)).propose(context(SHELL_AGENT)))
     assert list(candidate.changes) == ["tools/submit.yaml"] and new in candidate.changes["tools/submit.yaml"]
     assert "The file tools/submit.yaml:" in seen[0][1]["content"]
@@ -123,12 +125,7 @@ def test_without_agent_code_the_tool_of_the_divergence_is_the_file(scripts) -> N
 
 def test_revise_shows_the_rejected_patch_and_the_reason(scripts) -> None:
     seen: list = []
-
-    def policy(messages, _tools):
-        seen.append(messages)
-        return f"```diff\n{unified(OLD, NEW)}```"
-
-    proposer = PatchProposer(scripts("patch-revise", policy))
+    proposer = PatchProposer(scripts("patch-revise", recording(seen, f"```diff\n{unified(OLD, NEW)}```")))
     first = asyncio.run(proposer.propose(context()))
     revised = asyncio.run(proposer.revise(context(), first, "the smoke run of agent.py failed"))
     assert revised.revision == 1 and revised.feedback == ("the smoke run of agent.py failed",)

@@ -6,6 +6,8 @@ import asyncio
 import dataclasses
 
 import pytest
+from reference_actions import COUNT_LINES as REF_COUNT
+from reference_actions import READ_COLOUR as REF_READ
 
 from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.core.signals import Cause, ErrorSignal
@@ -24,15 +26,6 @@ from harnessevolve.optimize.registry import DEFAULT_PROPOSERS, ChainProposer, ma
 SYSTEM = "prompts/system.md"
 EXAMPLES = "prompts/examples.md"
 SYSTEM_TEXT = "You are an agent. Use the tools.\n"
-
-REF_READ = (
-    ReferenceAction("read_file", {"path": "colour.txt"}, "blue\n"),
-    ReferenceAction("submit", {"answer": "blue"}, "submitted"),
-)
-REF_COUNT = (
-    ReferenceAction("bash", {"command": "wc -l < a.txt"}, "3\n"),
-    ReferenceAction("submit", {"answer": "3"}, "submitted"),
-)
 
 
 def propose(proposer, ctx):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,6 @@ import pytest
 from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.core.signals import Cause, Cluster, ErrorSignal
 from harnessevolve.harness.load import read_files
-from harnessevolve.models.scripted import register_script, unregister_script
 from harnessevolve.optimize.proposal import ProposalContext, ProposalFailed
 from harnessevolve.optimize.registry import make_proposer
 from harnessevolve.optimize.rule_proposer import (
@@ -56,18 +56,10 @@ def context(**overrides: object) -> ProposalContext:
 
 
 @pytest.fixture
-def script():
-    names: list[str] = []
-
-    def make(replies):
-        name = f"rule-writer-{len(names)}"
-        register_script(name, replies)
-        names.append(name)
-        return f"scripted/{name}"
-
-    yield make
-    for name in names:
-        unregister_script(name)
+def script(scripts):
+    """``script(replies)``: a scripted rule-writer model (``scripted/rule-writer-N``) for the test."""
+    made = itertools.count()
+    return lambda replies: scripts(f"rule-writer-{next(made)}", replies)
 
 
 def test_rule_becomes_an_insert_edit_under_rules(script) -> None:

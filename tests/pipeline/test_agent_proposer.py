@@ -13,13 +13,13 @@ import json
 import os
 import re
 import shlex
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import git
 import pytest
+from bench_subset import shell_basics_subset
 from policies import FamilyLearner
 from run_args import run_args
 
@@ -28,8 +28,6 @@ from harnessevolve.core.tasks import load_benchmark
 from harnessevolve.runs import events as ev
 from harnessevolve.runs.ledger import read_ledger
 
-BENCHMARK = Path(__file__).parents[2] / "benchmarks" / "shell-basics"
-REFERENCES = Path(__file__).parents[2] / "trajectories" / "shell-basics"
 FAMILIES = ("count-lines", "lookup-key")
 SECRET = "HELDOUT-SECRET-7731"
 SECRET_GREP = '"HELDOUT""-SECRET"'  # the command line itself must not spell the secret
@@ -42,22 +40,14 @@ Command = Callable[[str], str]
 def planted(tmp_path_factory) -> Path:
     """shell-basics cut to two families, with a secret planted in a validation task's instruction
     and a test task's files (and references for every task that has one)."""
-    root = tmp_path_factory.mktemp("bench") / "shell-basics"
-    (root / "tasks").mkdir(parents=True)
-    (root / "trajectories").mkdir()
-    shutil.copy(BENCHMARK / "benchmark.yaml", root / "benchmark.yaml")
-    for path in sorted((BENCHMARK / "tasks").glob("*.yaml")):
-        if path.stem.rsplit("-", 1)[0] not in FAMILIES:
-            continue
-        text = path.read_text()
-        if path.stem == "count-lines-05":  # validation
-            text = text.replace("How many entries are there?", f"How many entries are there ({SECRET})?")
-        if path.stem == "count-lines-07":  # test
-            text = text.replace("list.txt: |\n", f"list.txt: |\n      {SECRET}\n", 1)
-        (root / "tasks" / path.name).write_text(text)
-        reference = REFERENCES / f"{path.stem}.json"
-        if reference.is_file():
-            shutil.copy(reference, root / "trajectories" / reference.name)
+    root = shell_basics_subset(tmp_path_factory.mktemp("bench") / "shell-basics", FAMILIES)
+    plants = {  # a validation task's instruction, a test task's files
+        "count-lines-05": ("How many entries are there?", f"How many entries are there ({SECRET})?"),
+        "count-lines-07": ("list.txt: |\n", f"list.txt: |\n      {SECRET}\n"),
+    }
+    for stem, (old, new) in plants.items():
+        path = root / "tasks" / f"{stem}.yaml"
+        path.write_text(path.read_text().replace(old, new, 1))
     return root
 
 

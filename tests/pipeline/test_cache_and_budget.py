@@ -7,6 +7,7 @@ from pathlib import Path
 
 import git
 import pytest
+from policies import ulimit_probe
 from run_args import run_args
 
 from harnessevolve.cli.app import app
@@ -192,12 +193,7 @@ def test_bad_sandbox_limits_are_bad_input(harness_dir: Path, cli, learner) -> No
 
 
 def test_sandbox_limits_reach_the_commands(harness_dir: Path, cli) -> None:
-    def probe(messages, tools):
-        if not any(m["role"] == "tool" for m in messages):
-            return {"tool_calls": [{"name": "bash", "arguments": {"command": "ulimit -f; ulimit -t"}}]}
-        return {"tool_calls": [{"name": "submit", "arguments": {"answer": "done"}}]}
-
-    register_script("ulimit-probe", probe)
+    register_script("ulimit-probe", ulimit_probe)
     try:
         result = cli.invoke(
             app,

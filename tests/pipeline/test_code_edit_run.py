@@ -8,37 +8,25 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 import git
 import pytest
+from bench_subset import shell_basics_subset
 from run_args import run_args
 
 from harnessevolve.cli.app import app
 from harnessevolve.core.tasks import load_benchmark
 from harnessevolve.runs.ledger import read_lines
 
-ROOT = Path(__file__).parents[2]
-BENCHMARK = ROOT / "benchmarks" / "shell-basics"
-REFERENCES = ROOT / "trajectories" / "shell-basics"
 FAMILIES = ("count-lines", "lookup-key")
 pytestmark = pytest.mark.skipif(not os.access("/usr/bin/bwrap", os.X_OK), reason="needs bubblewrap")
 
 
 @pytest.fixture(scope="module")
 def small_benchmark(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("bench") / "shell-basics"
-    (root / "tasks").mkdir(parents=True)
-    (root / "trajectories").mkdir()
-    shutil.copy(BENCHMARK / "benchmark.yaml", root / "benchmark.yaml")
-    for path in sorted((BENCHMARK / "tasks").glob("*.yaml")):
-        if path.stem.rsplit("-", 1)[0] in FAMILIES:
-            shutil.copy(path, root / "tasks" / path.name)
-            if (REFERENCES / f"{path.stem}.json").is_file():
-                shutil.copy(REFERENCES / f"{path.stem}.json", root / "trajectories" / f"{path.stem}.json")
-    return root
+    return shell_basics_subset(tmp_path_factory.mktemp("bench") / "shell-basics", FAMILIES)
 
 
 def keeps_calling(benchmark: Path):
@@ -125,16 +113,12 @@ def test_a_code_candidate_with_a_syntax_error_is_rejected_by_the_quality_gate(
 ) -> None:
     """A candidate that arrives as a commit (`harnessevolve gate`, as in CI): the quality gate rejects
     agent.py's syntax error with the file and line, exit 1."""
-    from cli.test_gate import gate_args
+    from cli.test_gate import gate_agent_edit
 
-    harness = tmp_path / "pyagent"
-    assert cli.invoke(app, ["init", str(harness), "--template", "python-agent"]).exit_code == 0
-    repo = git.Repo(harness)
-    base = repo.head.commit.hexsha
-    agent = harness / "agent.py"
-    agent.write_text(agent.read_text().replace("def main() -> int:", "def main( -> int:"))
-    repo.git.commit("-qam", "agent: a code edit with a syntax error")
-    result = cli.invoke(app, gate_args(harness, learner, base, repo.head.commit.hexsha, "--json"))
+    broken = ("def main() -> int:", "def main( -> int:")
+    result = gate_agent_edit(
+        cli, tmp_path / "pyagent", learner, *broken, "agent: a code edit with a syntax error"
+    )
     assert result.exit_code == 1, result.output
     assert "quality" in result.output and "agent.py" in result.output
     assert "syntax error" in result.output.lower()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bench_subset import shell_basics_subset
 from policies import TogglePrompt
 from typer.testing import CliRunner
 
@@ -29,8 +29,6 @@ from harnessevolve.pipeline import history
 from harnessevolve.runs import events as ev
 from harnessevolve.runs.ledger import Ledger, read_ledger
 
-BENCHMARK = Path(__file__).parents[2] / "benchmarks" / "shell-basics"
-REFERENCES = Path(__file__).parents[2] / "trajectories" / "shell-basics"
 KILLED = 86
 """The child's exit status at the crash point (anything else: the point was never reached)."""
 SHA = re.compile(r"\b[0-9a-f]{40}\b")
@@ -46,15 +44,7 @@ event is served from the cache on resume, so it counts as cached there."""
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """shell-basics cut to one family (4 train, 2 validation, 2 test tasks), with references."""
-    root = tmp_path_factory.mktemp("bench") / "shell-basics"
-    (root / "tasks").mkdir(parents=True)
-    (root / "trajectories").mkdir()
-    shutil.copy(BENCHMARK / "benchmark.yaml", root / "benchmark.yaml")
-    for path in sorted((BENCHMARK / "tasks").glob("count-lines-*.yaml")):
-        shutil.copy(path, root / "tasks" / path.name)
-        if (REFERENCES / f"{path.stem}.json").is_file():
-            shutil.copy(REFERENCES / f"{path.stem}.json", root / "trajectories" / f"{path.stem}.json")
-    return root
+    return shell_basics_subset(tmp_path_factory.mktemp("bench") / "shell-basics", ("count-lines",))
 
 
 def _args(harness: Path, bench: Path, gates: str) -> list[str]:
@@ -111,28 +101,26 @@ def inside_candidate_write(patch: pytest.MonkeyPatch) -> None:
     patch.setattr(history, "write_candidate", write)
 
 
-def between_commit_and_event(patch: pytest.MonkeyPatch) -> None:
-    """Kill after git made the candidate's commit, before ``candidate_committed``."""
-    real = harness_git.HarnessRepo.commit_all
+def after_git(method: str) -> Callable[[pytest.MonkeyPatch], None]:
+    """Kill right after ``HarnessRepo.<method>`` made its commit, before the event that records it."""
 
-    def commit_all(self: harness_git.HarnessRepo, *args: Any, **kwargs: Any) -> str:
-        real(self, *args, **kwargs)
-        _die()
-        raise AssertionError
+    def arm(patch: pytest.MonkeyPatch) -> None:
+        real = getattr(harness_git.HarnessRepo, method)
 
-    patch.setattr(harness_git.HarnessRepo, "commit_all", commit_all)
+        def made(self: harness_git.HarnessRepo, *args: Any, **kwargs: Any) -> str:
+            real(self, *args, **kwargs)
+            _die()
+            raise AssertionError
+
+        patch.setattr(harness_git.HarnessRepo, method, made)
+
+    return arm
 
 
-def between_revert_and_event(patch: pytest.MonkeyPatch) -> None:
-    """Kill after git made the revert commit, before ``candidate_reverted``."""
-    real = harness_git.HarnessRepo.revert
-
-    def revert(self: harness_git.HarnessRepo, *args: Any, **kwargs: Any) -> str:
-        real(self, *args, **kwargs)
-        _die()
-        raise AssertionError
-
-    patch.setattr(harness_git.HarnessRepo, "revert", revert)
+between_commit_and_event = after_git("commit_all")
+"""Kill after git made the candidate's commit, before ``candidate_committed``."""
+between_revert_and_event = after_git("revert")
+"""Kill after git made the revert commit, before ``candidate_reverted``."""
 
 
 def inside_gate_report_write(patch: pytest.MonkeyPatch) -> None:

@@ -70,22 +70,19 @@ def test_a_targeted_step_that_changed_fired_and_an_edit_that_never_shows_is_labe
     cd: Call = ("cd", {"folder": "document"})
     watch = FiringWatch()
     common = {"before": {"p.md": "x\n"}, "made_from": [traj("m1", cd)], "summary": "e"}
-    watch.watch(
-        sha="b" * 40,
-        generation=1,
-        changes={"p.md": "x\nMove into the folder before acting on its files.\n"},
-        target_tasks=["m1"],
-        signals=[signal("m1", Cause.WRONG_ARGUMENT, cd)],
-        **common,
-    )
-    watch.watch(
-        sha="c" * 40,
-        generation=1,
-        changes={"p.md": "x\nUse `mkdir` for new folders.\n"},
-        target_tasks=["m2"],
-        signals=[signal("m2", Cause.WRONG_TOOL, cd)],
-        **common,
-    )
+    edits = [  # (sha, the line the edit adds, its target task and cause)
+        ("b", "Move into the folder before acting on its files.", "m1", Cause.WRONG_ARGUMENT),
+        ("c", "Use `mkdir` for new folders.", "m2", Cause.WRONG_TOOL),
+    ]
+    for sha, line, task, cause in edits:
+        watch.watch(
+            sha=sha * 40,
+            generation=1,
+            changes={"p.md": f"x\n{line}\n"},
+            target_tasks=[task],
+            signals=[signal(task, cause, cd)],
+            **common,
+        )
     unchanged = signal("m2", Cause.WRONG_TOOL, cd)
     moved = signal("m1", Cause.WRONG_ARGUMENT, ("mv", {"source": "a", "destination": "b"}))
     rows = [("m1", False, moved, traj("m1", cd)), ("m2", False, unchanged, traj("m2", cd))]

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import git
+from policies import FragileLearner, ulimit_probe
 from run_args import run_args
 
 from harnessevolve.cli.app import app
@@ -24,21 +25,12 @@ Step 2: call submit {"answer": "falcon"}
 def test_gate_fails_a_candidate_whose_smoke_run_breaks_the_model_call(
     harness_dir: Path, cli, shell_basics
 ) -> None:
-    from policies import FamilyLearner
-
-    inner = FamilyLearner(shell_basics)
-
-    def fragile(messages, tools):
-        if "## Example" in messages[0]["content"]:
-            raise RuntimeError("context window exceeded")
-        return inner(messages, tools)
-
     repo = git.Repo(harness_dir)
     base = repo.head.commit.hexsha
     (harness_dir / "prompts" / "examples.md").write_text(DEMO)
     repo.git.add("-A")
     repo.git.commit("-qm", "add a demonstration")
-    register_script("fragile-gate", fragile)
+    register_script("fragile-gate", FragileLearner(shell_basics))
     try:
         result = cli.invoke(
             app,
@@ -57,12 +49,7 @@ def test_gate_fails_a_candidate_whose_smoke_run_breaks_the_model_call(
 
 
 def test_report_final_scores_in_the_runs_sandbox_with_its_limits(harness_dir: Path, cli) -> None:
-    def probe(messages, tools):
-        if not any(m["role"] == "tool" for m in messages):
-            return {"tool_calls": [{"name": "bash", "arguments": {"command": "ulimit -f; ulimit -t"}}]}
-        return {"tool_calls": [{"name": "submit", "arguments": {"answer": "done"}}]}
-
-    register_script("ulimit-final", probe)
+    register_script("ulimit-final", ulimit_probe)
     try:
         args = run_args(
             harness_dir, "scripted/ulimit-final", "-n", "1", "--sandbox-limits", "max_file_mb=3,cpu_s=40"

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tiny_models import bpe_tokenizer, tiny_llama
 from train_data import HARNESS, TASKS, failed_copy, reference
 
 from harnessevolve.core import atif
@@ -28,36 +29,12 @@ def tiny_base(tmp_path_factory: pytest.TempPathFactory, harness: Harness) -> Pat
     """A 2-layer, hidden-32 random Llama and its tokenizer, saved with save_pretrained."""
     torch = pytest.importorskip("torch", reason=NEEDS)
     transformers = pytest.importorskip("transformers", reason=NEEDS)
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
     corpus = [render_tools_prompt([t.openai_schema() for t in harness.tools]), harness.assembled_prompt()]
     corpus += [json.dumps(reference(t).to_dict()) for t in TASKS]
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=600,
-        special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
-    tokenizer.train_from_iterator(corpus * 2, trainer)
-    fast = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>"
-    )
-    config = transformers.LlamaConfig(
-        vocab_size=len(fast),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=2048,
-        tie_word_embeddings=False,
-        eos_token_id=fast.convert_tokens_to_ids("<|im_end|>"),
-    )
+    fast = bpe_tokenizer(transformers, corpus * 2, vocab_size=600)
     torch.manual_seed(0)
     folder = tmp_path_factory.mktemp("tiny-base")
-    transformers.LlamaForCausalLM(config).save_pretrained(folder)
+    tiny_llama(transformers, fast, max_positions=2048).save_pretrained(folder)
     fast.save_pretrained(folder)
     return folder
 

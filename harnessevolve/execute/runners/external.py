@@ -153,10 +153,10 @@ class ExternalRunner:
         """One rollout of the agent program (see the module docstring); never raises for what the
         agent did."""
         agent = self.agent(harness, model)
-        started = time.monotonic()
+        rollout = _Rollout(agent, harness, task, model, seed, time.monotonic())
 
         def setup_failed(calls: list, error: str, stop: str = StopReason.SETUP_ERROR) -> Trajectory:
-            return _trajectory(agent, harness, task, model, seed, started, calls, stop, error=error)
+            return _trajectory(rollout, calls, stop, error=error)
 
         root = Path(tempfile.mkdtemp(prefix="he-agent-"))
         out_fd: int | None = None
@@ -216,7 +216,7 @@ class ExternalRunner:
                         killed = killed and not launch.limits_hit(True)
                 except (SandboxError, OSError) as exc:
                     return setup_failed(endpoint.calls, f"sandbox_error: {exc}", StopReason.SANDBOX_ERROR)
-            trajectory = _finish(agent, harness, task, model, seed, started, endpoint, result, out_fd)
+            trajectory = _finish(rollout, endpoint, result, out_fd)
             if killed and trajectory.extra.get("stop_reason") == StopReason.AGENT_CRASHED:
                 return trajectory.with_extra(infra="killed")
             return trajectory
@@ -279,17 +279,21 @@ def _read_own(agent: ExternalAgent, out: int) -> Trajectory | None:
     return agent.convert(data) if agent.convert else parse_atif(data, agent.record)
 
 
-def _finish(
-    agent: ExternalAgent,
-    harness: Harness,
-    task: Task,
-    model: str,
-    seed: int,
-    started: float,
-    endpoint: ModelEndpoint,
-    result: ProcessResult,
-    out: int,
-) -> Trajectory:
+@dataclass(frozen=True)
+class _Rollout:
+    """What every trajectory of one rollout records besides its calls: the agent program, the
+    harness, the task, model and seed, and when it started (``time.monotonic()``)."""
+
+    agent: ExternalAgent
+    harness: Harness
+    task: Task
+    model: str
+    seed: int
+    started: float
+
+
+def _finish(rollout: _Rollout, endpoint: ModelEndpoint, result: ProcessResult, out: int) -> Trajectory:
+    agent, harness = rollout.agent, rollout.harness
     calls = endpoint.calls
     error: str | None = None
     own: Trajectory | None = None
@@ -358,12 +362,7 @@ def _finish(
     else:
         stop = StopReason.SUBMITTED
     return _trajectory(
-        agent,
-        harness,
-        task,
-        model,
-        seed,
-        started,
+        rollout,
         calls,
         stop,
         error=error,
@@ -375,12 +374,7 @@ def _finish(
 
 
 def _trajectory(
-    agent: ExternalAgent,
-    harness: Harness,
-    task: Task,
-    model: str,
-    seed: int,
-    started: float,
+    rollout: _Rollout,
     calls: list,
     stop: str,
     *,
@@ -390,6 +384,7 @@ def _trajectory(
     result: ProcessResult | None = None,
     progress: dict[str, Any] | None = None,
 ) -> Trajectory:
+    agent, harness, task, model = rollout.agent, rollout.harness, rollout.task, rollout.model
     steps = (
         merge_metrics(own.steps, calls)
         if own is not None and own.steps
@@ -406,8 +401,8 @@ def _trajectory(
         "answer": answer,
         "harness": harness.name,
         "harness_hash": harness.content_hash(),
-        "seed": seed,
-        "wall_s": round(time.monotonic() - started, 3),
+        "seed": rollout.seed,
+        "wall_s": round(time.monotonic() - rollout.started, 3),
         "runner": agent.kind,
         "runner_version": agent.version,
         "steps_from": ("agent_atif" if agent.convert is None else agent.name)

@@ -26,7 +26,7 @@ from harnessevolve.core import atif
 from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.errors import BenchmarkError, TrajectoryError
 from harnessevolve.core.tasks import Benchmark, Task
-from harnessevolve.evaluate.checkers import run_checks
+from harnessevolve.evaluate.checkers import check_rollout
 from harnessevolve.execute.agent import run_agent
 from harnessevolve.execute.workspace import create_workspace, remove_workspace
 from harnessevolve.harness.model import Harness
@@ -148,13 +148,7 @@ async def replay_gold(harness: Harness, task: Task, *, sandbox: Sandbox | None =
         trajectory = await run_agent(
             harness, task, workspace, model=f"scripted/{name}", seed=0, sandbox=sandbox
         )
-        result = run_checks(
-            task,
-            workspace,
-            trajectory.extra.get("answer"),
-            runner=sandboxed_runner(sandbox),
-            trajectory=trajectory,
-        )
+        result = check_rollout(task, workspace, trajectory, runner=sandboxed_runner(sandbox))
     finally:
         unregister_script(name)
         remove_workspace(workspace)
