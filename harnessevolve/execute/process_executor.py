@@ -188,20 +188,17 @@ class ProcessExecutor:
         seed: int,
         on_done: Callable[[Rollout], None] | None = None,
     ) -> list[Rollout]:
-        loop = asyncio.get_running_loop()
         key = harness.content_hash()
-        slots: asyncio.Queue[int] = asyncio.Queue()
-        for i in range(self.per_worker * self.worker_count):
+        slots: asyncio.Queue[int] = asyncio.Queue()  # one per rollout at once, dealt round the workers
+        for i in range(self.concurrency):
             slots.put_nowait(i % self.worker_count)
-        gate = asyncio.Semaphore(self.concurrency)
 
         async def one(task: Task) -> Rollout:
-            async with gate:
-                index = await slots.get()
-                try:
-                    rollout = await self._run_on(index, loop, harness, key, task, model, seed)
-                finally:
-                    slots.put_nowait(index)
+            index = await slots.get()
+            try:
+                rollout = await self._run_on(index, harness, key, task, model, seed)
+            finally:
+                slots.put_nowait(index)
             if on_done:
                 on_done(rollout)
             return rollout
@@ -211,7 +208,6 @@ class ProcessExecutor:
     async def _run_on(
         self,
         index: int,
-        loop: asyncio.AbstractEventLoop,
         harness: Harness,
         key: str,
         task: Task,
@@ -221,7 +217,7 @@ class ProcessExecutor:
         task_seed = rollout_seed(seed, task.id)
         worker = self._worker(index)
         request_id = next(self._ids)
-        future: asyncio.Future[tuple[Any, Any]] = loop.create_future()
+        future: asyncio.Future[tuple[Any, Any]] = asyncio.get_running_loop().create_future()
         worker.pending[request_id] = future
         try:
             # sent from this thread, in order (a harness before the first run that names it); the
