@@ -30,8 +30,9 @@ def test_smoke_runs_every_arm_and_writes_the_json(tmp_path: Path) -> None:
             row = seed[arm]
             assert row["tasks"] == 3 and row["tokens"] > 0 and row["seconds"] >= 0
             assert row["component_errors"] == 0
-    # the smoke agent submits only when a component's note tells it to: recovery is the one that does
+    # the smoke agent submits only when a component's note tells it to: recovery is the one that
+    # does. Tasks judged on the workspace alone (write a file) pass without a submit in every arm.
     assert document["arms"]["recovery"]["pass_rate_mean"] == 1.0
-    assert document["arms"]["base"]["pass_rate_mean"] == 0.0
+    assert all(document["arms"][arm]["pass_rate_mean"] < 1.0 for arm in ablation.ARMS if arm != "recovery")
     assert all(seed["recovery"]["recovery_fired"] > 0 for seed in document["seeds"])
     assert all(seed["base"]["recovery_fired"] == 0 for seed in document["seeds"])

@@ -55,7 +55,8 @@ def test_a_syntax_error_is_rejected_before_anything_runs(candidate) -> None:
     verdict = code_gate(root, before, never)
     assert not verdict.passed
     assert verdict.reason.startswith("agent.py does not compile: ")
-    assert verdict.reason.endswith("(line 86)")  # the line of `def main(`
+    line = before["agent.py"][: before["agent.py"].index(MAIN)].count("\n") + 1
+    assert verdict.reason.endswith(f"(line {line})")  # the line of `def main(`
 
 
 @needs_bwrap
