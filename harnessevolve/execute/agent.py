@@ -27,6 +27,7 @@ rollout (``Stopped``, carrying its ``StopReason``) are exceptions raised where t
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -281,6 +282,53 @@ class AgentLoop:
             )
             raise Stopped(StopReason.MODEL_ERROR) from None
 
+    async def final_answer(self, stop: StopReason) -> StopReason:
+        """The run is ending (``stop``: the step limit, a repeat) without an answer: with
+        ``loop.final_submit`` the model is asked once more with only the submit tool offered; with
+        ``loop.answer_from`` (``TOOL.ARGUMENT``) the last such argument is submitted after that.
+        One-turn tasks only (a multi-turn task's turns end on their own). Returns the stop reason."""
+        submit = next((n for n, t in self.tools.items() if t.spec.builtin == "submit"), None)
+        if self.multi_turn or submit is None:
+            return stop
+        if self.loop.final_submit:
+            self.rollout.transcript.add_text("user", FINAL_SUBMIT_ASK, nudge=True, timestamp=_now())
+            everything, self.schemas = self.schemas, [self.tools[submit].spec.openai_schema()]
+            try:
+                reply = await self.query()
+            finally:
+                self.schemas = everything
+            others = [c.name for c in reply.tool_calls if c.name != submit]
+            reply = dataclasses.replace(
+                reply, tool_calls=tuple(c for c in reply.tool_calls if c.name == submit)
+            )
+            if reply.tool_calls and not reply.parse_error:
+                with contextlib.suppress(Stopped):  # a submit stops the run; a repeat may too
+                    self.record(reply, await self.execute_actions(reply))
+                if self.rollout.answer is not None:
+                    return StopReason.SUBMITTED
+            else:
+                error = f"final_submit: no {submit} call" + (
+                    f" (called {', '.join(others)})" if others else ""
+                )
+                meta: dict[str, Any] = {
+                    "metrics": _metrics(reply),
+                    "timestamp": _now(),
+                    "model_name": self.model,
+                }
+                self.rollout.transcript.add_reply(reply.content, extra={"error": error}, **meta)
+        if self.rollout.answer is None and self.loop.answer_from:
+            tool, _, argument = self.loop.answer_from.partition(".")
+            for step in reversed(self.rollout.steps()):
+                made = next((c for c in reversed(step.tool_calls) if c.function_name == tool), None)
+                if made is not None and argument in made.arguments:
+                    self.rollout.answer = str(made.arguments[argument])
+                    self.rollout.extra["answer_from"] = {
+                        "setting": self.loop.answer_from,
+                        "step": step.step_id,
+                    }
+                    return StopReason.SUBMITTED
+        return stop
+
     async def execute_actions(self, reply: ModelReply) -> Actions:
         """Run the reply's tool calls; unknown tools and bad arguments become error observations."""
         if reply.parse_error or not reply.tool_calls:
@@ -346,6 +394,11 @@ class AgentLoop:
 
 
 NO_HOOKS = NoHooks()
+
+FINAL_SUBMIT_ASK = "You have used all your steps. Call submit now with your final answer."
+"""``loop.final_submit``'s last message to the model (only the submit tool is offered with it)."""
+ENDS_WITHOUT_ANSWER = (StopReason.STEP_LIMIT, StopReason.REPEATED)
+"""Stops after which ``loop.final_submit`` / ``loop.answer_from`` may still get an answer."""
 
 
 def loop_hooks(harness: Harness) -> LoopHooks:
@@ -435,6 +488,11 @@ async def run_with_hooks(harness: Harness, task: Task, workspace: Path, settings
                 await _conversation(loop, task, server, extra, seed)
             except Stopped as exc:
                 stop = exc.reason
+            if stop in ENDS_WITHOUT_ANSWER and rollout.answer is None:
+                try:
+                    stop = await loop.final_answer(stop)
+                except Stopped as exc:  # the last model call failed
+                    stop = exc.reason
     stop = stop or StopReason.STEP_LIMIT
     await hooks.on_stop(rollout, stop)
     if server is not None:

@@ -105,31 +105,38 @@ async def run_one(
     try:
         workspace = await create_workspace(task, sandbox=sandbox)
     except SandboxError as exc:  # the machine, not the task: infra (core/infra.py)
-        return _failed_start(harness, task, model, seed, StopReason.SANDBOX_ERROR, exc.one_line())
+        return failed_rollout(
+            harness, task, model=model, seed=seed, reason=StopReason.SANDBOX_ERROR, detail=exc.one_line()
+        )
     except (WorkspaceError, OSError, TimeoutError) as exc:
-        return _failed_start(harness, task, model, seed, StopReason.SETUP_ERROR, str(exc))
+        return failed_rollout(
+            harness, task, model=model, seed=seed, reason=StopReason.SETUP_ERROR, detail=str(exc)
+        )
     runner = runner_for(harness)
     try:
         trajectory = await runner.run(harness, task, workspace, model=model, seed=seed, sandbox=sandbox)
     except SandboxError as exc:  # a command's sandbox could not start mid-rollout
         await remove_workspace_async(workspace)
-        return _failed_start(harness, task, model, seed, StopReason.SANDBOX_ERROR, exc.one_line())
+        return failed_rollout(
+            harness, task, model=model, seed=seed, reason=StopReason.SANDBOX_ERROR, detail=exc.one_line()
+        )
     return Rollout(task.id, trajectory, workspace)
 
 
-def _failed_start(
-    harness: Harness, task: Task, model: str, seed: int, stop: StopReason, error: str
+def failed_rollout(
+    harness: Harness, task: Task, *, model: str, seed: int, reason: StopReason, detail: str
 ) -> Rollout:
-    """A rollout that never got to run its agent: no workspace, the reason as its one step."""
+    """A rollout that never produced a trajectory of its own (its set-up or sandbox failed, its
+    worker was lost or raised): no workspace, the reason as its one step."""
     trajectory = Trajectory(
-        session_id=f"setup-{task.id}",
+        session_id=f"{reason.value}-{task.id}",
         agent_name="harnessevolve",
         agent_version="",
         model_name=model,
-        steps=(Step(1, "system", "", extra={"error": f"{stop.value}: {error}"}),),
+        steps=(Step(1, "system", "", extra={"error": f"{reason.value}: {detail}"[:1000]}),),
         extra={
             "task_id": task.id,
-            "stop_reason": stop,
+            "stop_reason": reason,
             "answer": None,
             "harness_hash": harness.content_hash(),
             "seed": seed,

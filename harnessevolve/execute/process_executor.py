@@ -38,8 +38,7 @@ from typing import Any
 
 from harnessevolve.core.enums import StopReason
 from harnessevolve.core.tasks import Task
-from harnessevolve.execute.executor import Rollout, rollout_seed
-from harnessevolve.execute.ray_executor import failed_rollout
+from harnessevolve.execute.executor import Rollout, failed_rollout, rollout_seed
 from harnessevolve.harness.model import Harness
 from harnessevolve.sandbox.base import Sandbox
 

@@ -32,11 +32,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from harnessevolve.core.atif import Step, Trajectory
+from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.enums import StopReason
 from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.core.tasks import Task
-from harnessevolve.execute.executor import Rollout, rollout_seed, run_one
+from harnessevolve.execute.executor import Rollout, failed_rollout, rollout_seed, run_one
 from harnessevolve.execute.workspace import remove_workspace
 from harnessevolve.harness.model import Harness
 from harnessevolve.sandbox.base import Sandbox
@@ -134,27 +134,6 @@ class RolloutWorker:
 
 
 # --- the driver side -----------------------------------------------------------------------------------
-
-
-def failed_rollout(
-    harness: Harness, task: Task, *, model: str, seed: int, reason: str, detail: str
-) -> Rollout:
-    """A rollout that never produced a trajectory of its own (the worker was lost, or raised)."""
-    trajectory = Trajectory(
-        session_id=f"{reason}-{task.id}",
-        agent_name="harnessevolve",
-        agent_version="",
-        model_name=model,
-        steps=(Step(1, "system", "", extra={"error": f"{reason}: {detail}"[:1000]}),),
-        extra={
-            "task_id": task.id,
-            "stop_reason": reason,
-            "answer": None,
-            "harness_hash": harness.content_hash(),
-            "seed": seed,
-        },
-    )
-    return Rollout(task.id, trajectory, None)
 
 
 def _with_extra(trajectory: Trajectory, **extra: Any) -> Trajectory:

@@ -7,12 +7,12 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any, Protocol
 
 from harnessevolve.gate.config import QualityConfig
 from harnessevolve.gate.verdict import GateVerdict
+from harnessevolve.harness.editable import change_allowed
 from harnessevolve.harness.load import load_harness, read_files, validate_harness
 from harnessevolve.harness.model import Harness
 from harnessevolve.models.tokens import context_window, measure_tokens
@@ -45,7 +45,7 @@ def quality_gate(
         return GateVerdict("quality", False, f"invalid harness: {problems[0]}", {"problems": len(problems)})
     harness = load_harness(candidate_dir)
     changed = changed_paths(before, harness.files)
-    forbidden = [p for p in changed if not any(fnmatch(p, pattern) for pattern in editable)]
+    forbidden = [p for p in changed if not change_allowed(p, before.get(p), harness.files.get(p), editable)]
     prompt_chars = len(harness.assembled_prompt())
     measured = measure_tokens(harness.assembled_prompt(), model or harness.model)
     prompt_tokens = measured.tokens

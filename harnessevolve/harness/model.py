@@ -59,6 +59,13 @@ class LoopSettings:
     """End the run when the model makes the same call this many turns in a row (0: never)."""
     observation_note: str = ""
     """Text appended to every tool result the model sees (e.g. a reminder to submit)."""
+    final_submit: bool = False
+    """When the run reaches the step limit (or ``stop_on_repeat``) without an answer, ask the
+    model once more, offering only the submit tool."""
+    answer_from: str = ""
+    """``TOOL.ARGUMENT`` (e.g. ``bash.command``): when the run still ends without an answer, the
+    last call of TOOL's ARGUMENT is submitted (tasks whose answer is a call the agent made);
+    recorded as ``extra.answer_from``. Empty: off."""
 
 
 AGENT_KINDS = ("builtin", "command", "mini-swe-agent")

@@ -8,7 +8,8 @@ pattern, most runs first, the first lever the harness lets us pull wins:
    a ``patch_file`` unified diff on the loop. The operator finds the loop's statement it changes
    (the tool-result append, the end of the step loop, the unknown-tool and no-tool-call branches);
    code that has no such statement is left alone.
-2. **loop settings** (builtin loop, ``harness.yaml`` editable): ``set_loop``.
+2. **loop settings** (builtin loop, ``harness.yaml`` or its ``harness.yaml#loop`` section editable):
+   ``set_loop``.
 3. **tool definitions** (``tools/*.yaml`` editable): ``edit_tool`` descriptions.
 
 Per pattern (agent code / loop / tools):
@@ -16,7 +17,8 @@ Per pattern (agent code / loop / tools):
 * repeated_call: a repeated call's result says so and asks for submit / ``stop_on_repeat`` / the
   tool says a repeat returns the same;
 * never_submits: at the step limit, one last call offering only submit, then the answer the
-  references' pattern gives / ``observation_note`` / submit says when to call it;
+  references' pattern gives / the same as ``final_submit`` and ``answer_from`` (else
+  ``observation_note``) / submit says when to call it;
 * wrong_submission: -- / -- / submit's answer is the argument the references submit, not a result;
 * unknown_tool: an unknown name goes to the closest tool / -- / the closest tool names itself;
 * malformed_call: a tool call written as JSON text is run / ``json_grammar`` (local model) / --.
@@ -297,26 +299,33 @@ def _builtin(settings: dict[str, Any]) -> bool:
 
 
 def _loop_edit(context: ProposalContext, pattern: Pattern, settings: dict[str, Any]) -> Any:
-    if not (_builtin(settings) and context.may_edit("harness.yaml")):
+    if not _builtin(settings):
+        return None
+    if context.may_edit("harness.yaml", "recovery"):
+        found = _recovery_edit(context, pattern, settings)
+        if found is not None:
+            return found
+    if not context.may_edit("harness.yaml", "loop"):
         return None
     loop = _section(settings, "loop")
     tools = harness_tools(context)
-    recovery = _section(settings, "recovery")
-    found = recovery.get("rules")
-    rules: list[Any] = found if isinstance(found, list) else []
-    on = bool(recovery) and recovery.get("enabled") is not False
-    if (
-        pattern.kind == "repeated_call"
-        and on
-        and not any(isinstance(r, dict) and r.get("event") == "repeated_call" for r in rules)
-    ):
-        note = "You made the same call twice in a row; its result will not change. Use it, or submit."
-        rule = {"event": "repeated_call", "times": 2, "action": "note", "note": note}
-        return (
-            [{"op": "set_recovery", "rules": [*rules, rule]}],
-            "add a recovery rule for repeated calls",
-            "the runs repeated a call; the harness's recovery rules now tell the agent when it does.",
+    if pattern.kind == "never_submits" and tools.submit and not loop.get("final_submit"):
+        edits: list[dict[str, Any]] = [{"op": "set_loop", "setting": "final_submit", "value": True}]
+        fallback = _reference_answer_pattern(context)
+        if fallback is not None and not loop.get("answer_from"):
+            edits.append(
+                {"op": "set_loop", "setting": "answer_from", "value": f"{fallback[0]}.{fallback[1]}"}
+            )
+        why = (
+            f"the runs ended without calling {tools.submit}; at the step limit the loop now asks once more, "
+            f"offering only {tools.submit}"
+            + (
+                f", then submits the last {fallback[0]} call's {fallback[1]} as the references do."
+                if fallback
+                else "."
+            )
         )
+        return edits, f"ask for {tools.submit} at the step limit", why
     if pattern.kind == "repeated_call" and not loop.get("stop_on_repeat"):
         edit = {"op": "set_loop", "setting": "stop_on_repeat", "value": 2}
         return (
@@ -339,6 +348,27 @@ def _loop_edit(context: ProposalContext, pattern: Pattern, settings: dict[str, A
                 "the runs' replies were not valid tool calls.",
             )
     return None
+
+
+def _recovery_edit(context: ProposalContext, pattern: Pattern, settings: dict[str, Any]) -> Any:
+    """A recovery rule for repeated calls, on a harness whose recovery component is on."""
+    recovery = _section(settings, "recovery")
+    found = recovery.get("rules")
+    rules: list[Any] = found if isinstance(found, list) else []
+    on = bool(recovery) and recovery.get("enabled") is not False
+    if (
+        pattern.kind != "repeated_call"
+        or not on
+        or any(isinstance(r, dict) and r.get("event") == "repeated_call" for r in rules)
+    ):
+        return None
+    note = "You made the same call twice in a row; its result will not change. Use it, or submit."
+    rule = {"event": "repeated_call", "times": 2, "action": "note", "note": note}
+    return (
+        [{"op": "set_recovery", "rules": [*rules, rule]}],
+        "add a recovery rule for repeated calls",
+        "the runs repeated a call; the harness's recovery rules now tell the agent when it does.",
+    )
 
 
 # --- tool definitions ------------------------------------------------------------------------------

@@ -16,7 +16,6 @@ import re
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from fnmatch import fnmatch
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -24,6 +23,7 @@ from harnessevolve.core.documents import bounded_yaml
 from harnessevolve.core.errors import EditError
 from harnessevolve.core.schema import all_errors as schema_errors
 from harnessevolve.core.schema import json_path, load_schema
+from harnessevolve.harness.editable import may_edit, may_edit_section
 
 EDITS_VERSION = 1
 EDIT_OPS = (
@@ -111,10 +111,20 @@ class _Tree:
         pure = PurePosixPath(path)
         if pure.is_absolute() or ".." in pure.parts or path != pure.as_posix() or path.startswith("./"):
             raise self.fail(f"path {path!r} must be relative, normalized and inside the harness", path)
-        if not any(fnmatch(path, pattern) for pattern in self.editable):
+        if not may_edit(path, self.editable):
             allowed = ", ".join(self.editable) or "nothing"
             raise self.fail(f"{path} is not editable (harness.yaml editable: {allowed})", path)
         return path
+
+    def write_section(self, path: str, section: str, text: str) -> None:
+        """``write`` for a YAML file of which only ``section`` changed: allowed by an editable
+        ``PATH#SECTION`` entry as well as by a glob of the whole file."""
+        if not may_edit_section(path, section, self.editable):
+            allowed = ", ".join(self.editable) or "nothing"
+            reason = f"{path} is not editable, nor its {section} section (harness.yaml editable: {allowed})"
+            raise self.fail(reason, path)
+        self.files[path] = text
+        self.touched_by[path] = self.index
 
     def read(self, path: str) -> str:
         self.check_path(path)
@@ -208,11 +218,23 @@ def _remove_skill(tree: _Tree, edit: dict[str, Any]) -> None:
         tree.write(path, None)
 
 
-def _yaml_document(tree: _Tree, path: str) -> dict[str, Any]:
+def _yaml_document(tree: _Tree, path: str, section: str | None = None) -> dict[str, Any]:
+    """``path`` parsed; with ``section``, readable when only that section of it is editable."""
     import yaml
 
+    if section is None:
+        text = tree.read(path)
+    else:
+        if not may_edit_section(path, section, tree.editable):
+            allowed = ", ".join(tree.editable) or "nothing"
+            reason = f"{path} is not editable, nor its {section} section (harness.yaml editable: {allowed})"
+            raise tree.fail(reason, path)
+        found = tree.files.get(path)
+        if found is None:
+            raise tree.fail(f"{path} does not exist", path)
+        text = found
     try:
-        doc = bounded_yaml(tree.read(path))
+        doc = bounded_yaml(text)
     except yaml.YAMLError as exc:
         raise tree.fail(f"{path} is not valid YAML: {str(exc).splitlines()[0]}", path) from None
     if not isinstance(doc, dict):
@@ -275,7 +297,7 @@ def _set_loop(tree: _Tree, edit: dict[str, Any]) -> None:
     import yaml
 
     setting, value = edit["setting"], edit["value"]
-    doc = _yaml_document(tree, HARNESS_FILE)
+    doc = _yaml_document(tree, HARNESS_FILE, "loop")
     found = doc.get("loop")
     loop: dict[str, Any] = found if isinstance(found, dict) else {}
     if setting in loop and loop[setting] == value and type(loop[setting]) is type(value):
@@ -291,7 +313,7 @@ def _set_loop(tree: _Tree, edit: dict[str, Any]) -> None:
         faithful = False
     if not faithful:  # unusual layout (flow style, anchors): rewrite the document, comments are lost
         new = yaml.safe_dump(wanted, sort_keys=False, allow_unicode=True, width=100)
-    tree.write(HARNESS_FILE, new)
+    tree.write_section(HARNESS_FILE, "loop", new)
 
 
 def _set_recovery(tree: _Tree, edit: dict[str, Any]) -> None:
@@ -299,7 +321,7 @@ def _set_recovery(tree: _Tree, edit: dict[str, Any]) -> None:
     without a ``recovery`` section gets one (which turns recovery on)."""
     import yaml
 
-    doc = _yaml_document(tree, HARNESS_FILE)
+    doc = _yaml_document(tree, HARNESS_FILE, "recovery")
     found = doc.get("recovery")
     section: dict[str, Any] = found if isinstance(found, dict) else {}
     if section.get("rules") == edit["rules"]:
@@ -316,7 +338,7 @@ def _set_recovery(tree: _Tree, edit: dict[str, Any]) -> None:
         new = text + ("" if text.endswith("\n") else "\n") + block
     else:
         new = yaml.safe_dump(wanted, sort_keys=False, allow_unicode=True, width=100)
-    tree.write(HARNESS_FILE, new)
+    tree.write_section(HARNESS_FILE, "recovery", new)
 
 
 def _compiled(tree: _Tree, path: str, code: str) -> str:

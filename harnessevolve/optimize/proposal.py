@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from fnmatch import fnmatch
 from typing import Any, Protocol
 
 from harnessevolve.core.errors import EditError
 from harnessevolve.core.signals import Cluster
+from harnessevolve.harness.editable import may_edit, may_edit_section
 
 
 @dataclass(frozen=True)
@@ -66,8 +66,11 @@ class ProposalContext:
     """task id -> split (train / validation / test) of this batch's tasks: the memory proposer
     reads only train runs."""
 
-    def may_edit(self, path: str) -> bool:
-        return any(fnmatch(path, pattern) for pattern in self.editable)
+    def may_edit(self, path: str, section: str | None = None) -> bool:
+        """``path`` may change as a whole, or (``section``) in that top-level YAML section."""
+        if section is not None:
+            return may_edit_section(path, section, self.editable)
+        return may_edit(path, self.editable)
 
     def apply(self, edits: Sequence[Mapping[str, Any]]) -> dict[str, str | None]:
         """``edits.apply_edits`` on this context's files and editable paths (raises ``EditError``)."""

@@ -15,7 +15,7 @@ import pytest
 from harnessevolve.core import atif, paths
 from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.tasks import Check, Task
-from harnessevolve.execute.agent import NO_TOOL_NUDGE, run_agent
+from harnessevolve.execute.agent import FINAL_SUBMIT_ASK, NO_TOOL_NUDGE, run_agent
 from harnessevolve.execute.executor import LocalExecutor, Rollout, rollout_seed
 from harnessevolve.execute.workspace import remove_workspace
 from harnessevolve.harness.load import load_harness
@@ -399,3 +399,75 @@ def test_stop_on_repeat_ends_a_looping_run(tmp_path) -> None:
         unregister_script("looper")
     assert trajectory.extra["stop_reason"] == "repeated"
     assert len(trajectory.agent_steps) == 3
+
+
+# --- loop.final_submit / loop.answer_from: a run ending (step limit, a repeat) without an answer ------
+
+
+def repeating_cat(seen: list[list[str]], final: dict[str, Any]):
+    """A model that runs ``cat a.txt`` every turn; asked with only submit offered, it replies ``final``."""
+
+    def policy(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        seen.append([t["function"]["name"] for t in tools])
+        return final if len(seen[-1]) == 1 else call("bash", {"command": "cat a.txt"})
+
+    return policy
+
+
+def test_off_by_default_a_run_at_the_step_limit_has_no_answer(model: str, workspace: Path) -> None:
+    seen: list[list[str]] = []
+    trajectory = run(model, repeating_cat(seen, call("submit", {"answer": "maple"})), workspace)
+    assert trajectory.extra["stop_reason"] == "repeated" and trajectory.extra["answer"] is None
+    assert all(len(names) == 4 for names in seen)
+
+
+def test_final_submit_asks_once_more_offering_only_submit(model: str, workspace: Path) -> None:
+    seen: list[list[str]] = []
+    harness = with_loop(final_submit=True)
+    trajectory = run(
+        model, repeating_cat(seen, call("submit", {"answer": "maple"})), workspace, harness=harness
+    )
+    assert trajectory.extra["stop_reason"] == "submitted" and trajectory.extra["answer"] == "maple"
+    assert seen[-1] == ["submit"] and len(seen) == 3  # two repeated calls (stop_on_repeat: 2), then the ask
+    *_, before, last = agent_steps(trajectory)
+    assert before.extra["nudge"] == FINAL_SUBMIT_ASK  # the ask is a loop nudge, kept on the step before
+    assert last.tool_calls[0].function_name == "submit"
+    assert "answer_from" not in trajectory.extra
+    atif.from_dict(trajectory.to_dict())
+
+
+def test_final_submit_without_a_submit_reply_records_why_and_keeps_the_stop(
+    model: str, workspace: Path
+) -> None:
+    seen: list[list[str]] = []
+    harness = with_loop(final_submit=True, max_steps=3, stop_on_repeat=0)
+    trajectory = run(model, repeating_cat(seen, call("bash", {"command": "ls"})), workspace, harness=harness)
+    assert trajectory.extra["stop_reason"] == "step_limit" and trajectory.extra["answer"] is None
+    last = agent_steps(trajectory)[-1]
+    assert last.extra["error"] == "final_submit: no submit call (called bash)" and not last.tool_calls
+    atif.from_dict(trajectory.to_dict())
+
+
+def test_answer_from_submits_the_last_such_argument(model: str, workspace: Path) -> None:
+    replies = [call("bash", {"command": "ls"}), call("read_file", {"path": "a.txt"})] + [
+        {"content": "I think I am done."}
+    ] * 4
+    harness = with_loop(answer_from="bash.command", max_steps=4, stop_on_repeat=0)
+    trajectory = run(model, replies, workspace, harness=harness)
+    assert trajectory.extra["stop_reason"] == "submitted" and trajectory.extra["answer"] == "ls"
+    assert trajectory.extra["answer_from"] == {"setting": "bash.command", "step": 3}
+
+
+def test_answer_from_with_no_such_call_leaves_the_run_unanswered(model: str, workspace: Path) -> None:
+    harness = with_loop(answer_from="bash.command", max_steps=2, stop_on_repeat=0)
+    trajectory = run(model, [call("read_file", {"path": "a.txt"})] * 2, workspace, harness=harness)
+    assert trajectory.extra["stop_reason"] == "step_limit" and trajectory.extra["answer"] is None
+
+
+def test_a_multi_turn_task_is_left_as_it_is(model: str, workspace: Path) -> None:
+    task = Task(id="t-turns", instruction="first", split="train", checks=(), turns=("first", "second"))
+    harness = with_loop(final_submit=True, answer_from="bash.command", max_steps=2, stop_on_repeat=0)
+    trajectory = run(
+        model, lambda m, t: call("bash", {"command": "ls"}), workspace, harness=harness, task=task
+    )
+    assert trajectory.extra["stop_reason"] == "step_limit" and trajectory.extra["answer"] is None

@@ -52,7 +52,7 @@ def test_template_loads(harness_dir: Path) -> None:
         json_grammar=False,
         stop_on_repeat=2,
     )
-    assert harness.editable == ("prompts/*.md", "skills/*/SKILL.md", "tools/*.yaml")
+    assert harness.editable == ("prompts/*.md", "skills/*/SKILL.md", "tools/*.yaml", "harness.yaml#loop")
     assert harness.skills == ()
     assert harness.system_prompt == (harness_dir / "prompts" / "system.md").read_text()
     assert {"harness.yaml", "prompts/system.md", "prompts/examples.md", "tools/bash.yaml"} <= set(
@@ -164,6 +164,15 @@ def test_a_harness_without_submit_is_refused(harness_dir: Path) -> None:
     )
     error = load_error(harness_dir)
     assert error.field == "tools" and "submit" in error.message
+
+
+def test_answer_from_must_name_a_tool_of_the_harness(harness_dir: Path) -> None:
+    edit(harness_dir / "harness.yaml", "loop:\n", "loop:\n  answer_from: shell.command\n")
+    error = load_error(harness_dir)
+    assert (error.file, error.field) == ("harness.yaml", "loop.answer_from")
+    assert "'shell'" in error.message and "bash" in error.hint
+    edit(harness_dir / "harness.yaml", "answer_from: shell.command", "answer_from: bash.command")
+    assert load_harness(harness_dir).loop.answer_from == "bash.command"
 
 
 @pytest.mark.parametrize(

@@ -115,18 +115,29 @@ def test_never_submitting_patches_a_command_agents_loop(bench: str) -> None:
 @pytest.mark.parametrize("bench", BENCHMARKS)
 def test_never_submitting_on_the_builtin_loop_edits_the_loop_or_the_submit_tool(bench: str) -> None:
     tasks = tasks_of(bench)
-    tools_only = propose(context(SHELL_AGENT, tasks, without_submit))
+    files_only = tuple(p for p in load_harness(SHELL_AGENT).editable if "#" not in p)
+    tools_only = propose(context(SHELL_AGENT, tasks, without_submit, editable=files_only))
     assert list(tools_only.changes) == ["tools/submit.yaml"]
     assert "a run that ends without it scores nothing" in tool_doc(tools_only, "submit")["description"]
-    editable = (*load_harness(SHELL_AGENT).editable, "harness.yaml")
-    loop = propose(context(SHELL_AGENT, tasks, without_submit, editable=editable))
-    assert loop.edits == (
-        {
-            "op": "set_loop",
-            "setting": "observation_note",
-            "value": "When this result gives what the task asks for, call submit now.",
-        },
+    assert "harness.yaml#loop" in load_harness(SHELL_AGENT).editable  # the template opens the loop
+    loop = propose(context(SHELL_AGENT, tasks, without_submit))
+    assert loop.edits[0] == {"op": "set_loop", "setting": "final_submit", "value": True}
+    assert loop.summary == "ask for submit at the step limit" and list(loop.changes) == ["harness.yaml"]
+    before, after = (
+        yaml.safe_load((SHELL_AGENT / "harness.yaml").read_text()),
+        yaml.safe_load(loop.changes["harness.yaml"]),
     )
+    assert after["loop"]["final_submit"] is True
+    assert {k: v for k, v in after.items() if k != "loop"} == {k: v for k, v in before.items() if k != "loop"}
+    with_final = dataclasses.replace(
+        context(SHELL_AGENT, tasks, without_submit),
+        files={**read_files(SHELL_AGENT), "harness.yaml": loop.changes["harness.yaml"]},
+    )
+    assert propose(with_final).edits[0] == {  # already asking at the limit: the next loop lever
+        "op": "set_loop",
+        "setting": "observation_note",
+        "value": "When this result gives what the task asks for, call submit now.",
+    }
 
 
 # --- repeated calls ---------------------------------------------------------------------------------
@@ -258,6 +269,12 @@ def test_never_submitting_with_references_that_submit_an_argument_falls_back_to_
     tasks = command_tasks(tmp_path)
     code = code_of(propose(context(PY_AGENT, tasks, without_submit)))
     assert 'if made["function"]["name"] == \'bash\':' in code and "return str(args['command'])" in code
+    loop = propose(context(SHELL_AGENT, tasks, without_submit))  # the builtin loop: a setting does it
+    assert loop.edits == (
+        {"op": "set_loop", "setting": "final_submit", "value": True},
+        {"op": "set_loop", "setting": "answer_from", "value": "bash.command"},
+    )
+    assert yaml.safe_load(loop.changes["harness.yaml"])["loop"]["answer_from"] == "bash.command"
 
 
 # --- nothing to do, already tried, on by default ----------------------------------------------------

@@ -341,3 +341,41 @@ def test_strict_reply_schema_round_trips_to_the_edits_schema() -> None:
     assert normal["edits"][0] == {"op": "edit_tool", "name": "bash", "parameters": params}
     for i, edit in enumerate(normal["edits"]):
         check_edit(edit, i)
+
+
+# --- harness.yaml#SECTION: one section of harness.yaml editable -----------------------------------------
+
+
+def test_a_section_entry_lets_set_loop_change_only_the_loop(harness: Path) -> None:
+    from harnessevolve.gate.config import QualityConfig
+    from harnessevolve.gate.quality import quality_gate
+
+    files = read_files(harness)
+    loop_only = ("prompts/*.md", "harness.yaml#loop")
+    changes = apply_edits(files, [{"op": "set_loop", "setting": "final_submit", "value": True}], loop_only)
+    after = yaml.safe_load(changes["harness.yaml"])
+    assert after["loop"]["final_submit"] is True
+    assert {k: v for k, v in after.items() if k != "loop"} == {
+        k: v for k, v in yaml.safe_load(files["harness.yaml"]).items() if k != "loop"
+    }
+    with pytest.raises(EditError) as info:  # the recovery section is not opened by harness.yaml#loop
+        apply_edits(files, [EVERY_EDIT["set_recovery"]], loop_only)
+    assert (
+        info.value.file == "harness.yaml"
+        and "harness.yaml is not editable, nor its recovery section" in info.value.reason
+    )
+    with pytest.raises(EditError) as info:  # nor is the file as a whole
+        apply_edits(
+            files,
+            [{"op": "replace_text", "path": "harness.yaml", "old": "name:", "new": "name: "}],
+            loop_only,
+        )
+    assert "harness.yaml is not editable" in info.value.reason
+    # the quality gate reads the same rule: a loop change passes, a model change does not
+    before = dict(files)
+    (harness / "harness.yaml").write_text(changes["harness.yaml"])
+    assert quality_gate(harness, before, loop_only, QualityConfig()).passed
+    doc = yaml.safe_load(changes["harness.yaml"])
+    (harness / "harness.yaml").write_text(yaml.safe_dump({**doc, "model": "scripted/other"}))
+    verdict = quality_gate(harness, before, loop_only, QualityConfig())
+    assert not verdict.passed and verdict.reason == "edits a path that is not editable: harness.yaml"

@@ -43,11 +43,13 @@ def planted(tmp_path_factory) -> Path:
     root = shell_basics_subset(tmp_path_factory.mktemp("bench") / "shell-basics", FAMILIES)
     plants = {  # a validation task's instruction, a test task's files
         "count-lines-05": ("How many entries are there?", f"How many entries are there ({SECRET})?"),
-        "count-lines-07": ("list.txt: |\n", f"list.txt: |\n      {SECRET}\n"),
+        "count-lines-07": ("entries.txt: |\n", f"entries.txt: |\n      {SECRET}\n"),
     }
     for stem, (old, new) in plants.items():
         path = root / "tasks" / f"{stem}.yaml"
-        path.write_text(path.read_text().replace(old, new, 1))
+        text = path.read_text()
+        assert text.count(old) == 1, f"{path.name} no longer holds {old!r}: the secret would not be planted"
+        path.write_text(text.replace(old, new, 1))
     return root
 
 

@@ -16,9 +16,9 @@ import hashlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from fnmatch import fnmatch
 from pathlib import Path
 
+from harnessevolve.harness.editable import change_allowed
 from harnessevolve.pipeline.proposing.agent_proposer_workspace import HARNESS_DIR, PROTECTED
 
 MAX_FILE_BYTES = 256_000
@@ -139,6 +139,6 @@ def harness_changes(
     for rel in sorted(changes):
         if _is_protected_harness(rel):
             raise EditRefused(f"protected path {HARNESS_DIR}/{rel} changed")
-        if not any(fnmatch(rel, pattern) for pattern in editable):
+        if not change_allowed(rel, original.get(rel), changes[rel], editable):
             raise EditRefused(f"outside editable paths: {HARNESS_DIR}/{rel}")
     return changes
