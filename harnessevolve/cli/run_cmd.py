@@ -280,7 +280,8 @@ def run(
         typer.Option(
             min=0.0,
             max=1.0,
-            help="Refuse the run (exit 2) when the null agents pass more than this share of the sample.",
+            help="Refuse the run (exit 2) when the null agents pass more than this share of the sample "
+            "(a sample of fewer than 4 tasks only warns).",
             rich_help_panel=FLOOR,
         ),
     ] = 0.25,

@@ -200,16 +200,21 @@ def _final_submit_code(context: ProposalContext, pattern: Pattern, settings: dic
     )
     if new is None:
         return None
-    why = (
-        f"the runs ended without calling {tools.submit}; at the step limit the loop now asks once more, "
-        f"offering only {tools.submit}"
-        + (
-            f", then submits the last {fallback[0]} call's {fallback[1]} as the references do."
-            if fallback
-            else "."
-        )
-    )
+    why = _final_submit_why(tools.submit, fallback)
     return _code_lever(context, path, new, f"make {path} ask for submit at the step limit", why)
+
+
+def _final_submit_why(submit: str, fallback: tuple[str, str] | None) -> str:
+    """Why a final-submit edit (code or loop setting) was made, and what it falls back to."""
+    then = (
+        f", then submits the last {fallback[0]} call's {fallback[1]} as the references do."
+        if fallback
+        else "."
+    )
+    return (
+        f"the runs ended without calling {submit}; at the step limit the loop now asks once more, "
+        f"offering only {submit}{then}"
+    )
 
 
 def _reference_answer_pattern(context: ProposalContext) -> tuple[str, str] | None:
@@ -316,16 +321,7 @@ def _loop_edit(context: ProposalContext, pattern: Pattern, settings: dict[str, A
             edits.append(
                 {"op": "set_loop", "setting": "answer_from", "value": f"{fallback[0]}.{fallback[1]}"}
             )
-        why = (
-            f"the runs ended without calling {tools.submit}; at the step limit the loop now asks once more, "
-            f"offering only {tools.submit}"
-            + (
-                f", then submits the last {fallback[0]} call's {fallback[1]} as the references do."
-                if fallback
-                else "."
-            )
-        )
-        return edits, f"ask for {tools.submit} at the step limit", why
+        return edits, f"ask for {tools.submit} at the step limit", _final_submit_why(tools.submit, fallback)
     if pattern.kind == "repeated_call" and not loop.get("stop_on_repeat"):
         edit = {"op": "set_loop", "setting": "stop_on_repeat", "value": 2}
         return (

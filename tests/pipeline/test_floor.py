@@ -12,7 +12,13 @@ from run_args import run_args
 
 from harnessevolve.cli.app import app
 from harnessevolve.core.tasks import load_benchmark
-from harnessevolve.pipeline.judging.floor import floor_sample, null_floor
+from harnessevolve.pipeline.judging.floor import (
+    MIN_REFUSAL_TASKS,
+    FloorResult,
+    floor_sample,
+    floor_verdict,
+    null_floor,
+)
 from harnessevolve.runs.ledger import read_lines
 
 SOUND = '{{type: file, path: out.txt, expected: "ok{i}"}}'
@@ -114,3 +120,13 @@ def test_accept_floor_records_the_share_and_runs(tmp_path: Path, harness_dir: Pa
     floor = next(line for line in lines if line["event"] == "floor_checked")
     assert floor["accepted"] and not floor["refused"] and floor["share"] == round(4 / 6, 4)
     assert any(line["event"] == "run_finished" for line in lines)
+
+
+def test_a_sample_too_small_warns_but_does_not_refuse() -> None:
+    def result(n: int) -> FloorResult:
+        tasks = tuple(f"t-{i}" for i in range(n))
+        return FloorResult(tasks=tasks, passed={t: ("do-nothing",) for t in tasks})
+
+    assert floor_verdict(result(MIN_REFUSAL_TASKS - 1), 0.25, accepted=False) is None
+    refusal = floor_verdict(result(MIN_REFUSAL_TASKS), 0.25, accepted=False)
+    assert refusal is not None and refusal.startswith("benchmark floor too high")

@@ -13,7 +13,8 @@ A task one of them passes has a checker that passes without the work (``{type: c
 every task and lists those; ``run`` checks a seeded sample of ``--floor-sample`` tasks before its
 first rollout, records the share in the ledger (``floor_checked``) and refuses to start (exit 2)
 when more than ``--max-floor-share`` of them pass, unless ``--accept-floor`` says the benchmark
-means it. Cost: three workspaces and three check runs per task, no model call.
+means it or fewer than ``MIN_REFUSAL_TASKS`` tasks were sampled (then it only warns). Cost: three
+workspaces and three check runs per task, no model call.
 """
 
 from __future__ import annotations
@@ -149,9 +150,14 @@ def floor_sample(benchmark: Benchmark, size: int, seed: int) -> list[Task]:
     return sorted(random.Random(f"floor:{seed}").sample(tasks, size), key=lambda t: t.id)
 
 
+MIN_REFUSAL_TASKS = 4
+"""A share of fewer sampled tasks is recorded and warned about but never refuses: one always-pass
+checker in a one-task smoke benchmark says that task is broken, not that the benchmark is."""
+
+
 def floor_verdict(result: FloorResult, max_share: float, accepted: bool) -> str | None:
     """The one-line refusal when the floor is too high (None: the run may go on)."""
-    if accepted or result.share <= max_share:
+    if accepted or result.share <= max_share or len(result.tasks) < MIN_REFUSAL_TASKS:
         return None
     names = ", ".join(list(result.passed)[:5]) + (", ..." if len(result.passed) > 5 else "")
     return (
@@ -199,7 +205,13 @@ def check_floor_at_start(
     if result.passed:
         log(
             f"floor: null agents pass {len(result.passed)} of {len(result.tasks)} sampled tasks "
-            f"({result.share:.0%}): {', '.join(result.passed)}" + (" (--accept-floor)" if accepted else "")
+            f"({result.share:.0%}): {', '.join(result.passed)}"
+            + (" (--accept-floor)" if accepted else "")
+            + (
+                f" (too few tasks to refuse on: {len(result.tasks)} < {MIN_REFUSAL_TASKS})"
+                if not accepted and result.share > max_share and len(result.tasks) < MIN_REFUSAL_TASKS
+                else ""
+            )
         )
     if message is not None:
         ledger.append(RunFailed(generation=0, stage="baseline", error=message))
