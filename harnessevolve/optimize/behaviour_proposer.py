@@ -93,6 +93,12 @@ def _code_lever(
     return [code_patch(path, context.files[path], new)], summary, why
 
 
+def _applied(context: ProposalContext, path: str, marker: str) -> bool:
+    """True when ``path`` already holds a code lever's change (its ``marker``): the loop then does
+    what the lever would add, and applying it twice would only stack a second copy."""
+    return marker in context.files[path]
+
+
 def _rewrite(code: str, steps: list[tuple[str, str]]) -> str | None:
     """``code`` with each (anchor, replacement) applied once; None when an anchor is missing or repeated."""
     for anchor, replacement in steps:
@@ -123,7 +129,7 @@ FINAL_ASK = "You have used all your steps. Call submit now with your final answe
 
 def _repeat_code(context: ProposalContext, pattern: Pattern, settings: dict[str, Any]) -> Any:
     path = agent_script(context, settings)
-    if path is None or pattern.kind != "repeated_call":
+    if path is None or pattern.kind != "repeated_call" or _applied(context, path, "seen_calls: set"):
         return None
     new = _rewrite(
         context.files[path],
@@ -147,7 +153,12 @@ def _repeat_code(context: ProposalContext, pattern: Pattern, settings: dict[str,
 def _final_submit_code(context: ProposalContext, pattern: Pattern, settings: dict[str, Any]) -> Any:
     path = agent_script(context, settings)
     tools = harness_tools(context)
-    if path is None or pattern.kind != "never_submits" or tools.submit is None:
+    if (
+        path is None
+        or pattern.kind != "never_submits"
+        or tools.submit is None
+        or _applied(context, path, "def final_submit(")
+    ):
         return None
     fallback = _reference_answer_pattern(context)
     fallback_code = ""
@@ -234,7 +245,7 @@ def _reference_answer_pattern(context: ProposalContext) -> tuple[str, str] | Non
 
 def _unknown_code(context: ProposalContext, pattern: Pattern, settings: dict[str, Any]) -> Any:
     path = agent_script(context, settings)
-    if path is None or pattern.kind != "unknown_tool":
+    if path is None or pattern.kind != "unknown_tool" or _applied(context, path, "get_close_matches(name"):
         return None
     new = _rewrite(
         context.files[path],
@@ -257,7 +268,7 @@ def _unknown_code(context: ProposalContext, pattern: Pattern, settings: dict[str
 
 def _text_call_code(context: ProposalContext, pattern: Pattern, settings: dict[str, Any]) -> Any:
     path = agent_script(context, settings)
-    if path is None or pattern.kind != "malformed_call":
+    if path is None or pattern.kind != "malformed_call" or _applied(context, path, "def text_call("):
         return None
     parser = (
         "def text_call(content: str):\n"

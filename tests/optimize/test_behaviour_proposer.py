@@ -301,3 +301,19 @@ def test_the_default_chain_changes_behaviour_before_prompt_text() -> None:
     tasks = tasks_of("shell-onecall")
     candidate = asyncio.run(make_proposer(["auto"]).propose(context(PY_AGENT, tasks, without_submit)))
     assert candidate.proposer == "behaviour" and list(candidate.changes) == ["agent.py"]
+
+
+@pytest.mark.parametrize(
+    ("failed", "marker"), [(without_submit, "def final_submit("), (repeating, "seen_calls")]
+)
+def test_a_code_lever_already_in_the_agent_is_not_applied_again(failed, marker: str) -> None:
+    tasks = tasks_of("shell-onecall")
+    first = propose(context(PY_AGENT, tasks, failed))
+    assert marker in first.changes["agent.py"]
+    patched = dataclasses.replace(
+        context(PY_AGENT, tasks, failed), files={**read_files(PY_AGENT), **first.changes}
+    )
+    second = propose(patched)  # the same failures again: the loop already does what the lever adds
+    assert second is None or second.summary != first.summary
+    code = (second.changes if second else {}).get("agent.py", first.changes["agent.py"])
+    assert code.count(marker) == first.changes["agent.py"].count(marker)
