@@ -93,9 +93,11 @@ def test_gate_fails_a_worse_candidate(tmp_path: Path, harness_dir: Path, cli, le
 def test_gate_rejects_a_non_editable_change(harness_dir: Path, cli, learner) -> None:
     base = git.Repo(harness_dir).head.commit.hexsha
     path = harness_dir / "harness.yaml"
-    path.write_text(path.read_text().replace("max_steps: 5", "max_steps: 7"))
+    text = path.read_text()  # the template opens harness.yaml#loop, not the rest of the file
+    assert "harness.yaml#loop" in text and "\nname: shell-agent\n" in text
+    path.write_text(text.replace("\nname: shell-agent\n", "\nname: renamed-agent\n"))
     repo = git.Repo(harness_dir)
-    repo.git.commit("-qam", "touch loop settings")
+    repo.git.commit("-qam", "rename the harness")
     result = cli.invoke(app, gate_args(harness_dir, learner, base, "HEAD", "--json"))
     assert result.exit_code == 1
     assert "not editable: harness.yaml" in result.output
