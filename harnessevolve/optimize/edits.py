@@ -116,13 +116,17 @@ class _Tree:
             raise self.fail(f"{path} is not editable (harness.yaml editable: {allowed})", path)
         return path
 
-    def write_section(self, path: str, section: str, text: str) -> None:
-        """``write`` for a YAML file of which only ``section`` changed: allowed by an editable
-        ``PATH#SECTION`` entry as well as by a glob of the whole file."""
+    def check_section(self, path: str, section: str) -> None:
+        """Raise unless ``section`` of the YAML file ``path`` is editable (``PATH#SECTION``, or a glob
+        of the whole file)."""
         if not may_edit_section(path, section, self.editable):
             allowed = ", ".join(self.editable) or "nothing"
             reason = f"{path} is not editable, nor its {section} section (harness.yaml editable: {allowed})"
             raise self.fail(reason, path)
+
+    def write_section(self, path: str, section: str, text: str) -> None:
+        """``write`` for a YAML file of which only ``section`` changed."""
+        self.check_section(path, section)
         self.files[path] = text
         self.touched_by[path] = self.index
 
@@ -225,10 +229,7 @@ def _yaml_document(tree: _Tree, path: str, section: str | None = None) -> dict[s
     if section is None:
         text = tree.read(path)
     else:
-        if not may_edit_section(path, section, tree.editable):
-            allowed = ", ".join(tree.editable) or "nothing"
-            reason = f"{path} is not editable, nor its {section} section (harness.yaml editable: {allowed})"
-            raise tree.fail(reason, path)
+        tree.check_section(path, section)
         found = tree.files.get(path)
         if found is None:
             raise tree.fail(f"{path} does not exist", path)
