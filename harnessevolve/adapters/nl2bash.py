@@ -21,8 +21,9 @@ Here the workspace stands for that ``/``:
   ``nl2bash-fs<n>`` and ``difficulty-<d>``.
 
 Which tasks: ``nl2bash`` (or ``nl2bash:``) is every task whose gold command stays inside the
-workspace and gives the same result twice (no output process substitution ``>(...)``, whose
-output races the command's own); ``nl2bash:5`` or ``nl2bash:1,3`` only those file
+workspace, gives the same result twice (no output process substitution ``>(...)``, whose
+output races the command's own) and is not passed by a command that does nothing
+(``NULL_PASSED_TASKS``); ``nl2bash:5`` or ``nl2bash:1,3`` only those file
 systems; ``nl2bash:all`` all 300, including commands that read or change the host (network,
 processes, clock, paths outside the workspace) -- only behind a sandbox.
 """
@@ -64,6 +65,16 @@ command's own output (or after the shell exits), so two runs of the same command
 UNSTABLE_TASKS = frozenset({"fs1-041", "fs1-085"})  # stat (inode, change time); getconf -a
 """Workspace-only tasks whose gold command still gives different results in two identical
 workspaces (found by running every gold command against itself; see tests/adapters)."""
+NULL_PASSED_TASKS = frozenset(
+    # the gold's effect is nothing: `true` has it (finds that match no file, rmdir of nothing)
+    {"fs1-060", "fs1-099", "fs2-006", "fs2-007", "fs2-012", "fs3-002", "fs3-003", "fs3-046", "fs5-004"}
+    # the gold fails in the sandbox (no `tree`, no chown/chgrp, a missing file): `false` has its effect
+    | {"fs1-006", "fs1-010", "fs1-011", "fs1-057", "fs1-062", "fs1-063", "fs1-064", "fs1-091", "fs2-002"}
+    | {"fs2-003", "fs2-023", "fs2-040", "fs3-035", "fs3-052"}
+)
+"""Workspace-only tasks that a command doing nothing passes (``true`` or ``false`` submitted): a
+null agent scores on them, so they measure nothing (found by submitting both against every task;
+see tests/adapters). ``nl2bash:all`` keeps them."""
 
 
 class NL2BashAdapter:
@@ -165,7 +176,7 @@ def _filesystem_tasks(assets: Path, n: int, everything: bool) -> list[Task]:
         task_id = f"fs{n}-{i:03d}"
         gold = map_roots(str(record["gold"])).strip()
         unstable = task_id in UNSTABLE_TASKS or _OUTPUT_SUBSTITUTION.search(gold) is not None
-        if not everything and (touches_host(gold) or unstable):
+        if not everything and (touches_host(gold) or unstable or task_id in NULL_PASSED_TASKS):
             continue
         tasks.append(
             Task(

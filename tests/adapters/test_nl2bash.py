@@ -35,8 +35,8 @@ def test_loads_icalfa_tasks(fs5) -> None:
     everything = load_benchmark_spec("nl2bash:all")
     assert len(everything.tasks) == 300  # 153 + 49 + 57 + 23 + 18, as icalfa 0.3.6 ships them
     default = load_benchmark_spec("nl2bash")
-    assert default.name == "nl2bash" and len(default.tasks) == 222
-    assert len(fs5.tasks) == 17 and fs5.name == "nl2bash-fs5"
+    assert default.name == "nl2bash" and len(default.tasks) == 199
+    assert len(fs5.tasks) == 16 and fs5.name == "nl2bash-fs5"
     assert [t.id for t in load_benchmark_spec("nl2bash:fs5,1").tasks][:2] == ["fs1-000", "fs1-001"]
     copy = load_benchmark_spec("nl2bash:1").task("fs1-003")
     assert copy.instruction.startswith(
@@ -58,7 +58,7 @@ def test_splits_are_stable_and_balanced() -> None:
     first, second = load_benchmark_spec("nl2bash"), load_benchmark_spec("nl2bash")
     assert [t.split for t in first.tasks] == [t.split for t in second.tasks]
     counts = {s: len(first.split(s)) for s in ("train", "validation", "test")}
-    assert 0.4 < counts["train"] / 222 < 0.6 and min(counts.values()) > 40
+    assert 0.4 < counts["train"] / 199 < 0.6 and min(counts.values()) > 40
 
 
 def test_bad_subset_and_missing_package(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -173,3 +173,11 @@ def test_every_default_gold_command_matches_itself() -> None:
     default = load_benchmark_spec("nl2bash")
     failing = [t.id for t in default.tasks if not score(t, t.answer).passed]
     assert failing == []
+
+
+@pytest.mark.slow
+def test_no_default_task_is_passed_by_a_command_that_does_nothing() -> None:
+    """What NULL_PASSED_TASKS was found with: a null agent scores 0 on the default tasks."""
+    default = load_benchmark_spec("nl2bash")
+    passed = [(t.id, null) for t in default.tasks for null in ("true", "false") if score(t, null).passed]
+    assert passed == []

@@ -96,7 +96,7 @@ def test_run_on_nl2bash_tasks(cli, harness_dir: Path, private_home: Path) -> Non
     result = cli.invoke(app, ["refs", "import", "-b", "nl2bash:5", "--split", "all"])
     assert result.exit_code == 0, result.output
     refs = private_home / "trajectories" / "nl2bash"  # the folder every subset shares
-    assert len(list(refs.glob("*.json"))) == len(load_benchmark_spec("nl2bash:5").tasks) == 17
+    assert len(list(refs.glob("*.json"))) == len(load_benchmark_spec("nl2bash:5").tasks) == 16
     register_script("nl2bash-learner", learner_for("nl2bash:5"))
     try:
         result = cli.invoke(
