@@ -26,7 +26,8 @@ agent loop and checkers (``pipeline.rollouts.scoring.Scorer``) and the same roll
                       oracle bound.
 
 Every arm's final harness is scored once on the test split at temperature 0. Cells are mean ± sd
-over seeds. Targets: harnessevolve's test gain >= +10 points; >= GEPA's gain with <= half GEPA's
+over seeds. Targets: harnessevolve's test gain >= +15 points with a 0.5B agent model, +10 with any
+other (--target-gain sets it); >= GEPA's gain with <= half GEPA's
 rollouts (rollouts harnessevolve needed to reach GEPA's best validation score); above best-of-k (sc).
 
 The JSON (--json) holds ``command`` (the exact command line, with HARNESSEVOLVE_LOCAL_THREADS when
@@ -66,7 +67,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from efficacy_table import ARMS, print_table, summarize  # noqa: E402
+from efficacy_table import ARMS, print_table, summarize, target_gain  # noqa: E402
 from gepa_arm import harness_components  # noqa: E402
 from harness_arms import (  # noqa: E402
     ProgressLine,
@@ -303,6 +304,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--reflector", default="local/qwen2.5-coder-1.5b", help="GEPA's reflection model and llm-rule's model"
     )
+    parser.add_argument(
+        "--target-gain",
+        type=float,
+        default=None,
+        help="the test-gain target in points (default: +15 for a 0.5B agent model, +10 otherwise)",
+    )
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--generations", type=int, default=2, help="harnessevolve generations (sets B)")
     parser.add_argument("--batch-size", type=int, default=8, help="harnessevolve minibatch")
@@ -407,10 +414,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     load_start = os.getloadavg()
     if args.from_json:
         saved = json.loads(args.from_json.read_text())
-        print_table(saved["seeds"], summarize(saved["seeds"]))
+        model = (saved.get("args") or {}).get("model")
+        print_table(saved["seeds"], summarize(saved["seeds"], _target(args, model)))
         return 0
     if args.merge:
-        return merge(args.merge, args.json)
+        return merge(args.merge, args.json, _target(args, args.model))
     total = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="he-efficacy-") as tmp_name:
         tmp = Path(tmp_name)
@@ -451,7 +459,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             score_seeds(args, ctx)
             per_seed = [run_seed(args, s, ctx, tmp) for s in range(args.first_seed, args.seeds)]
-    summary = summarize(per_seed)
+    summary = summarize(per_seed, _target(args, args.model))
     print_table(per_seed, summary)
     wall = (time.monotonic() - total) / 60
     print(f"total wall time {wall:.1f} min")
@@ -472,7 +480,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def merge(parts: Sequence[Path], out: Path | None) -> int:
+def _target(args: argparse.Namespace, model: str | None) -> float:
+    return args.target_gain if args.target_gain is not None else target_gain(model)
+
+
+def merge(parts: Sequence[Path], out: Path | None, target: float) -> int:
     """Join the parts of one configuration run in several invocations (``--first-seed``): whole
     documents as they are, a killed run's per-seed file finished with a whole part's seed rows
     (the seed harnesses score the same at temperature 0). Prints the joined table."""
@@ -496,7 +508,7 @@ def merge(parts: Sequence[Path], out: Path | None) -> int:
         else:
             per_seed.append(finish_seed(doc, rows["shell-agent"], rows["python-agent"]))
             pieces.append({"per_seed_file": path.name, "note": "a killed run's finished seed"})
-    summary = summarize(per_seed)
+    summary = summarize(per_seed, target)
     print_table(per_seed, summary)
     if out:
         merged = {

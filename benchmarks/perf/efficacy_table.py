@@ -29,12 +29,19 @@ OPTIMIZERS = (
 SEEDS = ("seed harness", "seed (python-agent)")
 
 
-def summarize(per_seed: list[dict[str, dict[str, Any]]]) -> dict[str, Any]:
+def target_gain(model: str | None) -> float:
+    """The issue's test-gain target for an agent model: +15 points for the 0.5B (its hand-edit
+    headroom is +25), +10 for any other (the 1.5B's, on NL2Bash and on BFCL)."""
+    return 15.0 if model and "0.5b" in model.lower() else 10.0
+
+
+def summarize(per_seed: list[dict[str, dict[str, Any]]], target: float = 10.0) -> dict[str, Any]:
     def mean(arm: str, key: str) -> float:
         return spread([float(s[arm][key]) for s in per_seed if arm in s])[0]
 
     out: dict[str, Any] = {"he_gain": mean("harnessevolve", "gain_pts")}
-    out["target_gain_10"] = out["he_gain"] >= 10
+    out["target_gain_pts"] = target
+    out["target_gain_met"] = out["he_gain"] >= target
     if all("harnessevolve (python-agent)" in s for s in per_seed):
         out["code_gain"] = mean("harnessevolve (python-agent)", "gain_pts")
     if all("harnessevolve + agent" in s for s in per_seed):
@@ -106,8 +113,8 @@ def print_table(per_seed: list[dict[str, dict[str, Any]]], summary: dict[str, An
         return "n/a" if ok is None else "met" if ok else "MISSED"
 
     print(
-        f"target: harnessevolve test gain >= +10 pts: {verdict(summary['target_gain_10'])} "
-        f"({summary['he_gain']:+.1f})"
+        f"target: harnessevolve test gain >= {summary['target_gain_pts']:+g} pts: "
+        f"{verdict(summary['target_gain_met'])} ({summary['he_gain']:+.1f})"
     )
     if "code_gain" in summary:
         gain = summary["code_gain"]

@@ -43,7 +43,7 @@ from harnessevolve.core.transcript import NO_TOOL_NUDGE, PARSE_NUDGE, Transcript
 from harnessevolve.execute.rollout_tools import OfferedTool, dispatch, rollout_tools
 from harnessevolve.execute.simulated_user import next_user_turn
 from harnessevolve.execute.tool_server import ToolServer, ToolServerError, agent_view, with_read_only
-from harnessevolve.harness.model import Harness
+from harnessevolve.harness.model import FINAL_SUBMIT_ASK, Harness
 from harnessevolve.models import ModelReply, acomplete
 from harnessevolve.sandbox.base import Sandbox, resolve_sandbox
 
@@ -395,8 +395,6 @@ class AgentLoop:
 
 NO_HOOKS = NoHooks()
 
-FINAL_SUBMIT_ASK = "You have used all your steps. Call submit now with your final answer."
-"""``loop.final_submit``'s last message to the model (only the submit tool is offered with it)."""
 ENDS_WITHOUT_ANSWER = (StopReason.STEP_LIMIT, StopReason.REPEATED)
 """Stops after which ``loop.final_submit`` / ``loop.answer_from`` may still get an answer."""
 

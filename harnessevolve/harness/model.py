@@ -68,6 +68,11 @@ class LoopSettings:
     recorded as ``extra.answer_from``. Empty: off."""
 
 
+FINAL_SUBMIT_ASK = "You have used all your steps. Call submit now with your final answer."
+"""``loop.final_submit``'s last message to the model (only the submit tool is offered with it); the
+behaviour proposer's code lever writes the same ask into an agent's own loop."""
+
+
 AGENT_KINDS = ("builtin", "command", "mini-swe-agent")
 """Runners a harness may name (``harness.yaml: agent.kind``); ``execute/runners`` implements each."""
 

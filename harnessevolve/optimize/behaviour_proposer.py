@@ -35,6 +35,7 @@ from typing import Any
 
 from harnessevolve.core.documents import bounded_yaml
 from harnessevolve.core.signals import Cause, Cluster
+from harnessevolve.harness.model import FINAL_SUBMIT_ASK
 from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed
 from harnessevolve.optimize.trajectory_patterns import Pattern, find_patterns, harness_tools
 
@@ -124,7 +125,6 @@ REPEAT_NOTE = (
     "if you have what the task asks for, call submit with it now."
 )
 REPEAT_LITERAL = repr("\n" + REPEAT_NOTE)
-FINAL_ASK = "You have used all your steps. Call submit now with your final answer."
 
 
 def _repeat_code(context: ProposalContext, pattern: Pattern, settings: dict[str, Any]) -> Any:
@@ -182,7 +182,7 @@ def _final_submit_code(context: ProposalContext, pattern: Pattern, settings: dic
         "    try:\n"
         "        reply = client.chat.completions.create(\n"
         '            model=os.environ["OPENAI_MODEL"],\n'
-        f'            messages=[*messages, {{"role": "user", "content": {FINAL_ASK!r}}}],\n'
+        f'            messages=[*messages, {{"role": "user", "content": {FINAL_SUBMIT_ASK!r}}}],\n'
         "            tools=offered,\n"
         '            temperature=loop["temperature"],\n'
         '            max_tokens=loop["max_tokens"],\n'
