@@ -25,7 +25,12 @@ Model = Annotated[
 ]
 Seed = Annotated[int, typer.Option(help="Seed for minibatch sampling and model calls.")]
 Concurrency = Annotated[
-    int | None, typer.Option(min=1, help="Rollouts run at once (default: 1 for local/ models, else 4).")
+    int | None,
+    typer.Option(
+        min=1,
+        help="Rollouts run at once (default: for local/ models the local pool's size, "
+        "HARNESSEVOLVE_LOCAL_POOL, 1 when unset; else 4).",
+    ),
 ]
 BatchSize = Annotated[int, typer.Option("--batch-size", min=1, help="Train tasks per minibatch.")]
 GatesFile = Annotated[

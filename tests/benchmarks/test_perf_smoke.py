@@ -44,6 +44,7 @@ SLOW_SMOKE: dict[str, tuple[list[str], str]] = {
     "kill_resume": (["--smoke"], r"reference run: \d+\.\d s"),
     "kill_at_events": (["--smoke"], r"run_started\s+\d+\s+\d+\s+same tree"),
     "local_model_speed": (["--smoke"], r"(?i)generation"),
+    "local_pool_speed": (["--smoke"], r"pool 2 vs pool 1 \(its best, \d at once\): \d+\.\d+x"),
     "train_speed": (["--smoke"], r"cpu\s+\d+\s+\d+\s+\d+\.\d+x"),
     "train_gain": (["--smoke"], r"(?i)loss"),
 }

@@ -7,6 +7,7 @@ sealed test split is scored in the sandbox, with the limits, executor and concur
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,10 +24,17 @@ from harnessevolve.sandbox.base import SandboxLimits, make_sandbox
 
 
 def default_concurrency(requested: int | None, model: str) -> int:
-    """Rollouts at once: as asked; else 1 for the embedded model (one llama.cpp context), 4 otherwise."""
+    """Rollouts at once: as asked; else, for the embedded model, the local pool's size
+    (``HARNESSEVOLVE_LOCAL_POOL``: 1 when unset, one llama.cpp context; the cores for ``auto``);
+    4 otherwise."""
     if requested is not None:
         return requested
-    return 1 if model.startswith("local/") else 4
+    if not model.startswith("local/"):
+        return 4
+    from harnessevolve.models.local_pool import requested_size
+
+    size = requested_size()
+    return size if size is not None else (os.cpu_count() or 1)
 
 
 def parse_limits(text: str | None) -> SandboxLimits | None:

@@ -1,0 +1,131 @@
+"""Rollouts per second of the embedded model at local-pool sizes 1 and 2 (``HARNESSEVOLVE_LOCAL_POOL``).
+
+The seed harness (``harnessevolve init``: shell-agent) is scored on the first ``--tasks`` test tasks
+of NL2Bash with the pipeline's scorer (sandboxed rollouts, effect checks), once per configuration
+``POOLxCONCURRENCY`` (``--configs``, default ``1x1,1x2,2x2``: one instance alone, one instance
+shared by two rollouts, two instances), each in its own process (the pool is sized when the model
+is first loaded). Every process first scores ``--warmup`` other tasks untimed, so the instances are
+loaded before the clock starts. Each llama.cpp instance has 1 thread. The configurations run in
+the order given, alternating ``--rounds`` times; a figure is the median over rounds. Target: a pool
+of 2 on 2 cores gives >= 1.7x the rollouts/s of the best pool-of-1 configuration. Pass counts are
+printed too: at temperature 0 the pool must not change what the agent does.
+
+    .venv/bin/python benchmarks/perf/local_pool_speed.py [--model local/qwen2.5-coder-0.5b] [--tasks 8]
+    .venv/bin/python benchmarks/perf/local_pool_speed.py --smoke   # smollm2-135m, 2 tasks: it runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parents[1]))
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+TARGET = 1.7
+
+
+def one(model: str, benchmark: str, tasks: int, warmup: int, concurrency: int) -> dict[str, float]:
+    """In a child process whose environment holds the pool size: score, time, report as JSON."""
+    from harness_arms import init_harness
+
+    from harnessevolve.adapters import load_benchmark_spec
+    from harnessevolve.execute.executor import EXECUTORS
+    from harnessevolve.harness.load import load_harness
+    from harnessevolve.pipeline.rollouts.references import load_references
+    from harnessevolve.pipeline.rollouts.scoring import Scorer
+
+    bench = load_benchmark_spec(benchmark)
+    test = sorted(bench.split("test"), key=lambda t: t.id)
+    timed, first = test[:tasks], test[tasks : tasks + warmup]
+    with tempfile.TemporaryDirectory(prefix="he-pool-") as tmp:
+        harness = load_harness(init_harness(Path(tmp) / "seed"))
+        scorer = Scorer(
+            EXECUTORS["local"](concurrency), model=model, seed=0, references=load_references(bench)
+        )
+        asyncio.run(scorer.score(harness, first, "warm-up"))
+        started = time.perf_counter()
+        results = asyncio.run(scorer.score(harness, timed, "timed"))
+        wall = time.perf_counter() - started
+    passed, tokens = sum(r.passed for r in results), sum(r.tokens for r in results)
+    return {"rollouts": len(results), "wall_s": wall, "passed": passed, "tokens": tokens}
+
+
+def measure(args: argparse.Namespace, pool: int, concurrency: int) -> dict[str, float]:
+    env = {**os.environ, "HARNESSEVOLVE_LOCAL_POOL": str(pool), "HARNESSEVOLVE_LOCAL_THREADS": "1"}
+    child = [sys.executable, __file__, "--child", "--model", args.model, "--benchmark", args.benchmark]
+    child += [
+        "--tasks",
+        str(args.tasks),
+        "--warmup",
+        str(args.warmup),
+        "--concurrency",
+        str(args.concurrency),
+    ]
+    out = subprocess.run(child, env=env, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="local/qwen2.5-coder-0.5b")
+    parser.add_argument("--benchmark", default="nl2bash")
+    parser.add_argument("--tasks", type=int, default=8, help="timed test tasks per configuration")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed tasks first (loads the instances)")
+    parser.add_argument("--configs", default="1x1,1x2,2x2", help="POOLxCONCURRENCY, comma-separated")
+    parser.add_argument("--concurrency", type=int, default=1, help=argparse.SUPPRESS)  # the child's
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--check", action="store_true", help="exit 1 when the largest pool is under target")
+    parser.add_argument("--smoke", action="store_true", help="smollm2-135m, 2 tasks, 1 warm-up (no target)")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.smoke:
+        args.model, args.tasks, args.warmup, args.check = "local/smollm2-135m", 2, 1, False
+    if args.child:
+        print(json.dumps(one(args.model, args.benchmark, args.tasks, args.warmup, args.concurrency)))
+        return 0
+    configs = [tuple(int(n) for n in c.split("x")) for c in args.configs.split(",")]
+    load_before = os.getloadavg()[0]
+    runs: dict[tuple[int, ...], list[dict[str, float]]] = {c: [] for c in configs}
+    for _ in range(args.rounds):
+        for pool, concurrency in configs:
+            runs[(pool, concurrency)].append(measure(args, pool, concurrency))
+    print(
+        f"{args.model} on {args.benchmark}: {args.tasks} tasks x {args.rounds} round(s), "
+        f"1 thread per instance, {os.cpu_count()} cores; "
+        f"loadavg {load_before:.2f} before, {os.getloadavg()[0]:.2f} after"
+    )
+    rates = {c: statistics.median(r["rollouts"] / r["wall_s"] for r in runs[c]) for c in configs}
+    single = max((c for c in configs if c[0] == 1), key=lambda c: rates[c], default=configs[0])
+    print(
+        f"{'pool':>4} {'at once':>8} {'rollouts/s':>11} {'s/rollout':>10} {'passed':>7} "
+        f"{'vs best pool 1':>15}  per round (rollouts/s; tokens)"
+    )
+    for c in configs:
+        passed = "/".join(str(int(r["passed"])) for r in runs[c])
+        each = ", ".join(f"{r['rollouts'] / r['wall_s']:.3f}; {int(r['tokens'])}" for r in runs[c])
+        print(
+            f"{c[0]:>4} {c[1]:>8} {rates[c]:>11.3f} {1 / rates[c]:>10.1f} {passed:>7} "
+            f"{rates[c] / rates[single]:>14.2f}x  {each}"
+        )
+    largest = max(configs, key=lambda c: (c[0], rates[c]))
+    top = rates[largest] / rates[single]
+    verdict = "met" if top >= TARGET else "MISSED"
+    print(
+        f"pool {largest[0]} vs pool 1 (its best, {single[1]} at once): {top:.2f}x "
+        f"(target >= {TARGET}x: {verdict})"
+    )
+    return 1 if args.check and top < TARGET else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
