@@ -117,11 +117,13 @@ def make_scorer(
     *,
     seed: int = 0,
     on_progress: Callable[[str, int], Callable[[], None]] | None = None,
+    concurrency: int | None = None,
 ) -> Scorer:
     """The pipeline's scorer (execute + evaluate, memoised per harness content and task), with the
-    executor and concurrency ``harnessevolve run`` would use for ``model``; saves nothing."""
+    executor and concurrency ``harnessevolve run`` would use for ``model`` (or ``concurrency``
+    rollouts at once); saves nothing."""
     return Scorer(
-        EXECUTORS["local"](default_concurrency(None, model)),
+        EXECUTORS["local"](default_concurrency(concurrency, model)),
         model=model,
         seed=seed,
         references=load_references(benchmark),

@@ -17,7 +17,6 @@ printed too: at temperature 0 the pool must not change what the agent does.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import statistics
@@ -36,25 +35,20 @@ TARGET = 1.7
 
 def one(model: str, benchmark: str, tasks: int, warmup: int, concurrency: int) -> dict[str, float]:
     """In a child process whose environment holds the pool size: score, time, report as JSON."""
-    from harness_arms import init_harness
+    from harness_arms import init_harness, make_scorer, score_split
 
     from harnessevolve.adapters import load_benchmark_spec
-    from harnessevolve.execute.executor import EXECUTORS
     from harnessevolve.harness.load import load_harness
-    from harnessevolve.pipeline.rollouts.references import load_references
-    from harnessevolve.pipeline.rollouts.scoring import Scorer
 
     bench = load_benchmark_spec(benchmark)
     test = sorted(bench.split("test"), key=lambda t: t.id)
     timed, first = test[:tasks], test[tasks : tasks + warmup]
     with tempfile.TemporaryDirectory(prefix="he-pool-") as tmp:
         harness = load_harness(init_harness(Path(tmp) / "seed"))
-        scorer = Scorer(
-            EXECUTORS["local"](concurrency), model=model, seed=0, references=load_references(bench)
-        )
-        asyncio.run(scorer.score(harness, first, "warm-up"))
+        scorer = make_scorer(bench, model, concurrency=concurrency)
+        score_split(scorer, harness, first, "warm-up")
         started = time.perf_counter()
-        results = asyncio.run(scorer.score(harness, timed, "timed"))
+        results = score_split(scorer, harness, timed, "timed")
         wall = time.perf_counter() - started
     passed, tokens = sum(r.passed for r in results), sum(r.tokens for r in results)
     return {"rollouts": len(results), "wall_s": wall, "passed": passed, "tokens": tokens}

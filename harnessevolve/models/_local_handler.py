@@ -29,7 +29,7 @@ from harnessevolve.models.local import (  # noqa: E402
     PromptTooLongError,
     generate,
 )
-from harnessevolve.models.local_pool import requested_size  # noqa: E402
+from harnessevolve.models.local_pool import capped_by_cores, requested_size  # noqa: E402
 from harnessevolve.models.tool_text import (  # noqa: E402
     ParsedReply,
     call_prefill,
@@ -150,8 +150,7 @@ class LocalLLM(CustomLLM):
         # One worker per instance a model's pool may hold (one unless HARNESSEVOLVE_LOCAL_POOL is
         # set, see local_pool.py): waiting calls then queue here instead of filling asyncio's
         # default pool, which tools and sandboxes also use.
-        requested = requested_size()
-        workers = 1 if requested == 1 else min(requested or os.cpu_count() or 1, os.cpu_count() or 1)
+        workers = capped_by_cores(requested_size())
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="harnessevolve-local")
 
     def complete(

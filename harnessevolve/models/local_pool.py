@@ -62,6 +62,13 @@ def available_memory() -> int | None:
     return int(psutil.virtual_memory().available)
 
 
+def capped_by_cores(requested: int | None, cores: int | None = None) -> int:
+    """``requested`` instances (None: one per core), at most one per core: the pool's size before
+    the memory check, which needs the model file (``pool_size``)."""
+    cores = cores if cores is not None else (os.cpu_count() or 1)
+    return cores if requested is None else min(requested, cores)
+
+
 def pool_size(
     model_file: Path,
     requested: int | None,
@@ -71,8 +78,7 @@ def pool_size(
 ) -> int:
     """How many instances of ``model_file`` to allow: ``requested`` (None: one per core), at most one
     per core and as many as ``available_bytes`` holds at ``MEMORY_FACTOR`` x the file; at least 1."""
-    cores = cores if cores is not None else (os.cpu_count() or 1)
-    size = cores if requested is None else min(requested, cores)
+    size = capped_by_cores(requested, cores)
     if size > 1 and available_bytes is not None:
         need = max(1, int(model_file.stat().st_size * MEMORY_FACTOR))
         size = min(size, available_bytes // need)

@@ -7,7 +7,6 @@ sealed test split is scored in the sandbox, with the limits, executor and concur
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.core.tasks import Benchmark
 from harnessevolve.execute.executor import EXECUTORS, Executor
 from harnessevolve.execute.tool_server import benchmark_sandbox
+from harnessevolve.models.local_pool import capped_by_cores, requested_size
 from harnessevolve.pipeline.rollouts.rollout_cache import RolloutCache
 from harnessevolve.pipeline.rollouts.scoring import Scorer
 from harnessevolve.runs.run_config import ExecutionConfig
@@ -24,17 +24,12 @@ from harnessevolve.sandbox.base import SandboxLimits, make_sandbox
 
 
 def default_concurrency(requested: int | None, model: str) -> int:
-    """Rollouts at once: as asked; else, for the embedded model, the local pool's size
-    (``HARNESSEVOLVE_LOCAL_POOL``: 1 when unset, one llama.cpp context; the cores for ``auto``);
+    """Rollouts at once: as asked; else, for the embedded model, as many as its pool may hold
+    (``HARNESSEVOLVE_LOCAL_POOL``, at most one per core: 1 when unset, one llama.cpp context);
     4 otherwise."""
     if requested is not None:
         return requested
-    if not model.startswith("local/"):
-        return 4
-    from harnessevolve.models.local_pool import requested_size
-
-    size = requested_size()
-    return size if size is not None else (os.cpu_count() or 1)
+    return capped_by_cores(requested_size()) if model.startswith("local/") else 4
 
 
 def parse_limits(text: str | None) -> SandboxLimits | None:
