@@ -51,7 +51,9 @@ def one(model: str, benchmark: str, tasks: int, warmup: int, concurrency: int) -
         results = score_split(scorer, harness, timed, "timed")
         wall = time.perf_counter() - started
     passed, tokens = sum(r.passed for r in results), sum(r.tokens for r in results)
-    return {"rollouts": len(results), "wall_s": wall, "passed": passed, "tokens": tokens}
+    # what this child really ran at, so that the table shows it rather than what was asked for
+    at_once = scorer.executor.concurrency  # a LocalExecutor (harness_arms.make_scorer)
+    return {"rollouts": len(results), "wall_s": wall, "passed": passed, "tokens": tokens, "at_once": at_once}
 
 
 def measure(args: argparse.Namespace, pool: int, concurrency: int) -> dict[str, float]:
@@ -63,10 +65,20 @@ def measure(args: argparse.Namespace, pool: int, concurrency: int) -> dict[str, 
         "--warmup",
         str(args.warmup),
         "--concurrency",
-        str(args.concurrency),
+        str(concurrency),
     ]
-    out = subprocess.run(child, env=env, check=True, capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    done = subprocess.run(child, env=env, check=True, capture_output=True, text=True)
+    lines = done.stdout.strip().splitlines()
+    if not lines:
+        raise SystemExit(
+            f"pool {pool} x {concurrency}: the child printed no figures; its stderr:\n{done.stderr[-2000:]}"
+        )
+    result = json.loads(lines[-1])
+    if result["at_once"] != concurrency:
+        raise SystemExit(
+            f"pool {pool}: asked for {concurrency} rollouts at once, the child ran {result['at_once']}"
+        )
+    return result
 
 
 def main() -> int:
@@ -85,7 +97,10 @@ def main() -> int:
     if args.smoke:
         args.model, args.tasks, args.warmup, args.check = "local/smollm2-135m", 2, 1, False
     if args.child:
-        print(json.dumps(one(args.model, args.benchmark, args.tasks, args.warmup, args.concurrency)))
+        # flushed at once: a child whose llama.cpp instances end with it has lost an unflushed line
+        print(
+            json.dumps(one(args.model, args.benchmark, args.tasks, args.warmup, args.concurrency)), flush=True
+        )
         return 0
     configs = [tuple(int(n) for n in c.split("x")) for c in args.configs.split(",")]
     load_before = os.getloadavg()[0]
@@ -108,7 +123,7 @@ def main() -> int:
         passed = "/".join(str(int(r["passed"])) for r in runs[c])
         each = ", ".join(f"{r['rollouts'] / r['wall_s']:.3f}; {int(r['tokens'])}" for r in runs[c])
         print(
-            f"{c[0]:>4} {c[1]:>8} {rates[c]:>11.3f} {1 / rates[c]:>10.1f} {passed:>7} "
+            f"{c[0]:>4} {runs[c][0]['at_once']:>8} {rates[c]:>11.3f} {1 / rates[c]:>10.1f} {passed:>7} "
             f"{rates[c] / rates[single]:>14.2f}x  {each}"
         )
     largest = max(configs, key=lambda c: (c[0], rates[c]))

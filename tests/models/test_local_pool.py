@@ -3,6 +3,7 @@ memory, instances loaded on first need and lent to one caller at a time; generat
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import types
@@ -138,3 +139,35 @@ def test_generate_borrows_from_a_pool_of_one_thread_instances(
     pool = local.model_pool(str(model))
     assert reply.text == "hello" and pool.size == 2
     assert [m.threads for m in FakeLlama.made] == [1]  # one loaded so far, one thread each
+
+
+class OverlapLlama:
+    """Records how many are being made at once: each waits (up to 0.5 s) for a second to start."""
+
+    making = 0
+    most = 0
+    meet = threading.Barrier(2, timeout=0.5)
+    guard = threading.Lock()
+
+    def __init__(self, **_: object) -> None:
+        with OverlapLlama.guard:
+            OverlapLlama.making += 1
+            OverlapLlama.most = max(OverlapLlama.most, OverlapLlama.making)
+        with contextlib.suppress(threading.BrokenBarrierError):  # nobody else was being made meanwhile
+            OverlapLlama.meet.wait()
+        with OverlapLlama.guard:
+            OverlapLlama.making -= 1
+
+
+def test_two_instances_are_never_loaded_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # two Llama(...) made at once in one process end it silently with exit status 0 (local._LOAD_LOCK)
+    model = tmp_path / "tiny.gguf"
+    model.write_bytes(b"GGUF")
+    monkeypatch.setitem(sys.modules, "llama_cpp", types.SimpleNamespace(Llama=OverlapLlama))
+    config = local.LocalModelConfig()
+    loads = [threading.Thread(target=local._load_llama, args=(model, config, 1)) for _ in range(2)]
+    for thread in loads:
+        thread.start()
+    for thread in loads:
+        thread.join()
+    assert OverlapLlama.most == 1
