@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -87,14 +87,53 @@ class LocalExecutor:
 
         async def one(task: Task) -> Rollout:
             async with gate:
-                rollout = await run_one(
+                return await run_one(
                     harness, task, model=model, seed=rollout_seed(seed, task.id), sandbox=self.sandbox
                 )
-            if on_done:
-                on_done(rollout)
-            return rollout
 
-        return list(await asyncio.gather(*(one(t) for t in tasks)))
+        return await gather_rollouts(tasks, one, on_done)
+
+
+async def gather_rollouts(
+    tasks: Sequence[Task],
+    run_task: Callable[[Task], Awaitable[Rollout]],
+    on_done: Callable[[Rollout], None] | None = None,
+) -> list[Rollout]:
+    """Every task's rollout by ``run_task``, all awaited at once (``run_task`` bounds how many run),
+    ``on_done`` called as each one finishes; the rollouts in the order of ``tasks``."""
+
+    async def one(task: Task) -> Rollout:
+        rollout = await run_task(task)
+        if on_done:
+            on_done(rollout)
+        return rollout
+
+    return list(await asyncio.gather(*(one(t) for t in tasks)))
+
+
+async def run_on_slots(
+    tasks: Sequence[Task],
+    run_on: Callable[[int, Task], Awaitable[Rollout]],
+    *,
+    concurrency: int,
+    worker_count: int,
+    on_done: Callable[[Rollout], None] | None = None,
+) -> list[Rollout]:
+    """``gather_rollouts`` over workers: ``concurrency`` slots, one per rollout at once, dealt round
+    the workers (slot ``i`` on worker ``i % worker_count``); each task waits for a free slot and runs
+    as ``run_on(worker index, task)``, its slot freed before ``on_done`` sees it."""
+    slots: asyncio.Queue[int] = asyncio.Queue()
+    for i in range(concurrency):
+        slots.put_nowait(i % worker_count)
+
+    async def on_a_slot(task: Task) -> Rollout:
+        index = await slots.get()
+        try:
+            return await run_on(index, task)
+        finally:
+            slots.put_nowait(index)
+
+    return await gather_rollouts(tasks, on_a_slot, on_done)
 
 
 async def run_one(

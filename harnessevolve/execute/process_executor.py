@@ -38,7 +38,7 @@ from typing import Any
 
 from harnessevolve.core.enums import StopReason
 from harnessevolve.core.tasks import Task
-from harnessevolve.execute.executor import Rollout, failed_rollout, rollout_seed
+from harnessevolve.execute.executor import Rollout, failed_rollout, rollout_seed, run_on_slots
 from harnessevolve.harness.model import Harness
 from harnessevolve.sandbox.base import Sandbox
 
@@ -188,21 +188,13 @@ class ProcessExecutor:
         on_done: Callable[[Rollout], None] | None = None,
     ) -> list[Rollout]:
         key = harness.content_hash()
-        slots: asyncio.Queue[int] = asyncio.Queue()  # one per rollout at once, dealt round the workers
-        for i in range(self.concurrency):
-            slots.put_nowait(i % self.worker_count)
-
-        async def one(task: Task) -> Rollout:
-            index = await slots.get()
-            try:
-                rollout = await self._run_on(index, harness, key, task, model, seed)
-            finally:
-                slots.put_nowait(index)
-            if on_done:
-                on_done(rollout)
-            return rollout
-
-        return list(await asyncio.gather(*(one(t) for t in tasks)))
+        return await run_on_slots(
+            tasks,
+            lambda index, task: self._run_on(index, harness, key, task, model, seed),
+            concurrency=self.concurrency,
+            worker_count=self.worker_count,
+            on_done=on_done,
+        )
 
     async def _run_on(
         self,

@@ -36,7 +36,13 @@ from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.enums import StopReason
 from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.core.tasks import Task
-from harnessevolve.execute.executor import Rollout, failed_rollout, rollout_seed, run_one
+from harnessevolve.execute.executor import (
+    Rollout,
+    failed_rollout,
+    rollout_seed,
+    run_on_slots,
+    run_one,
+)
 from harnessevolve.execute.workspace import remove_workspace
 from harnessevolve.harness.model import Harness
 from harnessevolve.sandbox.base import Sandbox
@@ -223,21 +229,17 @@ class RayExecutor:
             self._workers.append(self._new_worker(ray))
         driver_node = ray.get_runtime_context().get_node_id()
         harness_ref = ray.put(harness)
-        slots: asyncio.Queue[int] = asyncio.Queue()
-        for i in range(self.concurrency):
-            slots.put_nowait(i % self.worker_count)
 
-        async def one(task: Task) -> Rollout:
-            index = await slots.get()
-            try:
-                rollout = await self._run_on(ray, index, harness, harness_ref, task, model, seed, driver_node)
-            finally:
-                slots.put_nowait(index)
-            if on_done:
-                on_done(rollout)
-            return rollout
+        async def run_on(index: int, task: Task) -> Rollout:
+            return await self._run_on(ray, index, harness, harness_ref, task, model, seed, driver_node)
 
-        return list(await asyncio.gather(*(one(t) for t in tasks)))
+        return await run_on_slots(
+            tasks,
+            run_on,
+            concurrency=self.concurrency,
+            worker_count=self.worker_count,
+            on_done=on_done,
+        )
 
     async def _run_on(
         self,

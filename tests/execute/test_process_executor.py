@@ -11,14 +11,15 @@ import os
 from typing import Any
 
 import pytest
-from executor_cases import MODEL, TASKS, make_task, summary  # tests/execute is on sys.path
+
+# tests/execute is on sys.path
+from executor_cases import MODEL, TASKS, assert_same_as_local, check_command_runner_batch, cleanup, make_task
 
 from harnessevolve.core import paths
 from harnessevolve.core.enums import StopReason
 from harnessevolve.core.tasks import Task
 from harnessevolve.execute.executor import EXECUTORS, LocalExecutor, Rollout
 from harnessevolve.execute.process_executor import ProcessExecutor, make_process_executor
-from harnessevolve.execute.workspace import remove_workspace
 from harnessevolve.harness.load import load_harness
 
 HARNESS = load_harness(paths.builtin_dir("harnesses") / "shell-agent")
@@ -32,17 +33,9 @@ def executor():
     executor.close()
 
 
-def run(
-    executor: Any, tasks: list[Task], seen: list[str] | None = None, harness: Any = HARNESS
-) -> list[Rollout]:
+def run(executor: Any, tasks: list[Task], seen: list[str] | None = None) -> list[Rollout]:
     on_done = (lambda r: seen.append(r.task_id)) if seen is not None else None
-    return asyncio.run(executor.run(harness, tasks, model=MODEL, seed=7, on_done=on_done))
-
-
-def cleanup(rollouts: list[Rollout]) -> None:
-    for rollout in rollouts:
-        if rollout.workspace:
-            remove_workspace(rollout.workspace)
+    return asyncio.run(executor.run(HARNESS, tasks, model=MODEL, seed=7, on_done=on_done))
 
 
 def test_same_rollouts_as_local_executor(executor: ProcessExecutor) -> None:
@@ -50,11 +43,7 @@ def test_same_rollouts_as_local_executor(executor: ProcessExecutor) -> None:
     local = run(LocalExecutor(concurrency=4), TASKS)
     remote = run(executor, TASKS, seen)
     try:
-        assert [summary(r) for r in remote] == [summary(r) for r in local]
-        assert sorted(seen) == sorted(t.id for t in TASKS)
-        assert [r.answer for r in remote[:5]] == ["maple", "oak", "birch", "cedar", "elm"]
-        assert remote[-1].stop_reason == "setup_error" and remote[-1].workspace is None
-        assert [r.trajectory.extra["seed"] for r in remote] == [r.trajectory.extra["seed"] for r in local]
+        assert_same_as_local(remote, local, seen)
         assert executor.meters_remotely
         pids = {w.process.pid for w in executor._workers if w is not None}
         assert len(pids) == 2 and os.getpid() not in pids  # both workers served, none is us
@@ -88,17 +77,7 @@ def test_lost_worker_is_a_failed_rollout_and_is_replaced(executor: ProcessExecut
 
 
 def test_command_runner_harness_in_workers(executor: ProcessExecutor) -> None:
-    """An external agent (the python-agent template, run by the command runner in each worker's
-    sandbox, its model behind the worker's endpoint) gives the same rollouts as locally."""
-    harness = load_harness(paths.builtin_dir("harnesses") / "python-agent")
-    tasks = TASKS[:3]
-    local = asyncio.run(LocalExecutor(concurrency=3).run(harness, tasks, model=MODEL, seed=7))
-    remote = run(executor, tasks, harness=harness)
-    try:
-        assert [summary(r) for r in remote] == [summary(r) for r in local]
-        assert [r.answer for r in remote] == ["maple", "oak", "birch"]
-    finally:
-        cleanup(local + remote)
+    check_command_runner_batch(executor)
 
 
 def test_factory_by_name(monkeypatch: pytest.MonkeyPatch) -> None:

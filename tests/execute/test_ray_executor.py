@@ -21,7 +21,8 @@ from harnessevolve.harness.load import load_harness
 
 ray = pytest.importorskip("ray")
 
-from executor_cases import MODEL, TASKS, make_task, summary  # noqa: E402  (tests/execute on sys.path)
+# tests/execute is on sys.path
+from executor_cases import MODEL, TASKS, assert_same_as_local, check_command_runner_batch, cleanup, make_task  # noqa: E402
 
 from harnessevolve.execute.ray_executor import (  # noqa: E402
     WORKSPACE_LIMIT_BYTES,
@@ -74,18 +75,12 @@ def test_same_rollouts_as_local_executor(executor: RayExecutor, pack: bool) -> N
     local = run(LocalExecutor(concurrency=4), TASKS)
     remote = run(executor, TASKS, seen)
     try:
-        assert [summary(r) for r in remote] == [summary(r) for r in local]
-        assert sorted(seen) == sorted(t.id for t in TASKS)
-        assert [r.answer for r in remote[:5]] == ["maple", "oak", "birch", "cedar", "elm"]
-        assert remote[-1].stop_reason == "setup_error" and remote[-1].workspace is None
-        assert [r.trajectory.extra["seed"] for r in remote] == [r.trajectory.extra["seed"] for r in local]
+        assert_same_as_local(remote, local, seen)
         for rollout in remote[:5]:
             assert rollout.workspace is not None and (rollout.workspace / "a.txt").is_file()
     finally:
         executor.always_pack = False
-        for rollout in local + remote:
-            if rollout.workspace:
-                remove_workspace(rollout.workspace)
+        cleanup(local + remote)
 
 
 def test_workspace_over_the_limit_is_a_stop_reason(packing: RayExecutor) -> None:
@@ -125,19 +120,7 @@ def test_factory_and_missing_ray_message(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_command_runner_harness_through_ray(executor: RayExecutor) -> None:
-    """An external agent (the python-agent template, run by the command runner in each worker's
-    sandbox, its model behind the worker's endpoint) gives the same rollouts as locally."""
-    harness = load_harness(paths.builtin_dir("harnesses") / "python-agent")
-    tasks = TASKS[:3]
-    local = asyncio.run(LocalExecutor(concurrency=3).run(harness, tasks, model=MODEL, seed=7))
-    remote = asyncio.run(executor.run(harness, tasks, model=MODEL, seed=7))
-    try:
-        assert [summary(r) for r in remote] == [summary(r) for r in local]
-        assert [r.answer for r in remote] == ["maple", "oak", "birch"]
-        assert all(
-            r.trajectory.extra["runner"] == "command" and r.trajectory.extra["model_calls"] for r in remote
-        )
-    finally:
-        for rollout in local + remote:
-            if rollout.workspace:
-                remove_workspace(rollout.workspace)
+    remote = check_command_runner_batch(executor)
+    assert all(
+        r.trajectory.extra["runner"] == "command" and r.trajectory.extra["model_calls"] for r in remote
+    )
