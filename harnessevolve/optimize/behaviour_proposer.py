@@ -87,17 +87,44 @@ def code_patch(path: str, old: str, new: str) -> dict[str, Any]:
     return {"op": "patch_file", "path": path, "diff": diff}
 
 
-def _code_lever(
-    context: ProposalContext, path: str, new: str, summary: str, why: str
-) -> tuple[list[dict[str, Any]], str, str]:
-    """A code lever's answer: the patch that makes ``path`` read ``new``, its summary and why."""
-    return [code_patch(path, context.files[path], new)], summary, why
-
-
 def _applied(context: ProposalContext, path: str, marker: str) -> bool:
     """True when ``path`` already holds a code lever's change (its ``marker``): the loop then does
     what the lever would add, and applying it twice would only stack a second copy."""
     return marker in context.files[path]
+
+
+CodeEdit = tuple[list[tuple[str, str]], str, str]
+"""A code lever's change: the (anchor, replacement) steps on the agent script (``_rewrite``), its
+summary and why."""
+
+
+def _code_lever(
+    kind: str, marker: str
+) -> Callable[[Callable[[ProposalContext, Pattern, str], CodeEdit | None]], Lever]:
+    """The lever that patches the agent script with what ``build(context, pattern, path)`` gives, for
+    ``kind`` patterns. It does not fit when the pattern is of another kind, the harness has no
+    editable script, the script holds the change already (``marker``), ``build`` gives None, or an
+    anchor of its steps is missing or repeated."""
+
+    def wrap(build: Callable[[ProposalContext, Pattern, str], CodeEdit | None]) -> Lever:
+        def lever(
+            context: ProposalContext, pattern: Pattern, settings: dict[str, Any]
+        ) -> tuple[list[dict[str, Any]], str, str] | None:
+            path = agent_script(context, settings)
+            if path is None or pattern.kind != kind or _applied(context, path, marker):
+                return None
+            found = build(context, pattern, path)
+            if found is None:
+                return None
+            steps, summary, why = found
+            new = _rewrite(context.files[path], steps)
+            if new is None:
+                return None
+            return [code_patch(path, context.files[path], new)], summary, why
+
+        return lever
+
+    return wrap
 
 
 def _rewrite(code: str, steps: list[tuple[str, str]]) -> str | None:
@@ -127,38 +154,26 @@ REPEAT_NOTE = (
 REPEAT_LITERAL = repr("\n" + REPEAT_NOTE)
 
 
-def _repeat_code(context: ProposalContext, pattern: Pattern, settings: dict[str, Any]) -> Any:
-    path = agent_script(context, settings)
-    if path is None or pattern.kind != "repeated_call" or _applied(context, path, "seen_calls: set"):
-        return None
-    new = _rewrite(
-        context.files[path],
-        [
-            (MESSAGES_START, MESSAGES_START + "    seen_calls: set = set()\n"),
-            (
-                TOOL_RESULT,
-                "                call_key = (call.function.name, call.function.arguments)\n"
-                "                if call_key in seen_calls:\n"
-                f"                    output += {REPEAT_LITERAL}\n"
-                "                seen_calls.add(call_key)\n" + TOOL_RESULT,
-            ),
-        ],
-    )
-    if new is None:
-        return None
+@_code_lever("repeated_call", "seen_calls: set")
+def _repeat_code(context: ProposalContext, pattern: Pattern, path: str) -> CodeEdit:
+    steps = [
+        (MESSAGES_START, MESSAGES_START + "    seen_calls: set = set()\n"),
+        (
+            TOOL_RESULT,
+            "                call_key = (call.function.name, call.function.arguments)\n"
+            "                if call_key in seen_calls:\n"
+            f"                    output += {REPEAT_LITERAL}\n"
+            "                seen_calls.add(call_key)\n" + TOOL_RESULT,
+        ),
+    ]
     why = "the runs repeated a call; the loop now tells the model when a call repeats and asks for submit."
-    return _code_lever(context, path, new, f"answer a repeated call in {path} with a submit nudge", why)
+    return steps, f"answer a repeated call in {path} with a submit nudge", why
 
 
-def _final_submit_code(context: ProposalContext, pattern: Pattern, settings: dict[str, Any]) -> Any:
-    path = agent_script(context, settings)
+@_code_lever("never_submits", "def final_submit(")
+def _final_submit_code(context: ProposalContext, pattern: Pattern, path: str) -> CodeEdit | None:
     tools = harness_tools(context)
-    if (
-        path is None
-        or pattern.kind != "never_submits"
-        or tools.submit is None
-        or _applied(context, path, "def final_submit(")
-    ):
+    if tools.submit is None:
         return None
     fallback = _reference_answer_pattern(context)
     fallback_code = ""
@@ -199,20 +214,15 @@ def _final_submit_code(context: ProposalContext, pattern: Pattern, settings: dic
         + fallback_code
         + "    return None\n\n\n"
     )
-    new = _rewrite(
-        context.files[path],
-        [
-            (
-                STEP_LOOP_END,
-                STEP_LOOP_END + "        if answer is None:\n            answer = final_submit(messages)\n",
-            ),
-            (MAIN, function + MAIN),
-        ],
-    )
-    if new is None:
-        return None
+    steps = [
+        (
+            STEP_LOOP_END,
+            STEP_LOOP_END + "        if answer is None:\n            answer = final_submit(messages)\n",
+        ),
+        (MAIN, function + MAIN),
+    ]
     why = _final_submit_why(tools.submit, fallback)
-    return _code_lever(context, path, new, f"make {path} ask for submit at the step limit", why)
+    return steps, f"make {path} ask for submit at the step limit", why
 
 
 def _final_submit_why(submit: str, fallback: tuple[str, str] | None) -> str:
@@ -243,33 +253,21 @@ def _reference_answer_pattern(context: ProposalContext) -> tuple[str, str] | Non
     return None
 
 
-def _unknown_code(context: ProposalContext, pattern: Pattern, settings: dict[str, Any]) -> Any:
-    path = agent_script(context, settings)
-    if path is None or pattern.kind != "unknown_tool" or _applied(context, path, "get_close_matches(name"):
-        return None
-    new = _rewrite(
-        context.files[path],
-        [
-            (
-                UNKNOWN_BRANCH,
-                "    if name not in specs:  # a misspelt tool name: the closest one, if it is close\n"
-                "        import difflib\n\n"
-                "        close = difflib.get_close_matches(name, list(specs), n=1, cutoff=0.6)\n"
-                "        name = close[0] if close else name\n" + UNKNOWN_BRANCH,
-            )
-        ],
+@_code_lever("unknown_tool", "get_close_matches(name")
+def _unknown_code(context: ProposalContext, pattern: Pattern, path: str) -> CodeEdit:
+    branch = (
+        "    if name not in specs:  # a misspelt tool name: the closest one, if it is close\n"
+        "        import difflib\n\n"
+        "        close = difflib.get_close_matches(name, list(specs), n=1, cutoff=0.6)\n"
+        "        name = close[0] if close else name\n" + UNKNOWN_BRANCH
     )
-    if new is None:
-        return None
     called = pattern.detail["called"]
     why = f"the runs called {called!r}, which is not a tool; the loop now runs the closest tool."
-    return _code_lever(context, path, new, f"run the closest tool for a misspelt name in {path}", why)
+    return [(UNKNOWN_BRANCH, branch)], f"run the closest tool for a misspelt name in {path}", why
 
 
-def _text_call_code(context: ProposalContext, pattern: Pattern, settings: dict[str, Any]) -> Any:
-    path = agent_script(context, settings)
-    if path is None or pattern.kind != "malformed_call" or _applied(context, path, "def text_call("):
-        return None
+@_code_lever("malformed_call", "def text_call(")
+def _text_call_code(context: ProposalContext, pattern: Pattern, path: str) -> CodeEdit:
     parser = (
         "def text_call(content: str):\n"
         '    """A tool call written as JSON text ({"name"|"tool": ..., "arguments": {...}}), or None."""\n'
@@ -299,11 +297,8 @@ def _text_call_code(context: ProposalContext, pattern: Pattern, settings: dict[s
         "                continue\n"
         "            if not message.tool_calls:\n"
     )
-    new = _rewrite(context.files[path], [(NO_TOOL_BRANCH, branch), (MAIN, parser + MAIN)])
-    if new is None:
-        return None
     why = "the runs' replies were not tool calls; the loop now runs a tool call written as JSON text."
-    return _code_lever(context, path, new, f"run tool calls written as text in {path}", why)
+    return [(NO_TOOL_BRANCH, branch), (MAIN, parser + MAIN)], f"run tool calls written as text in {path}", why
 
 
 # --- loop settings (builtin loop) -----------------------------------------------------------------

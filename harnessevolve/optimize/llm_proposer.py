@@ -13,7 +13,7 @@ from typing import Any
 
 from harnessevolve.core.errors import EditError
 from harnessevolve.models import acomplete
-from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed
+from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed, retry_turns
 from harnessevolve.optimize.reply_format import normalize_reply, response_format
 
 FILE_CHARS = 6000
@@ -172,13 +172,9 @@ class LLMProposer:
                 doc, changes = parse_reply(reply.content, context)
             except ValueError as exc:
                 errors.append(str(exc))
-                messages += [
-                    {"role": "assistant", "content": reply.content},
-                    {
-                        "role": "user",
-                        "content": f"That reply was rejected: {exc}. Reply again with the JSON object only.",
-                    },
-                ]
+                messages += retry_turns(
+                    reply.content, f"That reply was rejected: {exc}. Reply again with the JSON object only."
+                )
                 continue
             tasks = [t for c in context.clusters if c.cause.value in doc["targets"] for t in c.task_ids]
             return Candidate(

@@ -23,7 +23,13 @@ from harnessevolve.core.errors import EditError
 from harnessevolve.core.signals import Cluster, ErrorSignal
 from harnessevolve.models import acomplete
 from harnessevolve.optimize.behaviour_proposer import agent_script
-from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed, ReferenceAction
+from harnessevolve.optimize.proposal import (
+    Candidate,
+    ProposalContext,
+    ProposalFailed,
+    ReferenceAction,
+    retry_turns,
+)
 
 FILE_CHARS = 7000
 RESULT_CHARS = 160
@@ -157,7 +163,7 @@ class PatchProposer:
         raise ProposalFailed(self.name, errors)
 
     async def revise(self, context: ProposalContext, candidate: Candidate, reason: str) -> Candidate:
-        cluster = next((c for c in context.clusters if c.cause.value in candidate.targets), None)
+        cluster = context.targeted_cluster(candidate)
         edit = candidate.edits[0] if candidate.edits else {}
         path = str(edit.get("path", ""))
         if cluster is None or path not in context.files:
@@ -168,11 +174,10 @@ class PatchProposer:
         messages = [
             {"role": "system", "content": SYSTEM.replace("PATH", path)},
             {"role": "user", "content": render_case(context, cluster, signal, path)},
-            {"role": "assistant", "content": f"```diff\n{edit.get('diff', '')}```"},
-            {
-                "role": "user",
-                "content": f"The gates rejected that change: {reason}\nWrite a different diff of {path}.",
-            },
+            *retry_turns(
+                f"```diff\n{edit.get('diff', '')}```",
+                f"The gates rejected that change: {reason}\nWrite a different diff of {path}.",
+            ),
         ]
         errors: list[str] = []
         new = await self._ask(context, cluster, path, messages, errors)
@@ -205,13 +210,11 @@ class PatchProposer:
                 errors.append(f"{path}: {why}")
                 messages = [
                     *messages,
-                    {"role": "assistant", "content": content},
-                    {
-                        "role": "user",
-                        "content": f"That diff was rejected: {why}\n"
-                        f"Reply again with one ```diff block of {path}, "
+                    *retry_turns(
+                        content,
+                        f"That diff was rejected: {why}\nReply again with one ```diff block of {path}, "
                         "copying the unchanged and removed lines exactly.",
-                    },
+                    ),
                 ]
                 continue
             summary = f"patch {path} for {cluster.cause.value}"

@@ -88,6 +88,10 @@ class ProposalContext:
         except EditError:
             return None
 
+    def targeted_cluster(self, candidate: Candidate) -> Cluster | None:
+        """The first of this batch's clusters whose cause ``candidate`` targets; None when none is."""
+        return next((c for c in self.clusters if c.cause.value in candidate.targets), None)
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -155,6 +159,11 @@ class Candidate:
     def revised(self, new: Candidate, reason: str) -> Candidate:
         """``new`` as the revision of this candidate that answers ``reason``."""
         return replace(new, revision=self.revision + 1, feedback=(*self.feedback, reason))
+
+
+def retry_turns(reply: str, request: str) -> list[dict[str, str]]:
+    """The two chat turns that show a model its refused ``reply`` and ask again (``request``)."""
+    return [{"role": "assistant", "content": reply}, {"role": "user", "content": request}]
 
 
 class ProposalFailed(Exception):

@@ -19,7 +19,7 @@ from typing import Any
 
 from harnessevolve.core.signals import Cluster, ErrorSignal
 from harnessevolve.models import acomplete
-from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed
+from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed, retry_turns
 from harnessevolve.optimize.reference_diff import RULES_HEADING
 
 RULE_LINE = re.compile(r"^\s*\**\s*RULE\s*\**\s*:\s*\**\s*(.+?)\s*$", re.IGNORECASE | re.MULTILINE)
@@ -208,7 +208,7 @@ class SmallModelRuleProposer:
 
     async def revise(self, context: ProposalContext, candidate: Candidate, reason: str) -> Candidate:
         """Asks again for the same run with the gate's reason and the refused rule shown."""
-        cluster = next((c for c in context.clusters if c.cause.value in candidate.targets), None)
+        cluster = context.targeted_cluster(candidate)
         signal = (
             next((s for s in cluster.signals if s.task_id in candidate.target_tasks), None)
             if cluster
@@ -217,13 +217,10 @@ class SmallModelRuleProposer:
         if cluster is None or signal is None:
             raise ProposalFailed(self.name, [f"cannot revise: the targeted cluster is gone ({reason})"])
         messages = rule_messages(signal, context.instructions.get(signal.task_id, ""))
-        messages += [
-            {"role": "assistant", "content": f"RULE: {candidate.evidence[0] if candidate.evidence else ''}"},
-            {
-                "role": "user",
-                "content": f"That rule was rejected: {reason}. Write a more general rule, one line.",
-            },
-        ]
+        messages += retry_turns(
+            f"RULE: {candidate.evidence[0] if candidate.evidence else ''}",
+            f"That rule was rejected: {reason}. Write a more general rule, one line.",
+        )
         errors: list[str] = []
         new = await self._rule_candidate(context, cluster, signal, messages, errors)
         if new is None:
