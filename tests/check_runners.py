@@ -8,32 +8,24 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from harnessevolve.evaluate.checkers import BashRun, run_process
+from harnessevolve.evaluate.checkers import CommandRunner
+from harnessevolve.sandbox.launch import Launch
 
 
-class HostRunner:
+class HostRunner(CommandRunner):
     """``CommandRunner`` running ``bash -c`` in the workspace on the host (what checks did before).
     ``legacy_env``: also the environment checks had before (HOME = the workspace, user site on)."""
 
     def __init__(self, *, legacy_env: bool = False) -> None:
         self.legacy_env = legacy_env
 
-    def __call__(
-        self,
-        command: str,
-        workspace: Path,
-        env: dict[str, str],
-        *,
-        timeout_s: float,
-        with_stderr: bool = True,
-        read_only: tuple[str, ...] = (),
-        fresh: bool = False,
-    ) -> BashRun:
+    @contextlib.contextmanager
+    def process(
+        self, command: str, workspace: Path, env: dict[str, str], read_only: tuple[str, ...], fresh: bool
+    ) -> Iterator[Launch]:
         if self.legacy_env:
             env = {k: v for k, v in env.items() if k != "PYTHONNOUSERSITE"} | {"HOME": str(workspace)}
-        return run_process(
-            ["bash", "-c", command], workspace, env, timeout_s=timeout_s, with_stderr=with_stderr
-        )
+        yield Launch(("bash", "-c", command), env, workspace)
 
     @contextlib.contextmanager
     def scratch(self, prefix: str) -> Iterator[Path]:

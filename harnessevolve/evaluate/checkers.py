@@ -50,14 +50,15 @@ import selectors
 import signal
 import subprocess
 import time
+from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.errors import BenchmarkError
 from harnessevolve.core.tasks import Check, Task
+from harnessevolve.sandbox.launch import Launch
 
 MINIMAL_PATH = "/usr/local/bin:/usr/bin:/bin"
 CHECK_HOME = "/tmp"
@@ -276,14 +277,17 @@ class BashRun:
     output: str
 
 
-class CommandRunner(Protocol):
+class CommandRunner(ABC):
     """Runs ``bash -c command`` with ``workspace`` as its working directory and exactly ``env``,
     killed with everything it started after ``timeout_s`` (``BashRun.returncode`` None), stdout
     (and stderr when ``with_stderr``) as its output. ``read_only``: host paths the command needs
     besides the workspace (the check's own files), shown read-only at the same paths. Raises
     ``OSError`` when the command cannot be started. ``fresh``: we just (re)wrote the tree on the
     host (an effect check's copy), so it is handed to the sandbox's uid again first. The
-    pipeline's runs it in the sandbox (``pipeline.rollouts.sandboxed_checks``)."""
+    pipeline's runs it in the sandbox (``pipeline.rollouts.sandboxed_checks``).
+
+    Each command runs as one process through ``run_process``; a runner says how it is started
+    (``process``) and where check workspaces live (``scratch``)."""
 
     def __call__(
         self,
@@ -295,12 +299,31 @@ class CommandRunner(Protocol):
         with_stderr: bool = True,
         read_only: tuple[str, ...] = (),
         fresh: bool = False,
-    ) -> BashRun: ...
+    ) -> BashRun:
+        with self.process(command, workspace, env, read_only, fresh) as launch:
+            try:
+                return run_process(
+                    list(launch.argv),
+                    launch.cwd,
+                    dict(launch.env),
+                    timeout_s=timeout_s,
+                    with_stderr=with_stderr,
+                )
+            finally:
+                if launch.cleanup_argv:
+                    subprocess.run(list(launch.cleanup_argv), capture_output=True, timeout=30, check=False)
 
+    @abstractmethod
+    def process(
+        self, command: str, workspace: Path, env: dict[str, str], read_only: tuple[str, ...], fresh: bool
+    ) -> AbstractContextManager[Launch]:
+        """How to start ``command`` (arguments as for a call), with what it needs (a sandbox,
+        copies of the check's files) held until it has finished; ``cleanup_argv`` runs after it."""
+
+    @abstractmethod
     def scratch(self, prefix: str) -> AbstractContextManager[Path]:
         """A fresh empty folder for check workspaces (an effect check's two copies), bounded like a
         rollout's workspace; removed on exit, with what running commands in it held (uids, cgroups)."""
-        ...
 
 
 def check_env(answer: str | None) -> dict[str, str]:

@@ -13,36 +13,28 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from harnessevolve.evaluate.checkers import BashRun, CommandRunner, run_process
+from harnessevolve.evaluate.checkers import CommandRunner
 from harnessevolve.execute.workspace import remove_workspace
 from harnessevolve.sandbox.base import Sandbox, resolve_sandbox
-from harnessevolve.sandbox.launch import ReadOnly, mark_changed, release_workspaces_under
+from harnessevolve.sandbox.launch import Launch, ReadOnly, mark_changed, release_workspaces_under
 from harnessevolve.sandbox.limits import mount_workspace
 
 
-class SandboxedCheckRunner:
+class SandboxedCheckRunner(CommandRunner):
     """A ``CommandRunner`` launching each command through ``sandbox`` (None: the default sandbox,
     resolved at the first command, so that scoring without commands never needs it)."""
 
     def __init__(self, sandbox: Sandbox | None = None) -> None:
         self.sandbox = sandbox
 
-    def __call__(
-        self,
-        command: str,
-        workspace: Path,
-        env: dict[str, str],
-        *,
-        timeout_s: float,
-        with_stderr: bool = True,
-        read_only: tuple[str, ...] = (),
-        fresh: bool = False,
-    ) -> BashRun:
+    @contextlib.contextmanager
+    def process(
+        self, command: str, workspace: Path, env: dict[str, str], read_only: tuple[str, ...], fresh: bool
+    ) -> Iterator[Launch]:
         chosen = resolve_sandbox(self.sandbox)
         if fresh:
             mark_changed(workspace)
@@ -50,17 +42,7 @@ class SandboxedCheckRunner:
             checker_files(read_only) as binds,
             chosen.launch(command, workspace, env, read_only=binds) as launch,
         ):
-            try:
-                return run_process(
-                    list(launch.argv),
-                    launch.cwd,
-                    dict(launch.env),
-                    timeout_s=timeout_s,
-                    with_stderr=with_stderr,
-                )
-            finally:
-                if launch.cleanup_argv:
-                    subprocess.run(list(launch.cleanup_argv), capture_output=True, timeout=30, check=False)
+            yield launch
 
     @contextlib.contextmanager
     def scratch(self, prefix: str) -> Iterator[Path]:
