@@ -41,9 +41,7 @@ from harnessevolve.models.tool_text import (  # noqa: E402
 from harnessevolve.models.torch_backend import (  # noqa: E402
     TorchGeneration,
     TorchOptionError,
-    is_torch_model,
 )
-from harnessevolve.models.torch_backend import generate as torch_generate  # noqa: E402
 
 _STATUS: dict[type[LocalModelError], int] = {
     LocalModelNotFoundError: 404,  # litellm.NotFoundError
@@ -163,8 +161,7 @@ class LocalLLM(CustomLLM):
         try:
             grammar = _grammar(tools, optional_params)
             prefill = _prefill(tools, forced, grammar, optional_params)
-            backend = torch_generate if is_torch_model(model) else generate
-            generation = backend(
+            generation = generate(
                 model,
                 to_plain_messages(messages, tools),
                 max_tokens=max_tokens,

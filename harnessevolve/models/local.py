@@ -320,6 +320,22 @@ def build_chatml_prompt(
     return "".join(chatml_turn(t["role"], t["content"]) for t in kept) + opening, dropped
 
 
+@dataclass(frozen=True)
+class Sampling:
+    """How one ``generate`` call samples, the caller's settings with the config's defaults filled in
+    (both backends take these)."""
+
+    max_tokens: int
+    temperature: float
+    top_p: float
+    repeat_penalty: float
+    frequency_penalty: float
+    presence_penalty: float
+    seed: int | None
+    stop: tuple[str, ...]
+    """The ChatML end strings (``STOP_STRINGS``), then the caller's."""
+
+
 def generate(
     model: str,
     turns: Sequence[Mapping[str, str]],
@@ -343,16 +359,37 @@ def generate(
     ``grammar_gbnf`` constrains what is generated; ``stop_after_call`` ends the reply
     once it holds a complete tool call (see ``tool_text.call_finished``).
     Thread-safe: each call holds one instance of the model's pool (``local_pool``) throughout.
+    ``torch:`` models are served by ``torch_backend.generate`` (a ``TorchGeneration``).
     """
+    sampling = Sampling(
+        max_tokens=config.default_max_tokens if max_tokens is None or max_tokens <= 0 else max_tokens,
+        temperature=config.default_temperature if temperature is None else max(0.0, float(temperature)),
+        top_p=0.95 if top_p is None else float(top_p),
+        repeat_penalty=config.repeat_penalty if repeat_penalty is None else float(repeat_penalty),
+        frequency_penalty=float(frequency_penalty),
+        presence_penalty=float(presence_penalty),
+        seed=seed,
+        stop=(*STOP_STRINGS, *stop),
+    )
+    from harnessevolve.models import torch_backend
+
+    if torch_backend.is_torch_model(model):
+        return torch_backend.generate(
+            model,
+            turns,
+            sampling,
+            grammar_gbnf=grammar_gbnf,
+            prefill=prefill,
+            stop_after_call=stop_after_call,
+            config=config,
+        )
     with model_pool(model, config).borrow() as loaded:
         llama = loaded.llama
-        max_tokens = config.default_max_tokens if max_tokens is None or max_tokens <= 0 else max_tokens
-        temperature = config.default_temperature if temperature is None else max(0.0, float(temperature))
 
         def count(text: str) -> int:
             return len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
-        prompt, dropped = build_chatml_prompt(turns, count, prefill, max_tokens, config.n_ctx)
+        prompt, dropped = build_chatml_prompt(turns, count, prefill, sampling.max_tokens, config.n_ctx)
         grammar = None
         if grammar_gbnf is not None:
             from llama_cpp import LlamaGrammar
@@ -363,14 +400,14 @@ def generate(
             stopping = _call_end_criteria(llama, len(tokens), prefill) if stop_after_call else None
             result = llama.create_completion(
                 prompt=tokens,
-                max_tokens=max(1, min(max_tokens, config.n_ctx - len(tokens))),
-                temperature=temperature,
-                top_p=0.95 if top_p is None else float(top_p),
-                repeat_penalty=config.repeat_penalty if repeat_penalty is None else float(repeat_penalty),
-                frequency_penalty=float(frequency_penalty),
-                presence_penalty=float(presence_penalty),
-                seed=seed,
-                stop=[*STOP_STRINGS, *stop],
+                max_tokens=max(1, min(sampling.max_tokens, config.n_ctx - len(tokens))),
+                temperature=sampling.temperature,
+                top_p=sampling.top_p,
+                repeat_penalty=sampling.repeat_penalty,
+                frequency_penalty=sampling.frequency_penalty,
+                presence_penalty=sampling.presence_penalty,
+                seed=sampling.seed,
+                stop=list(sampling.stop),
                 grammar=grammar,
                 stopping_criteria=stopping,
             )

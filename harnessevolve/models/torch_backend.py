@@ -48,6 +48,7 @@ from harnessevolve.models.local import (
     LocalModelError,
     LocalModelNotFoundError,
     LocalModelUnavailableError,
+    Sampling,
     build_chatml_prompt,
     resolve_model_path,
 )
@@ -294,28 +295,20 @@ def _cut(text: str, stops: Sequence[str]) -> str:
 def generate(
     model: str,
     turns: Sequence[Mapping[str, str]],
+    sampling: Sampling,
     *,
-    max_tokens: int | None = None,
-    temperature: float | None = None,
-    seed: int | None = None,
-    top_p: float | None = None,
-    repeat_penalty: float | None = None,
-    frequency_penalty: float = 0.0,
-    presence_penalty: float = 0.0,
-    stop: Sequence[str] = (),
     grammar_gbnf: str | None = None,
     prefill: str = "",
     stop_after_call: bool = False,
     config: LocalModelConfig | None = None,
 ) -> TorchGeneration:
-    """``local.generate`` for ``torch:`` models: same arguments, same meaning (blocking)."""
+    """``local.generate`` for ``torch:`` models (which it hands them to): same meaning (blocking)."""
     config = config or LocalModelConfig()
     if grammar_gbnf is not None:
         raise TorchOptionError("grammar-constrained decoding is only available on llama.cpp models")
     loaded = load_model(model)
     tokenizer = loaded.tokenizer
-    max_tokens = config.default_max_tokens if max_tokens is None or max_tokens <= 0 else max_tokens
-    temperature = config.default_temperature if temperature is None else max(0.0, float(temperature))
+    max_tokens, temperature = sampling.max_tokens, sampling.temperature
     n_ctx = min(config.n_ctx, getattr(loaded.model.config, "max_position_embeddings", None) or config.n_ctx)
 
     def encode(text: str) -> list[int]:
@@ -323,13 +316,13 @@ def generate(
 
     prompt, dropped = build_chatml_prompt(turns, lambda text: len(encode(text)), prefill, max_tokens, n_ctx)
     prompt_ids = encode(prompt)
-    stops = [*STOP_STRINGS, *stop]
+    stops = list(sampling.stop)
     chain = _logits_processors(
         temperature,
-        0.95 if top_p is None else float(top_p),
-        config.repeat_penalty if repeat_penalty is None else float(repeat_penalty),
-        float(frequency_penalty),
-        float(presence_penalty),
+        sampling.top_p,
+        sampling.repeat_penalty,
+        sampling.frequency_penalty,
+        sampling.presence_penalty,
     )
     import torch
     import transformers as tf
@@ -343,8 +336,8 @@ def generate(
     )
     inputs = torch.tensor([prompt_ids], dtype=torch.long, device=loaded.device)
     with loaded.lock, torch.inference_mode():
-        if seed is not None:
-            torch.manual_seed(int(seed))
+        if sampling.seed is not None:
+            torch.manual_seed(int(sampling.seed))
         output = loaded.model.generate(
             inputs,
             attention_mask=torch.ones_like(inputs),
