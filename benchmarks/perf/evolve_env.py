@@ -30,6 +30,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness_arms import add_arm_arguments, smoke_arguments  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "harnessevolve"]
 
@@ -104,13 +108,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--benchmark", default="shell-onecall")
-    parser.add_argument("--generations", type=int, default=4)
-    parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument(
-        "--model", default=None, help="agent model (default: the harness's, the embedded one)"
-    )
+    add_arm_arguments(parser)
     parser.add_argument(
         "--max-tokens",
         type=int,
@@ -125,9 +123,7 @@ def main() -> None:
         "--smoke", action="store_true", help="1 seed, 1 generation, minibatch 2, the scripted learner"
     )
     args = parser.parse_args()
-    if args.smoke:
-        args.seeds, args.generations, args.batch_size = 1, 1, 2
-        args.model = "scripted/policy:learner"
+    smoke_arguments(args)
     started = time.monotonic()
     rows = []
     with tempfile.TemporaryDirectory(prefix="he-evolve-env-") as tmp:

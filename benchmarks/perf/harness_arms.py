@@ -35,8 +35,9 @@ CLI = [sys.executable, "-m", "harnessevolve.cli"]
 COPY_IGNORED = shutil.ignore_patterns(".git", ".harnessevolve", "__pycache__")
 
 
-def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options every harnessevolve arm of a measurement script takes."""
+def add_arm_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of the runs a measurement script makes, per arm: seeds, benchmark, generations,
+    minibatch size and agent model."""
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--benchmark", default="shell-onecall")
     parser.add_argument("--generations", type=int, default=4)
@@ -44,6 +45,11 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model", default=None, help="agent model (default: the harness's, the embedded one)"
     )
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options every harnessevolve arm of a measurement script takes."""
+    add_arm_arguments(parser)
     parser.add_argument(
         "--gates", type=Path, default=None, help="gate thresholds YAML (default: gates/default.yaml)"
     )

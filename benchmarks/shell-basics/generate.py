@@ -42,6 +42,18 @@ def answered(instruction: str, files: dict[str, str], answer: str, match: str, w
     }
 
 
+def changed(instruction: str, files: dict[str, str], check: dict[str, Any], *work: dict[str, Any]) -> Spec:
+    """A task that changes the workspace (``check`` looks at it): the gold makes the ``work`` calls,
+    then submits done; no answer is checked."""
+    return {
+        "instruction": instruction,
+        "files": files,
+        "checker": [check],
+        "answer": None,
+        "gold": [*work, call("submit", answer="done")],
+    }
+
+
 def read_word(rng: random.Random, phrasing: int) -> Spec:
     name, other = rng.sample(["secret.txt", "word.txt", "code.txt", "password.txt", "note.txt"], 2)
     word, decoy = words(rng, 2)
@@ -133,17 +145,13 @@ def write_file(rng: random.Random, phrasing: int) -> Spec:
         f"Write '{text}' into a new file {path} (create the folder too), then submit done.",
         f"Make a file at {path} whose only line is: {text}",
     ][phrasing]
-    return {
-        "instruction": instruction,
-        "files": {"README.txt": "Put new files in the folder the task names.\n"},
-        "checker": [{"type": "file", "path": path, "expected": text, "match": "exact"}],
-        "answer": None,
-        "gold": [
-            call("write_file", path=path, content=f"{text}\n"),
-            call("read_file", path=path),
-            call("submit", answer="done"),
-        ],
-    }
+    return changed(
+        instruction,
+        {"README.txt": "Put new files in the folder the task names.\n"},
+        {"type": "file", "path": path, "expected": text, "match": "exact"},
+        call("write_file", path=path, content=f"{text}\n"),
+        call("read_file", path=path),
+    )
 
 
 def replace_word(rng: random.Random, phrasing: int) -> Spec:
@@ -159,17 +167,13 @@ def replace_word(rng: random.Random, phrasing: int) -> Spec:
         f"Edit {name} so that each {old} becomes {new}. Submit done when finished.",
         f"Change all instances of '{old}' in {name} to '{new}'.",
     ][phrasing]
-    return {
-        "instruction": instruction,
-        "files": {name: before},
-        "checker": [{"type": "file", "path": name, "expected": before.replace(old, new), "match": "exact"}],
-        "answer": None,
-        "gold": [
-            call("bash", command=f"sed -i 's/{old}/{new}/g' {name}"),
-            call("read_file", path=name),
-            call("submit", answer="done"),
-        ],
-    }
+    return changed(
+        instruction,
+        {name: before},
+        {"type": "file", "path": name, "expected": before.replace(old, new), "match": "exact"},
+        call("bash", command=f"sed -i 's/{old}/{new}/g' {name}"),
+        call("read_file", path=name),
+    )
 
 
 def move_file(rng: random.Random, phrasing: int) -> Spec:
@@ -185,17 +189,14 @@ def move_file(rng: random.Random, phrasing: int) -> Spec:
         f"test -f {folder}/{name} && test ! -e {name} && grep -qxF '{marker}' {folder}/{name}"
         f" && test -f {other}"
     )
-    return {
-        "instruction": instruction,
-        "files": {name: f"{marker}\n", other: " ".join(words(rng, 3)) + "\n"},
-        "checker": [{"type": "command", "run": check}],
-        "answer": None,
-        "gold": [
-            call("bash", command=f"mkdir -p {folder} && mv {name} {folder}/"),
-            call("bash", command=f"ls {folder}"),
-            call("submit", answer="done"),
-        ],
-    }
+    files = {name: f"{marker}\n", other: " ".join(words(rng, 3)) + "\n"}
+    return changed(
+        instruction,
+        files,
+        {"type": "command", "run": check},
+        call("bash", command=f"mkdir -p {folder} && mv {name} {folder}/"),
+        call("bash", command=f"ls {folder}"),
+    )
 
 
 FAMILIES: dict[str, Family] = {

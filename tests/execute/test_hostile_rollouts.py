@@ -94,6 +94,29 @@ def submitted(trajectory: Trajectory) -> bool:
     return trajectory.extra.get("answer") == "x"
 
 
+def flood_then(
+    name: str, flood: str, then: str, sandbox: BwrapSandbox, *, keep: list[float] | None = None
+) -> tuple[str, str, bool]:
+    """A rollout of two bash calls, ``flood`` then ``then``: what each printed, and whether the
+    rollout went on to submit (``keep`` as for ``rollout``)."""
+    replies = calls(("bash", {"command": flood}), ("bash", {"command": then}))
+    trajectory, _ = rollout(name, replies, sandbox, keep=keep)
+    flood_output, then_output = observations(trajectory)[:2]
+    return flood_output, then_output, submitted(trajectory)
+
+
+@pytest.fixture
+def without_rollout_cgroup(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Positive control: rollouts get no cgroup of their own."""
+    monkeypatch.setattr(sandbox_launch, "make_rollout_cgroup", lambda *a, **k: None)
+
+
+@pytest.fixture
+def without_workspace_tmpfs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Positive control: the workspace is not a tmpfs of its own."""
+    monkeypatch.setattr(workspace_module, "mount_workspace", lambda *a, **k: False)
+
+
 # --- FIFOs for the file tools -------------------------------------------------------------------
 
 
@@ -158,23 +181,15 @@ MEMORY_FLOOD = (
 def test_a_multi_process_memory_flood_is_stopped_at_the_rollout_limit(script: str) -> None:
     sandbox = BwrapSandbox(SandboxLimits(rollout_memory_mb=300))
     peak: list[float] = []
-    trajectory, _ = rollout(
-        script,
-        calls(("bash", {"command": MEMORY_FLOOD}), ("bash", {"command": "echo alive"})),
-        sandbox,
-        keep=peak,
-    )
-    flood, after = observations(trajectory)[:2]
+    flood, after, went_on = flood_then(script, MEMORY_FLOOD, "echo alive", sandbox, keep=peak)
     assert "rollout_memory_mb=300" in flood and "Killed" in flood, flood  # by the kernel, in the rollout
-    assert after.strip() == "alive" and submitted(trajectory)  # the run goes on
+    assert after.strip() == "alive" and went_on  # the run goes on
     assert peak and peak[0] <= 300.5, peak
 
 
 @needs_cgroup
-def test_positive_control_without_the_rollout_cgroup_the_flood_holds_it_all(
-    script: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(sandbox_launch, "make_rollout_cgroup", lambda *a, **k: None)
+@pytest.mark.usefixtures("without_rollout_cgroup")
+def test_positive_control_without_the_rollout_cgroup_the_flood_holds_it_all(script: str) -> None:
     sandbox = BwrapSandbox(SandboxLimits(rollout_memory_mb=300))
     flood = bash_output(script, MEMORY_FLOOD, sandbox)
     assert flood.count("held") == 4 and "Killed" not in flood, flood  # 800 MiB held at once
@@ -189,19 +204,14 @@ PROCESS_FLOOD = "for i in $(seq 1 120); do sleep 3 & done; echo started"
 @needs_cgroup
 def test_a_process_flood_is_stopped_at_the_rollout_limit(script: str) -> None:
     sandbox = BwrapSandbox(SandboxLimits(rollout_processes=40, max_processes=1000))
-    trajectory, _ = rollout(
-        script, calls(("bash", {"command": PROCESS_FLOOD}), ("bash", {"command": "echo alive"})), sandbox
-    )
-    flood, after = observations(trajectory)[:2]
+    flood, after, went_on = flood_then(script, PROCESS_FLOOD, "echo alive", sandbox)
     assert "rollout_processes=40" in flood and "fork" in flood, flood
-    assert after.strip() == "alive" and submitted(trajectory)
+    assert after.strip() == "alive" and went_on
 
 
 @needs_cgroup
-def test_positive_control_without_the_rollout_cgroup_all_processes_start(
-    script: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(sandbox_launch, "make_rollout_cgroup", lambda *a, **k: None)
+@pytest.mark.usefixtures("without_rollout_cgroup")
+def test_positive_control_without_the_rollout_cgroup_all_processes_start(script: str) -> None:
     sandbox = BwrapSandbox(SandboxLimits(rollout_processes=40, max_processes=1000))
     flood = bash_output(script, PROCESS_FLOOD, sandbox)
     assert "fork" not in flood and flood.strip() == "started", flood
@@ -219,19 +229,15 @@ INODE_FLOOD = "for i in $(seq 1 1500); do : > f$i || { echo stopped at $i; break
 @needs_root
 def test_a_disk_flood_is_stopped_at_the_workspace_size(script: str) -> None:
     sandbox = BwrapSandbox(SandboxLimits(workspace_mb=32))
-    replies = calls(("bash", {"command": DISK_FLOOD}), ("bash", {"command": "rm big*; echo freed"}))
-    trajectory, _ = rollout(script, replies, sandbox)
-    flood, after = observations(trajectory)[:2]
+    flood, after, went_on = flood_then(script, DISK_FLOOD, "rm big*; echo freed", sandbox)
     assert "No space left on device" in flood and "workspace_mb=32" in flood, flood
     assert "write 2 failed" in flood and int(flood.split("size=")[1].split()[0]) <= 32
-    assert after.strip() == "freed" and submitted(trajectory)
+    assert after.strip() == "freed" and went_on
 
 
 @needs_root
-def test_positive_control_without_the_workspace_tmpfs_the_disk_flood_goes_past_it(
-    script: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(workspace_module, "mount_workspace", lambda *a, **k: False)
+@pytest.mark.usefixtures("without_workspace_tmpfs")
+def test_positive_control_without_the_workspace_tmpfs_the_disk_flood_goes_past_it(script: str) -> None:
     sandbox = BwrapSandbox(SandboxLimits(workspace_mb=32))
     flood = bash_output(script, DISK_FLOOD, sandbox)
     assert "failed" not in flood and int(flood.split("size=")[1].split()[0]) >= 60, flood  # in "32 MiB"
@@ -240,20 +246,15 @@ def test_positive_control_without_the_workspace_tmpfs_the_disk_flood_goes_past_i
 @needs_root
 def test_an_inode_flood_is_stopped_at_the_workspace_file_count(script: str) -> None:
     sandbox = BwrapSandbox(SandboxLimits(workspace_files=500))
-    trajectory, _ = rollout(
-        script, calls(("bash", {"command": INODE_FLOOD}), ("bash", {"command": "echo alive"})), sandbox
-    )
-    flood, after = observations(trajectory)[:2]
+    flood, after, went_on = flood_then(script, INODE_FLOOD, "echo alive", sandbox)
     assert "stopped at" in flood and "workspace_files=500" in flood, flood
     assert int(flood.split("stopped at")[1].split()[0]) <= 500
-    assert after.strip() == "alive" and submitted(trajectory)
+    assert after.strip() == "alive" and went_on
 
 
 @needs_root
-def test_positive_control_without_the_workspace_tmpfs_every_file_is_made(
-    script: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(workspace_module, "mount_workspace", lambda *a, **k: False)
+@pytest.mark.usefixtures("without_workspace_tmpfs")
+def test_positive_control_without_the_workspace_tmpfs_every_file_is_made(script: str) -> None:
     sandbox = BwrapSandbox(SandboxLimits(workspace_files=500))
     assert bash_output(script, INODE_FLOOD, sandbox).strip() == "1500"
 

@@ -32,6 +32,12 @@ def crash_after(harness_dir: Path, predicate) -> list[dict]:
     return [json.loads(line) for line in lines[:cut]]
 
 
+def finished_run(cli, harness_dir: Path, model: str, generations: str) -> git.Repo:
+    """A run of ``generations`` generations that ends well: the harness's repository."""
+    assert cli.invoke(app, run_args(harness_dir, model, "-n", generations)).exit_code == 0
+    return git.Repo(harness_dir)
+
+
 def resume(cli, harness_dir: Path, model: str):
     return cli.invoke(
         app, ["run", "--harness", str(harness_dir), "--model", model, "--resume", run_dir(harness_dir).name]
@@ -45,8 +51,7 @@ def candidate_commits(repo: git.Repo) -> list[str]:
 def test_an_accepted_commit_missing_from_the_ledger_is_recorded_not_redone(
     harness_dir: Path, cli, learner
 ) -> None:
-    assert cli.invoke(app, run_args(harness_dir, learner, "-n", "1")).exit_code == 0
-    repo = git.Repo(harness_dir)
+    repo = finished_run(cli, harness_dir, learner, "1")
     head = repo.head.commit.hexsha
     crash_after(harness_dir, lambda e: e["event"] == "candidate_committed")
     result = resume(cli, harness_dir, learner)
@@ -66,8 +71,7 @@ def test_an_accepted_commit_missing_from_the_ledger_is_recorded_not_redone(
 def test_a_rejected_commit_whose_revert_never_happened_is_reverted_once(
     harness_dir: Path, cli, learner
 ) -> None:
-    assert cli.invoke(app, run_args(harness_dir, learner, "-n", "2")).exit_code == 0
-    repo = git.Repo(harness_dir)
+    repo = finished_run(cli, harness_dir, learner, "2")
     assert repo.head.commit.summary.startswith("harnessevolve: revert")
     repo.git.reset("--hard", "HEAD~1")  # the kill landed between the commit and its revert
     crash_after(harness_dir, lambda e: e["event"] == "candidate_committed" and e["generation"] == 2)
@@ -84,8 +88,7 @@ def test_a_rejected_commit_whose_revert_never_happened_is_reverted_once(
 def test_a_half_written_candidate_is_discarded_and_the_generation_redone(
     harness_dir: Path, cli, learner
 ) -> None:
-    assert cli.invoke(app, run_args(harness_dir, learner, "-n", "1")).exit_code == 0
-    repo = git.Repo(harness_dir)
+    repo = finished_run(cli, harness_dir, learner, "1")
     accepted = repo.head.commit.hexsha
     repo.git.reset("--hard", "HEAD~1")
     events = crash_after(harness_dir, lambda e: e["event"] == "committing")
@@ -102,7 +105,7 @@ def test_a_half_written_candidate_is_discarded_and_the_generation_redone(
 
 
 def test_changes_the_run_did_not_make_stop_the_resume(harness_dir: Path, cli, learner) -> None:
-    assert cli.invoke(app, run_args(harness_dir, learner, "-n", "1")).exit_code == 0
+    finished_run(cli, harness_dir, learner, "1")
     crash_after(harness_dir, lambda e: e["event"] == "batch_evaluated")
     (harness_dir / "prompts" / "notes.md").write_text("the user's own work\n")
     result = resume(cli, harness_dir, learner)
@@ -112,7 +115,7 @@ def test_changes_the_run_did_not_make_stop_the_resume(harness_dir: Path, cli, le
 
 
 def test_a_finished_run_cannot_be_resumed(harness_dir: Path, cli, learner) -> None:
-    assert cli.invoke(app, run_args(harness_dir, learner, "-n", "1")).exit_code == 0
+    finished_run(cli, harness_dir, learner, "1")
     result = resume(cli, harness_dir, learner)
     assert result.exit_code == 2 and "already finished" in result.output
 
