@@ -68,10 +68,11 @@ def import_adapter(
         raise BenchmarkError(
             f"adapter {ref} failed to start: {type(exc).__name__}: {exc}", file=file, field=field
         ) from None
-    missing = [a for a in ("name", "detect", "load") if not hasattr(adapter, a)]
-    if missing:
+    from harnessevolve.adapters.base import BenchmarkAdapter
+
+    if not isinstance(adapter, BenchmarkAdapter):  # runtime_checkable: has name, detect and load
         raise BenchmarkError(
-            f"{ref} is not an adapter (no {', '.join(missing)})",
+            f"{ref} is not an adapter ({type(adapter).__name__} lacks name, detect or load)",
             file=file,
             field=field,
             hint="an adapter has name, detect(spec) and load(spec); see docs/adapters.md",

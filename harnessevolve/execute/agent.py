@@ -179,13 +179,17 @@ class LoopHooks(Protocol):
     - ``before_query``: before each model call (retrieve memory, consult a world model);
     - ``after_actions``: after a reply's tool calls ran, before the step is recorded (recovery
       rules on loop events: a tool error, a repeated call);
-    - ``on_stop``: once, with the reason the rollout ended.
-
-    Optional: ``around_query(loop) -> ModelReply`` makes a step's model call itself (the world
-    model's lookahead samples candidates through ``loop.query`` and returns the one picked).
+    - ``on_stop``: once, with the reason the rollout ended;
+    - ``around_query``: the step's model call made by the hooks (the world model's lookahead samples
+      candidates through ``loop.query`` and returns the one picked), or None: the loop makes it;
+    - ``tools``: the tools the hooks offer the agent besides the harness's (the progress notes).
     """
 
+    def tools(self) -> list[OfferedTool]: ...
+
     async def before_query(self, rollout: Rollout) -> None: ...
+
+    async def around_query(self, loop: AgentLoop) -> ModelReply | None: ...
 
     async def after_actions(self, rollout: Rollout, reply: ModelReply, actions: Actions) -> None: ...
 
@@ -195,7 +199,13 @@ class LoopHooks(Protocol):
 class NoHooks:
     """The default: the loop as it is, nothing added at any cut point."""
 
+    def tools(self) -> list[OfferedTool]:
+        return []
+
     async def before_query(self, rollout: Rollout) -> None:
+        return None
+
+    async def around_query(self, loop: AgentLoop) -> ModelReply | None:
         return None
 
     async def after_actions(self, rollout: Rollout, reply: ModelReply, actions: Actions) -> None:
@@ -239,8 +249,9 @@ class AgentLoop:
         """One model call: query -> execute_actions -> record, the hooks between. A hook that
         raises ``Stopped`` still has the step recorded, and its reason wins."""
         await self.hooks.before_query(self.rollout)
-        around = getattr(self.hooks, "around_query", None)  # a component's own model call (lookahead)
-        reply = await around(self) if around is not None else await self.query()
+        reply = await self.hooks.around_query(self)  # a component's own model call (lookahead)
+        if reply is None:
+            reply = await self.query()
         actions = await self.execute_actions(reply)
         stopped: Stopped | None = None
         try:
@@ -467,7 +478,7 @@ async def run_with_hooks(harness: Harness, task: Task, workspace: Path, settings
                 extra["error"] = f"tool_error: {exc}"[:2000]
                 stop = StopReason.TOOL_ERROR
         tools = rollout_tools(harness, task, server.offered if server else [])
-        tools.update((t.spec.name, t) for t in getattr(hooks, "tools", list)())  # a component's own tools
+        tools.update((t.spec.name, t) for t in hooks.tools())  # a component's own tools
         rollout.offered = tuple(t.spec.openai_schema() for t in tools.values())
         if stop is None:
             loop = AgentLoop(

@@ -9,17 +9,43 @@ the rollout, which goes on without it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from harnessevolve.harness.model import Harness
 
 if TYPE_CHECKING:
     from harnessevolve.core.enums import StopReason
     from harnessevolve.execute.agent import Actions, AgentLoop, LoopHooks, Rollout
+    from harnessevolve.execute.rollout_tools import OfferedTool
     from harnessevolve.models import ModelReply
 
 
-def component_hooks(harness: Harness) -> list[Any]:
+class Component:
+    """A runtime component: hooks at the loop's cut points (``agent.LoopHooks``), each a no-op
+    here, and the tools it offers the agent (none here). A component overrides what it uses."""
+
+    name = "component"
+
+    def tools(self) -> list[OfferedTool]:
+        return []
+
+    async def before_query(self, rollout: Rollout) -> None:
+        return None
+
+    async def around_query(self, loop: AgentLoop) -> ModelReply | None:
+        """The step's model call made by the component (the world model's lookahead), or None:
+        the loop makes it."""
+        return None
+
+    async def after_actions(self, rollout: Rollout, reply: ModelReply, actions: Actions) -> None:
+        return None
+
+    async def on_stop(self, rollout: Rollout, reason: StopReason) -> None:
+        return None
+
+
+def component_hooks(harness: Harness) -> list[Component]:
     """One fresh hooks object per component the harness turns on (per rollout: they keep state)."""
     from harnessevolve.execute.memory import MemoryHooks
     from harnessevolve.execute.progress import ProgressHooks
@@ -27,7 +53,7 @@ def component_hooks(harness: Harness) -> list[Any]:
     from harnessevolve.execute.world_model import WorldModelHooks
 
     runtime = harness.runtime
-    parts: list[Any] = []
+    parts: list[Component] = []
     if runtime.memory is not None:
         parts.append(MemoryHooks(runtime.entries, runtime.memory.top_k))
     if runtime.progress is not None:
@@ -42,57 +68,56 @@ def component_hooks(harness: Harness) -> list[Any]:
 class ComponentHooks:
     """Runs each component's hooks; a failing one is reported and dropped (see the module docstring)."""
 
-    def __init__(self, parts: list[Any]) -> None:
+    def __init__(self, parts: list[Component]) -> None:
         self.parts = list(parts)
 
-    def tools(self) -> list[Any]:
-        """The tools the components offer the agent (``OfferedTool``s)."""
-        return [tool for part in self.parts for tool in getattr(part, "tools", lambda: [])()]
+    def tools(self) -> list[OfferedTool]:
+        """The tools the components offer the agent."""
+        return [tool for part in self.parts for tool in part.tools()]
 
-    async def _each(self, rollout: Rollout, where: str, *args: Any) -> None:
+    def _drop(self, rollout: Rollout, part: Component, where: str, exc: Exception) -> None:
+        text = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        rollout.extra.setdefault("component_errors", []).append(
+            {"component": part.name, "where": where, "error": text}
+        )
+        self.parts.remove(part)
+
+    async def _each(self, rollout: Rollout, where: str, hook: Callable[[Component], Awaitable[None]]) -> None:
         from harnessevolve.execute.agent import Stopped
 
         for part in list(self.parts):
             try:
-                await getattr(part, where)(rollout, *args)
+                await hook(part)
             except Stopped:
                 raise
             except Exception as exc:  # noqa: BLE001 - a failing component never ends the rollout
-                text = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-                rollout.extra.setdefault("component_errors", []).append(
-                    {"component": part.name, "where": where, "error": text}
-                )
-                self.parts.remove(part)
+                self._drop(rollout, part, where, exc)
 
     async def before_query(self, rollout: Rollout) -> None:
-        await self._each(rollout, "before_query")
+        await self._each(rollout, "before_query", lambda part: part.before_query(rollout))
 
-    async def around_query(self, loop: AgentLoop) -> ModelReply:
-        """The model call of a step: a component's own (the world model's lookahead) if one has
-        it, else the loop's; a component that fails here is reported and the loop's call made."""
+    async def around_query(self, loop: AgentLoop) -> ModelReply | None:
+        """The model call of a step: the first component's own that makes one (the world model's
+        lookahead), else None (the loop's); a component that fails here is reported and dropped."""
         from harnessevolve.execute.agent import Stopped
 
-        part = next((p for p in self.parts if hasattr(p, "around_query")), None)
-        if part is None:
-            return await loop.query()
-        try:
-            reply: ModelReply = await part.around_query(loop)
-            return reply
-        except Stopped:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a failing component never ends the rollout
-            text = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-            loop.rollout.extra.setdefault("component_errors", []).append(
-                {"component": part.name, "where": "around_query", "error": text}
-            )
-            self.parts.remove(part)
-            return await loop.query()
+        for part in list(self.parts):
+            try:
+                reply = await part.around_query(loop)
+            except Stopped:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a failing component never ends the rollout
+                self._drop(loop.rollout, part, "around_query", exc)
+                continue
+            if reply is not None:
+                return reply
+        return None
 
     async def after_actions(self, rollout: Rollout, reply: ModelReply, actions: Actions) -> None:
-        await self._each(rollout, "after_actions", reply, actions)
+        await self._each(rollout, "after_actions", lambda part: part.after_actions(rollout, reply, actions))
 
     async def on_stop(self, rollout: Rollout, reason: StopReason) -> None:
-        await self._each(rollout, "on_stop", reason)
+        await self._each(rollout, "on_stop", lambda part: part.on_stop(rollout, reason))
 
 
 def hooks_for(harness: Harness) -> LoopHooks | None:

@@ -13,6 +13,7 @@ import functools
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
+from harnessevolve.execute.components import Component
 from harnessevolve.harness.model import Harness
 from harnessevolve.harness.runtime import MemoryEntry
 
@@ -90,7 +91,7 @@ def runtime_document(harness: Harness, query: str) -> dict[str, Any]:
     return out
 
 
-class MemoryHooks:
+class MemoryHooks(Component):
     """Retrieves once, before the first model call, and extends the system message."""
 
     name = "memory"
@@ -117,9 +118,3 @@ class MemoryHooks:
         first = entries[0]
         content = f"{first.message['content'].rstrip()}\n\n{memory_section(found)}\n"
         entries[0] = replace(first, message={**first.message, "content": content})
-
-    async def after_actions(self, rollout: Rollout, reply: Any, actions: Any) -> None:
-        return None
-
-    async def on_stop(self, rollout: Rollout, reason: Any) -> None:
-        return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from harnessevolve.execute.components import Component
 from harnessevolve.execute.rollout_tools import OfferedTool
 from harnessevolve.execute.tools import ToolResult
 from harnessevolve.harness.model import ToolSpec
@@ -32,7 +33,7 @@ NOTES_TOOL = ToolSpec(
 )
 
 
-class ProgressHooks:
+class ProgressHooks(Component):
     """Holds one rollout's notes and offers the ``notes`` tool."""
 
     name = "progress"
@@ -58,12 +59,6 @@ class ProgressHooks:
         self.notes = new[: self.max_chars]
         cut = f" (cut at {self.max_chars} characters)" if len(new) > self.max_chars else ""
         return ToolResult(f"notes saved{cut}")
-
-    async def before_query(self, rollout: Rollout) -> None:
-        return None
-
-    async def after_actions(self, rollout: Rollout, reply: Any, actions: Any) -> None:
-        return None
 
     async def on_stop(self, rollout: Rollout, reason: Any) -> None:
         rollout.extra["progress"] = {"notes": self.notes, "writes": self.writes}

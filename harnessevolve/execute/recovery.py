@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from harnessevolve.core.enums import StopReason
+from harnessevolve.execute.components import Component
 from harnessevolve.harness.runtime import RecoveryRule
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ def events(
     return False
 
 
-class RecoveryHooks:
+class RecoveryHooks(Component):
     """The rules of one rollout, with their firing counts."""
 
     name = "recovery"
@@ -100,6 +101,3 @@ class RecoveryHooks:
                 rollout.next_temperature = rule.temperature
             if rule.note:
                 self.pending.append((rule, rule.note))
-
-    async def on_stop(self, rollout: Rollout, reason: StopReason) -> None:
-        return None

@@ -27,6 +27,7 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from harnessevolve.execute.components import Component
 from harnessevolve.models import ModelReply, acomplete
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ def _describe(reply: ModelReply) -> str:
     return f"{calls} expects: {forecast_of(reply.content) or '(no forecast)'}"
 
 
-class WorldModelHooks:
+class WorldModelHooks(Component):
     """Records each forecast and its mismatch; with ``lookahead`` >= 2 picks each step's reply
     among sampled candidates (see the module docstring)."""
 
@@ -73,9 +74,9 @@ class WorldModelHooks:
     def __init__(self, lookahead: int = 1) -> None:
         self.lookahead = lookahead
 
-    async def around_query(self, loop: AgentLoop) -> ModelReply:
+    async def around_query(self, loop: AgentLoop) -> ModelReply | None:
         if self.lookahead < 2:
-            return await loop.query()
+            return None
         rollout = loop.rollout
         candidates: list[ModelReply] = []
         for i in range(self.lookahead):
@@ -122,9 +123,6 @@ class WorldModelHooks:
             "world_model", {"forecasts": 0, "matches": 0, "missing": 0, "records": []}
         )
 
-    async def before_query(self, rollout: Rollout) -> None:
-        return None
-
     async def after_actions(self, rollout: Rollout, reply: ModelReply, actions: Actions) -> None:
         if not actions.calls or actions.submitted:
             return
@@ -149,6 +147,3 @@ class WorldModelHooks:
                 "match": match,
             }
         )
-
-    async def on_stop(self, rollout: Rollout, reason: Any) -> None:
-        return None

@@ -29,9 +29,16 @@ class Recorder:
         self.stop_after = stop_after
         self.shown: list[int] = []
 
+    def tools(self) -> list[Any]:
+        return []
+
     async def before_query(self, rollout: Rollout) -> None:
         self.calls.append("before_query")
         self.shown.append(len(rollout.transcript.messages()))
+
+    async def around_query(self, loop: Any) -> ModelReply | None:
+        self.calls.append("around_query")
+        return None
 
     async def after_actions(self, rollout: Rollout, reply: ModelReply, actions: Actions) -> None:
         self.calls.append(f"after_actions:{','.join(c.function_name for c in actions.calls) or '-'}")
@@ -66,10 +73,13 @@ def test_hooks_run_at_every_cut_point_in_order(model: str, tmp_path: Path) -> No
     trajectory = run(model, replies, tmp_path, hooks)
     assert hooks.calls == [
         "before_query",
+        "around_query",
         "after_actions:-",
         "before_query",
+        "around_query",
         "after_actions:read_file",
         "before_query",
+        "around_query",
         "after_actions:submit",
         "on_stop:submitted",
     ]
@@ -98,4 +108,4 @@ def test_a_hook_ends_the_rollout_with_its_own_reason(model: str, tmp_path: Path)
     replies = [{"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]}] * 3
     trajectory = run(model, replies, tmp_path, hooks)
     assert trajectory.extra["stop_reason"] == StopReason.REPEATED
-    assert hooks.calls == ["before_query", "after_actions:read_file", "on_stop:repeated"]
+    assert hooks.calls == ["before_query", "around_query", "after_actions:read_file", "on_stop:repeated"]

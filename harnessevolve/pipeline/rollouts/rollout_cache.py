@@ -36,6 +36,7 @@ from harnessevolve.core.errors import TrajectoryError
 from harnessevolve.core.files import atomic_write_json
 from harnessevolve.core.redact import redact_obj
 from harnessevolve.core.tasks import Task
+from harnessevolve.sandbox.base import Sandbox
 
 CACHE_VERSION = 2
 UNCACHED_STOPS = tuple(INFRASTRUCTURE_STOPS)  # model_error, setup_error, budget_exhausted
@@ -70,7 +71,7 @@ def _plain(value: Any) -> Any:
     return f"<{type(value).__module__}.{type(value).__qualname__}>"
 
 
-def sandbox_identity(sandbox: Any) -> dict[str, Any]:
+def sandbox_identity(sandbox: Sandbox | None) -> dict[str, Any]:
     """What of ``sandbox`` can change a rollout: its kind (``name``), its limits and every other
     setting it holds (read-only paths, code-only paths, its view, a docker image). None is the
     default sandbox (bwrap with the default limits)."""
@@ -81,8 +82,8 @@ def sandbox_identity(sandbox: Any) -> dict[str, Any]:
     held = getattr(sandbox, "__dict__", {})
     settings = {k: v for k, v in held.items() if not k.startswith("_") and k not in ("name", "limits")}
     return {
-        "kind": getattr(sandbox, "name", type(sandbox).__name__),
-        "limits": _plain(getattr(sandbox, "limits", None)),
+        "kind": sandbox.name,
+        "limits": _plain(sandbox.limits),
         "settings": _plain(settings),
     }
 
@@ -126,7 +127,7 @@ def _code_hash(folders: tuple[str, ...]) -> str:
     return digest.hexdigest()
 
 
-def rollout_environment(sandbox: Any, adapter: str = "") -> dict[str, Any]:
+def rollout_environment(sandbox: Sandbox | None, adapter: str = "") -> dict[str, Any]:
     """The rollout's environment as its cache key holds it (module docstring): the sandbox, the
     code serving Python tools and checks, and the benchmark's adapter ``name@version``."""
     return {"sandbox": sandbox_identity(sandbox), "serving": serving_code(), "adapter": adapter}
