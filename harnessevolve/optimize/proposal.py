@@ -204,6 +204,8 @@ class ProposerChain(Proposer, Protocol):
     pipeline clears it once recorded."""
 
     failures: list[ProposalFailed]
+    proposers: list[Proposer]
+    """The proposers asked, in order."""
 
 
 def component_settings(context: ProposalContext, key: str) -> dict[str, Any] | None:

@@ -42,7 +42,7 @@ from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
 from harnessevolve.harness.model import Harness
 from harnessevolve.models.usage import UsageMeter
-from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed
+from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed, ProposerChain
 from harnessevolve.pipeline.budget import PROPOSER_STAGE, ProposerBudget, spending
 from harnessevolve.pipeline.proposing.agent_proposer_diff import (
     EditRefused,
@@ -329,16 +329,16 @@ def _summary(workspace: Path, changes: Mapping[str, str | None]) -> str:
     return text or f"optimizer agent edit of {', '.join(sorted(changes))}"[:150]
 
 
-def bind_agent_proposer(proposers: Any, run: AgentRun) -> None:
+def bind_agent_proposer(proposers: ProposerChain, run: AgentRun) -> None:
     """Give every agent proposer of the chain the run it works for (a no-op without one)."""
-    for proposer in getattr(proposers, "proposers", [proposers]):
+    for proposer in proposers.proposers:
         if isinstance(proposer, AgentProposer):
             proposer.bind(run)
 
 
-def close_agent_proposer(proposers: Any) -> None:
+def close_agent_proposer(proposers: ProposerChain) -> None:
     """The run is over: remove every agent proposer's workspaces (a no-op without one)."""
-    for proposer in getattr(proposers, "proposers", [proposers]):
+    for proposer in proposers.proposers:
         if isinstance(proposer, AgentProposer):
             proposer.close()
 

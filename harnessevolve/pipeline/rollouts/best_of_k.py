@@ -152,7 +152,7 @@ async def best_of_k(
     sample 1, then ``sampler`` at repetitions 1.. (or 0.. without ``first``) of ``scorer``."""
     if k < 1:
         raise ValueError("k must be at least 1")
-    before = _rollouts(scorer)
+    before = scorer.rollouts
     samples: list[list[TaskResult]] = [list(first)] if first is not None else []
     for j in range(len(samples), k):
         samples.append(await scorer.score(sampler, tasks, f"{label} sample {j + 1}/{k}", repetition=j))
@@ -165,15 +165,11 @@ async def best_of_k(
         oracle_scores=tuple(max(r.score for r in s) for s in per_task),
         pass1=statistics.fmean(statistics.fmean(r.score for r in s) for s in per_task) if per_task else 0.0,
         samples=k * len(tasks),
-        new_rollouts=_rollouts(scorer) - before,
+        new_rollouts=scorer.rollouts - before,
         infra=sum(1 for s in samples for r in s if r.infra),
         matched_to=matched_to,
         confidence=confidence,
     )
-
-
-def _rollouts(scorer: Any) -> int:
-    return int(getattr(scorer, "rollouts", 0))
 
 
 async def seed_control(

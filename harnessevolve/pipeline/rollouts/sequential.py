@@ -76,6 +76,11 @@ class RepetitionScorer(Protocol):
         self, harness: Harness, tasks: Sequence[Task], label: str, *, repetition: int = 0
     ) -> list[TaskResult]: ...
 
+    @property
+    def rollouts(self) -> int:
+        """Rollouts scored so far (what a matched-budget control spends is read from it)."""
+        ...
+
 
 async def sequential_decision(
     scorer: RepetitionScorer,
