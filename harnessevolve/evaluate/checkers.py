@@ -44,6 +44,7 @@ not a failure of the agent.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import selectors
@@ -51,6 +52,7 @@ import signal
 import subprocess
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -300,6 +302,7 @@ class CommandRunner(ABC):
         read_only: tuple[str, ...] = (),
         fresh: bool = False,
     ) -> BashRun:
+        refuse_nul(command, env)
         with self.process(command, workspace, env, read_only, fresh) as launch:
             try:
                 return run_process(
@@ -324,6 +327,17 @@ class CommandRunner(ABC):
     def scratch(self, prefix: str) -> AbstractContextManager[Path]:
         """A fresh empty folder for check workspaces (an effect check's two copies), bounded like a
         rollout's workspace; removed on exit, with what running commands in it held (uids, cgroups)."""
+
+
+def refuse_nul(command: str, env: Mapping[str, str]) -> None:
+    """``OSError`` (the command cannot be started) when ``command`` or ``env`` holds a NUL byte: no
+    program receives one in its arguments or environment. An agent's command or answer may (a
+    model that copies a binary file's output into its call); the check then fails, and says why."""
+    if "\0" in command:
+        raise OSError(errno.EINVAL, "the command holds a NUL byte, which no program can receive")
+    for name, value in env.items():
+        if "\0" in name or "\0" in value:
+            raise OSError(errno.EINVAL, f"${name} holds a NUL byte, which no program can receive")
 
 
 def check_env(answer: str | None) -> dict[str, str]:

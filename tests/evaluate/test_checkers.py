@@ -275,3 +275,13 @@ def test_malformed_checks_raise_benchmark_error(tmp_path: Path, check: Check) ->
 def test_task_without_checks_raises(tmp_path: Path) -> None:
     with pytest.raises(BenchmarkError, match="no checks"):
         run_checks(task_with(), tmp_path, "x", runner=RUNNER)
+
+
+def test_a_nul_byte_in_the_command_or_its_answer_fails_the_check_and_says_why(tmp_path: Path) -> None:
+    """A model that copies a binary file's output into its call can submit a NUL byte: no program
+    receives one (Popen raised ValueError and ended the whole run); the check fails, named."""
+    found = outcome(Check(type="command", run='[ -n "$ANSWER" ]'), tmp_path, "ls\x00-la")
+    assert not found.ok
+    assert "$ANSWER holds a NUL byte" in found.message
+    command = outcome(Check(type="command", run="true\x00"), tmp_path)
+    assert not command.ok and "the command holds a NUL byte" in command.message

@@ -166,3 +166,15 @@ def test_a_call_redone_where_the_reference_finished_is_a_step_limit() -> None:
     late = run(bash(GOLD, LAST), cat, submit("x"), answer="x")
     signal = first_divergence(late, REFERENCE)
     assert signal.cause is Cause.EXTRA_STEP and "the reference did submit(" in signal.hint
+
+
+def test_a_command_holding_a_nul_byte_is_compared_by_text_not_run() -> None:
+    """The oracle cannot run a command with a NUL byte (no program receives one): it answers
+    None (unknown) and alignment goes on by text, instead of the run ending with a ValueError."""
+    oracle = effect_oracle(effect_task(), timeout_s=10, runner=HostRunner())
+    assert oracle is not None
+    gold = "mkdir -p old && mv a.txt old/"
+    reference = run(bash(gold, ""), submit(gold), answer=gold)
+    failed = run(bash("mv a.txt\x00 old", "error: embedded null byte"), submit("x"), answer="x")
+    signal = first_divergence(failed, reference, oracle=oracle)
+    assert signal.step == 3
