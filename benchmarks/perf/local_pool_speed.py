@@ -51,9 +51,20 @@ def one(model: str, benchmark: str, tasks: int, warmup: int, concurrency: int) -
         results = score_split(scorer, harness, timed, "timed")
         wall = time.perf_counter() - started
     passed, tokens = sum(r.passed for r in results), sum(r.tokens for r in results)
+    # a rollout that never reached the model (a name litellm cannot serve offline) is fast and
+    # scores 0: its error is reported so that the parent refuses the figure
+    errors = [r.infra or (r.signal.hint if r.signal else "") for r in results if not r.tokens]
     # what this child really ran at, so that the table shows it rather than what was asked for
     at_once = scorer.executor.concurrency  # a LocalExecutor (harness_arms.make_scorer)
-    return {"rollouts": len(results), "wall_s": wall, "passed": passed, "tokens": tokens, "at_once": at_once}
+    return {
+        "rollouts": len(results),
+        "wall_s": wall,
+        "passed": passed,
+        "tokens": tokens,
+        "at_once": at_once,
+        "without_tokens": len(errors),
+        "error": next((e for e in errors if e), ""),
+    }
 
 
 def measure(args: argparse.Namespace, pool: int, concurrency: int) -> dict[str, float]:
@@ -77,6 +88,12 @@ def measure(args: argparse.Namespace, pool: int, concurrency: int) -> dict[str, 
     if result["at_once"] != concurrency:
         raise SystemExit(
             f"pool {pool}: asked for {concurrency} rollouts at once, the child ran {result['at_once']}"
+        )
+    if result.get("without_tokens"):
+        raise SystemExit(
+            f"pool {pool} x {concurrency}: {result['without_tokens']} of {result['rollouts']} rollouts "
+            f"used no model tokens, so the figure times no model (is --model a local/ name?): "
+            f"{str(result.get('error'))[:300]}"
         )
     return result
 

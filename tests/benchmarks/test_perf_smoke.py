@@ -124,3 +124,20 @@ def test_smoke_mode_runs_and_prints_its_figures(name: str) -> None:
 def test_smoke_mode_of_a_model_script(name: str) -> None:
     argv, figures = SLOW_SMOKE[name]
     run_smoke(name, argv, figures, timeout_s=900)
+
+
+def test_local_pool_speed_refuses_a_figure_that_timed_no_model() -> None:
+    """A model name litellm cannot serve makes every rollout fail at once with no tokens: fast, and
+    no measurement of the pool. The script says so and exits non-zero instead of printing a ratio."""
+    argv = ["--model", "no-provider-model", "--tasks", "1", "--warmup", "1", "--configs", "1x1"]
+    done = subprocess.run(
+        [sys.executable, str(PERF / "local_pool_speed.py"), *argv],
+        cwd=PERF.parents[1],
+        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode != 0, done.stdout
+    assert "1 of 1 rollouts used no model tokens" in done.stderr
+    assert "vs pool 1" not in done.stdout
