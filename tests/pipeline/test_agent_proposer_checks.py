@@ -21,6 +21,7 @@ from harnessevolve.pipeline.proposing.agent_proposer_workspace import (
     Evidence,
     HeldOut,
     PastCandidate,
+    short_instruction,
     workspace_files,
 )
 from harnessevolve.pipeline.rollouts.references import load_references
@@ -133,6 +134,12 @@ def test_agent_proposer_workspace_holds_no_held_out_task() -> None:
         assert task.instruction in files[f"evidence/failed/{task.id}/signal.md"]
     assert "[held-out text removed]" in files["history/candidates.md"]
     assert "premature_finish" in files["TASK.md"] and "prompts/*.md" in files["TASK.md"]
+    # the first message names the system prompt and quotes a train run of the largest cluster only
+    first = short_instruction(context, files)
+    assert "./harness/prompts/system.md" in first and "prompts/*.md" in first
+    assert any(f"./evidence/failed/{t.id}/signal.md" in first and t.instruction in first for t in train)
+    for task in held:
+        assert task.id not in first and task.instruction not in first
 
 
 def test_agent_proposer_history_from_the_ledger(tmp_path: Path) -> None:

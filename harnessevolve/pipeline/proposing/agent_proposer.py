@@ -156,13 +156,14 @@ class AgentProposer:
             checks=(),
             setup_files=workspace_files(context, evidence),
         )
+        instruction = short_instruction(context, task.setup_files)
         try:
             workspace = await create_workspace(task, sandbox=run.sandbox)
         except Exception as exc:  # noqa: BLE001 - the run goes on without this proposal
             raise ProposalFailed(self.name, [f"setup failed: workspace: {exc}"]) from None
         session = _Session(workspace, generation, index)
         self.sessions.append(session)
-        candidate = await self._turn(run, session, context, short_instruction(context))
+        candidate = await self._turn(run, session, context, instruction)
         session.candidate = candidate
         return candidate
 

@@ -263,15 +263,56 @@ def workspace_files(context: ProposalContext, evidence: Evidence) -> dict[str, s
     return {path: evidence.held_out.scrub(text) for path, text in files.items()}
 
 
-def short_instruction(context: ProposalContext) -> str:
-    """The task as the agent's first message: read TASK.md (it holds the rest)."""
+FIRST_EVIDENCE_CHARS = 1500
+"""The first failed run's ``signal.md`` is quoted in the agent's first message up to this length."""
+
+
+def short_instruction(context: ProposalContext, files: Mapping[str, str] | None = None) -> str:
+    """The task as the agent's first message: read TASK.md (it holds the rest). With the workspace's
+    ``files`` (held-out texts already scrubbed), it also names the system prompt's path and quotes
+    the largest cluster's first failed run, so that an agent can start editing without a search
+    (small models lose the thread over several reads)."""
     causes = ", ".join(f"{c.cause} ({c.size})" for c in context.clusters[:3]) or "none"
-    return (
+    text = (
         "You are improving an agent harness. Read ./TASK.md first: it says what to fix (clusters: "
         f"{causes}), what you may change (files under ./harness) and how the edit is judged. "
         "The evidence is in ./evidence, earlier attempts in ./history. Edit files under ./harness "
         "with shell commands, then write a one-line summary to ./SUMMARY.txt and finish."
     )
+    if files is None:
+        return text
+    text += (
+        f"\n\nThe agent's system prompt is ./{HARNESS_DIR}/{context.system_prompt_path}; the paths "
+        f"of ./{HARNESS_DIR} you may change: {', '.join(context.editable) or 'none'}."
+    )
+    first = next(
+        (
+            path
+            for path in sorted(files)
+            if path.startswith(f"{EVIDENCE_DIR}/failed/")
+            and path.endswith("/signal.md")
+            and _in_top_cluster(path, context)
+        ),
+        None,
+    )
+    if first is not None:
+        signal = files[first]
+        if len(signal) > FIRST_EVIDENCE_CHARS:
+            signal = signal[:FIRST_EVIDENCE_CHARS] + "\n[... cut: cat the file for the rest]"
+        text += (
+            f"\n\nThe largest cluster's first failed run (./{first}), quoted between the lines: its "
+            "instruction is what the agent being improved was asked, not your task.\n"
+            f"-----\n{signal.strip()}\n-----"
+        )
+    return text
+
+
+def _in_top_cluster(path: str, context: ProposalContext) -> bool:
+    """``evidence/failed/<task>/signal.md`` is a failed run of the first (largest) cluster."""
+    if not context.clusters:
+        return False
+    folder = path.split("/")[2]
+    return any(safe_name(s.task_id) == folder for s in context.clusters[0].signals)
 
 
 def feedback_statement(reason: str, revision: int) -> str:
