@@ -458,7 +458,8 @@ def infra_summary(run_dir: Path) -> str:
 
 
 def print_usage(spent: dict | None) -> None:
-    """Spend per stage and per proposer (tokens, cost, calls)."""
+    """Spend per stage, then per proposer (tokens, cost, calls). A proposer's row is a part of the
+    stages above it (``optimize``, or ``optimizer_agent`` for the agent proposer), not more spend."""
     if not spent or not spent.get("by_stage"):
         return
     table = Table("stage", "calls", "tokens", "cost (USD)", "failures", "retries", title="model usage")
@@ -473,7 +474,7 @@ def print_usage(spent: dict | None) -> None:
         )
     for proposer, row in (spent.get("by_proposer") or {}).items():
         table.add_row(
-            f"optimize: {proposer}",
+            f"  of which proposer {proposer}",
             str(row.get("calls", 0)),
             str(row.get("tokens", 0)),
             f"{row.get('cost_usd', 0.0):.4f}",
