@@ -133,6 +133,11 @@ def safe_name(task_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", task_id)[:120] or "task"
 
 
+def failed_folder(task_id: str) -> str:
+    """The workspace folder of one failed train run's evidence."""
+    return f"{EVIDENCE_DIR}/failed/{safe_name(task_id)}"
+
+
 def _json(doc: Any, limit: int = MAX_EVIDENCE_CHARS) -> str:
     text = json.dumps(redact_obj(doc), indent=1, ensure_ascii=False, default=str)
     if len(text) > limit:
@@ -175,7 +180,7 @@ def evidence_files(context: ProposalContext, evidence: Evidence) -> dict[str, st
         for signal in cluster.signals:
             if signal.task_id in evidence.held_out.ids:
                 continue
-            folder = f"{EVIDENCE_DIR}/failed/{safe_name(signal.task_id)}"
+            folder = failed_folder(signal.task_id)
             overview.append(f"  - {folder}/: {signal.hint}")
             instruction = context.instructions.get(signal.task_id, "")
             files[f"{folder}/signal.md"] = _signal_md(signal, cluster, instruction)
@@ -267,52 +272,33 @@ FIRST_EVIDENCE_CHARS = 1500
 """The first failed run's ``signal.md`` is quoted in the agent's first message up to this length."""
 
 
-def short_instruction(context: ProposalContext, files: Mapping[str, str] | None = None) -> str:
-    """The task as the agent's first message: read TASK.md (it holds the rest). With the workspace's
-    ``files`` (held-out texts already scrubbed), it also names the system prompt's path and quotes
-    the largest cluster's first failed run, so that an agent can start editing without a search
-    (small models lose the thread over several reads)."""
+def short_instruction(context: ProposalContext, files: Mapping[str, str]) -> str:
+    """The task as the agent's first message: read TASK.md (it holds the rest). It also names the
+    system prompt's path and quotes the largest cluster's first failed run from the workspace's
+    ``files`` (held-out texts already scrubbed), so that an agent can start editing without a
+    search (small models lose the thread over several reads)."""
     causes = ", ".join(f"{c.cause} ({c.size})" for c in context.clusters[:3]) or "none"
     text = (
         "You are improving an agent harness. Read ./TASK.md first: it says what to fix (clusters: "
         f"{causes}), what you may change (files under ./harness) and how the edit is judged. "
         "The evidence is in ./evidence, earlier attempts in ./history. Edit files under ./harness "
         "with shell commands, then write a one-line summary to ./SUMMARY.txt and finish."
-    )
-    if files is None:
-        return text
-    text += (
         f"\n\nThe agent's system prompt is ./{HARNESS_DIR}/{context.system_prompt_path}; the paths "
         f"of ./{HARNESS_DIR} you may change: {', '.join(context.editable) or 'none'}."
     )
-    first = next(
-        (
-            path
-            for path in sorted(files)
-            if path.startswith(f"{EVIDENCE_DIR}/failed/")
-            and path.endswith("/signal.md")
-            and _in_top_cluster(path, context)
-        ),
-        None,
+    top = context.clusters[0].signals if context.clusters else ()
+    # held-out runs have no evidence folder, so the first that has one is a train run
+    first = next((p for s in top if (p := f"{failed_folder(s.task_id)}/signal.md") in files), None)
+    if first is None:
+        return text
+    signal = files[first]
+    if len(signal) > FIRST_EVIDENCE_CHARS:
+        signal = signal[:FIRST_EVIDENCE_CHARS] + "\n[... cut: cat the file for the rest]"
+    return text + (
+        f"\n\nThe largest cluster's first failed run (./{first}), quoted between the lines: its "
+        "instruction is what the agent being improved was asked, not your task.\n"
+        f"-----\n{signal.strip()}\n-----"
     )
-    if first is not None:
-        signal = files[first]
-        if len(signal) > FIRST_EVIDENCE_CHARS:
-            signal = signal[:FIRST_EVIDENCE_CHARS] + "\n[... cut: cat the file for the rest]"
-        text += (
-            f"\n\nThe largest cluster's first failed run (./{first}), quoted between the lines: its "
-            "instruction is what the agent being improved was asked, not your task.\n"
-            f"-----\n{signal.strip()}\n-----"
-        )
-    return text
-
-
-def _in_top_cluster(path: str, context: ProposalContext) -> bool:
-    """``evidence/failed/<task>/signal.md`` is a failed run of the first (largest) cluster."""
-    if not context.clusters:
-        return False
-    folder = path.split("/")[2]
-    return any(safe_name(s.task_id) == folder for s in context.clusters[0].signals)
 
 
 def feedback_statement(reason: str, revision: int) -> str:
