@@ -31,6 +31,7 @@ import ctypes.util
 import functools
 import itertools
 import os
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -285,6 +286,13 @@ MOUNT_SOURCE = "he-workspace"
 """A workspace tmpfs is mounted with the source ``he-workspace-<pid of the harnessevolve process>``:
 any process can recognise (and unmount) it, and one whose process is gone is stale."""
 
+_mounted: set[str] = set()
+"""The workspace tmpfs mounts this process made and has not unmounted (absolute paths): telling one
+of them needs no read of /proc/self/mountinfo, which the kernel writes out whole at every read --
+a line per mount on the machine, so its cost grows with the rollouts running at once, and it was
+read three times per sandboxed command."""
+_mounted_lock = threading.Lock()
+
 
 @functools.lru_cache(maxsize=1)
 def _libc() -> ctypes.CDLL | None:
@@ -303,7 +311,11 @@ def mount_workspace(folder: Path, *, size_mb: int, files: int) -> bool:
     options = f"size={size_mb}m,nr_inodes={files},mode=0700".encode()
     source = f"{MOUNT_SOURCE}-{os.getpid()}".encode()
     status: int = libc.mount(source, str(folder).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options)
-    return status == 0
+    if status != 0:
+        return False
+    with _mounted_lock:
+        _mounted.add(os.path.abspath(folder))
+    return True
 
 
 def workspace_mounts() -> dict[str, str]:
@@ -319,7 +331,10 @@ def workspace_mounts() -> dict[str, str]:
 
 
 def is_workspace_mount(folder: Path) -> bool:
-    return os.path.ismount(folder) and str(folder) in workspace_mounts()
+    """Whether ``folder`` is a workspace tmpfs (this process's own: a stat; another's: mountinfo)."""
+    if not os.path.ismount(folder):
+        return False
+    return os.path.abspath(folder) in _mounted or str(folder) in workspace_mounts()
 
 
 def unmount_workspace(folder: Path) -> None:
@@ -327,6 +342,8 @@ def unmount_workspace(folder: Path) -> None:
     libc = _libc()
     if libc is not None and is_workspace_mount(folder):
         libc.umount2(str(folder).encode(), MNT_DETACH)
+    with _mounted_lock:
+        _mounted.discard(os.path.abspath(folder))
 
 
 @functools.lru_cache(maxsize=1)
@@ -365,6 +382,8 @@ def unmount_workspaces_under(folder: Path) -> tuple[list[str], list[str]]:
             done.append(point)
         else:
             left.append(point)
+    with _mounted_lock:
+        _mounted.difference_update(done)
     return done, left
 
 
