@@ -208,7 +208,9 @@ def make_scripted_handler() -> Any:
         def _response(self, model: str, script: Script, messages: list, reply: Reply) -> Any:
             msg = reply_to_message(reply, f"call-{script.calls}")
             usage = reply.get("usage") if isinstance(reply, dict) else None
-            text = json.dumps(msg)
+            # counted without the call ids, which number the script's calls in this process: the same
+            # reply costs the same tokens whatever ran before it (a resumed run sums to the same)
+            text = json.dumps(reply_to_message(reply, "call"))
             prompt_tokens = sum(len(str(m.get("content") or "")) for m in messages) // 4
             usage = usage or {"prompt_tokens": prompt_tokens, "completion_tokens": max(1, len(text) // 4)}
             usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
