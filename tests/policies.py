@@ -49,17 +49,26 @@ def ulimit_probe(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) ->
 
 class TogglePrompt:
     """A proposer that adds a line to the system prompt, then takes it out again: an edit and its
-    exact undo (register it in ``registry.PROPOSERS`` under ``toggle``)."""
+    exact undo (register it in ``registry.PROPOSERS`` under ``toggle``). After a rejection the line
+    it adds says which try it is, so it never offers a harness a gate already refused (the run would
+    not judge that again)."""
 
     name = "toggle"
     line = "\nKeep every answer short.\n"
 
     async def propose(self, context: Any) -> Any:
+        import re
+
         from harnessevolve.optimize.proposal import Candidate
 
         text = context.files["prompts/system.md"]
-        new = text.replace(self.line, "") if self.line in text else text + self.line
-        summary = "remove the brevity line" if self.line in text else "add a brevity line"
+        present = re.search(r"\nKeep every answer short[^\n]*\n", text)
+        if present:
+            new, summary = text.replace(present.group(0), ""), "remove the brevity line"
+        else:
+            tries = len(context.rejected)
+            line = self.line if not tries else f"\nKeep every answer short (try {tries + 1}).\n"
+            new, summary = text + line, "add a brevity line" + (f" (try {tries + 1})" if tries else "")
         return Candidate({"prompts/system.md": new}, summary, "test", (), (), self.name)
 
     async def revise(self, context: Any, candidate: Any, reason: str) -> Any:

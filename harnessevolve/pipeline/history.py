@@ -51,7 +51,9 @@ class RunHistory:
         self.rejected: list[str] = []
         """Summaries of candidates a gate turned down (proposers are told not to offer them again)."""
 
-    def record_rejected(self, generation: int, trial: Trial, of: int) -> None:
+    def record_rejected(
+        self, generation: int, trial: Trial, of: int, harness_state: str | None = None
+    ) -> None:
         """A candidate that was not kept: its record in the ledger, its files in the run folder."""
         path = self.run_dir / "candidates" / f"gen-{generation:03d}-{trial.index + 1}.json"
         atomic_write_json(
@@ -66,7 +68,11 @@ class RunHistory:
         self.rejected.append(trial.candidate.summary)
         self.ledger.append(
             CandidateRejected(
-                generation=generation, of=of, file=str(path.relative_to(self.run_dir)), **trial.record()
+                generation=generation,
+                of=of,
+                file=str(path.relative_to(self.run_dir)),
+                harness_state=harness_state,
+                **trial.record(),
             )
         )
 
@@ -111,7 +117,14 @@ class RunHistory:
         )
         return sha
 
-    def revert(self, sha: str, generation: int, verdict: GateVerdict, candidate: Candidate | None) -> str:
+    def revert(
+        self,
+        sha: str,
+        generation: int,
+        verdict: GateVerdict,
+        candidate: Candidate | None,
+        harness_state: str | None = None,
+    ) -> str:
         numbers = ", ".join(f"{k}={v}" for k, v in verdict.numbers.items() if not isinstance(v, list | dict))
         message = (
             f"harnessevolve: revert {sha[:8]}: rejected by the {verdict.gate} gate\n\n{verdict.reason}\n"
@@ -131,6 +144,7 @@ class RunHistory:
                 gate=verdict.gate,
                 reason=verdict.reason,
                 numbers=verdict.numbers,
+                harness_state=harness_state,
             )
         )
         return revert_sha

@@ -179,6 +179,7 @@ class GenerationLoop:
             if self.evolver is not None:  # batches that held generated tasks, whole again
                 self.batches = self.evolver.rebuild_batches(self.benchmark.tasks, len(self.batches))
             self.history.rejected = list(resume.rejected)
+            self.trials.rejected = dict(resume.rejected_states)
             self.firing.keep(self.state.accepted)
             self.epochs = resume.epochs
             first = resume.next_generation
@@ -346,9 +347,10 @@ class GenerationLoop:
         row.summary = shown.candidate.summary
         row.verdicts = dict(shown.judgement.table)
         row.train_candidate = shown.judgement.train_candidate
+        states = {t.index: self.trials.remember_rejected(generation, t) for t in trials if t is not winner}
         for trial in trials:
             if trial is not winner and (len(trials) > 1 or trial.revisions):
-                self.history.record_rejected(generation, trial, len(trials))
+                self.history.record_rejected(generation, trial, len(trials), states[trial.index])
         if winner is not None:
             c = winner.candidate
             self.firing.pending(generation, current, c.changes, c.summary, c.target_tasks, results)
@@ -387,7 +389,7 @@ class GenerationLoop:
                 # History keeps the rejected edit: its commit, then a revert naming the gate.
                 sha = self.history.commit(shown, generation, 1, f"rejected by {failed_gate.gate}")
                 row.candidate = sha[:8]
-                self.history.revert(sha, generation, failed_gate, shown.candidate)
+                self.history.revert(sha, generation, failed_gate, shown.candidate, states[shown.index])
             self.log(
                 f"gen {generation}: rejected {shown.candidate.summary!r} "
                 f"({failed_gate.gate}: {failed_gate.reason})"

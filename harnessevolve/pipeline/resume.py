@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,7 @@ from harnessevolve.core.trailers import trailer_map
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
 from harnessevolve.pipeline.epochs import EpochClock, Snapshot
+from harnessevolve.pipeline.judging.trials import harness_state, rejection_note
 from harnessevolve.pipeline.recovery import (
     failed_verdict,
     gate_report,
@@ -61,6 +63,8 @@ class ResumePoint:
     reverted: list[str] = field(default_factory=list)
     batches: list[list[Task]] = field(default_factory=list)
     rejected: list[str] = field(default_factory=list)
+    rejected_states: dict[str, str] = field(default_factory=dict)
+    """harness_state -> its rejection, as ``TrialRunner.rejected`` holds them (``trials.py``)."""
     snapshots: list[Snapshot] = field(default_factory=list)
     epochs: EpochClock = field(default_factory=EpochClock)
     epoch_end_pending: int | None = None
@@ -119,9 +123,8 @@ def reconcile(repo: HarnessRepo, ledger: Ledger, run_id: str, events: list[ev.Ev
         failed = failed_verdict(verdicts, tags.get("Gate"))
         if not of_generation(events, generation, CandidateReverted):
             why = "recorded on resume"
-            ledger.append(
-                CandidateReverted(**_reverted(generation, rejected_sha, sha, tags.get("Gate"), failed, why))
-            )
+            fields = _reverted(generation, rejected_sha, sha, tags.get("Gate"), failed, why)
+            ledger.append(CandidateReverted(**fields, harness_state=rejected_state(repo, rejected_sha)))
         row = recovered_row(events, generation, run_dir, sha=rejected_sha, accepted=False)
         _finish(ledger, generation, f"reverted by {tags.get('Gate')}", sha, summary=staged_summary, row=row)
         done.append(f"recorded the revert of generation {generation}")
@@ -157,10 +160,12 @@ def reconcile(repo: HarnessRepo, ledger: Ledger, run_id: str, events: list[ev.Ev
     elif verdict.startswith("rejected by "):
         gate = verdict.removeprefix("rejected by ")
         failed = failed_verdict(verdicts, gate)
+        state = rejected_state(repo, sha)
         revert_sha = repo.revert(sha, revert_message(sha, gate, failed, run_id, generation))
         if not of_generation(events, generation, CandidateReverted):
             why = "rejected before the crash; reverted on resume"
-            ledger.append(CandidateReverted(**_reverted(generation, sha, revert_sha, gate, failed, why)))
+            fields = _reverted(generation, sha, revert_sha, gate, failed, why)
+            ledger.append(CandidateReverted(**fields, harness_state=state))
         row = recovered_row(events, generation, run_dir, sha=sha, accepted=False)
         _finish(
             ledger, generation, f"reverted by {gate}", revert_sha, summary=staged_summary or summary, row=row
@@ -239,6 +244,16 @@ def _committed(
     }
 
 
+def rejected_state(repo: HarnessRepo, sha: str) -> str | None:
+    """The ``harness_state`` of a rejected commit's harness (what a gate refused), or None when
+    that tree cannot be read back."""
+    with tempfile.TemporaryDirectory(prefix="he-rejected-") as scratch:
+        try:
+            return harness_state(load_harness(repo.export(sha, Path(scratch))).files, {})
+        except (HarnessEvolveError, OSError):
+            return None
+
+
 def _reverted(
     generation: int,
     sha: str,
@@ -307,6 +322,7 @@ def resume_point(
     point.epochs = EpochClock(patience)
     finished = {e.generation: e for e in events if isinstance(e, GenerationFinished)}
     summaries = {e.sha: e.summary or "" for e in events if isinstance(e, CandidateCommitted)}
+    numbers = {e.sha: e.candidate for e in events if isinstance(e, CandidateCommitted)}
     last = 0
     for generation in sorted(finished):
         row_event = finished[generation]
@@ -322,7 +338,30 @@ def resume_point(
         for reverted in of_generation(events, generation, CandidateReverted):
             point.reverted.append(reverted.sha)
             point.rejected.append(summaries.get(reverted.sha, ""))
-        point.rejected += [e.summary or "" for e in of_generation(events, generation, ev.CandidateRejected)]
+            if reverted.harness_state:
+                point.rejected_states.setdefault(
+                    reverted.harness_state,
+                    rejection_note(
+                        generation,
+                        numbers.get(reverted.sha),
+                        summaries.get(reverted.sha, ""),
+                        reverted.gate,
+                        reverted.reason,
+                    ),
+                )
+        for rejected in of_generation(events, generation, ev.CandidateRejected):
+            point.rejected.append(rejected.summary or "")
+            if rejected.harness_state:
+                point.rejected_states.setdefault(
+                    rejected.harness_state,
+                    rejection_note(
+                        generation,
+                        rejected.candidate,
+                        rejected.summary or "",
+                        rejected.gate,
+                        rejected.reason or "",
+                    ),
+                )
         point.rows.append(
             GenerationRow(
                 generation,

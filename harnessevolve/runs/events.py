@@ -453,6 +453,9 @@ class CandidateRejected(CandidateDetails):
     validation: float | None = None
     train_candidate: float | None = None
     verdicts: list[GateVerdictRecord] | None = None
+    harness_state: str | None = None
+    """The digest of the harness it would have made (``trials.harness_state``), when a gate refused
+    it: the same harness is not judged again, after a resume too."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -525,6 +528,8 @@ class CandidateReverted(Event):
     reason: str
     numbers: dict[str, Any] | None = None
     recovered: bool | None = None
+    harness_state: str | None = None
+    """The digest of the reverted harness (``trials.harness_state``): it is not judged again."""
 
 
 # -- training and the sealed test split --------------------------------------------------------

@@ -131,3 +131,66 @@ def test_the_revision_loop_stops_after_t_rev(harness_dir: Path, cli, learner) ->
     repo = git.Repo(harness_dir)
     assert "bloat 2" in list(repo.iter_commits())[1].summary
     assert not repo.is_dirty(untracked_files=True)
+
+
+class SameUselessRule:
+    """Proposes one edit every time: a rule the scripted learner ignores (no gain, so refused)."""
+
+    name = "same-rule"
+    proposals = 0
+
+    async def propose(self, context):
+        SameUselessRule.proposals += 1
+        path = context.system_prompt_path
+        text = context.files[path] + "\nAlways double-check the answer before you submit it.\n"
+        return Candidate({path: text}, "double-check rule", "", ("x",), (), self.name)
+
+    async def revise(self, context, candidate, reason):
+        return candidate
+
+
+def test_a_harness_a_gate_rejected_is_not_judged_again(harness_dir: Path, cli, learner) -> None:
+    registry.PROPOSERS["same-rule"] = SameUselessRule
+    SameUselessRule.proposals = 0
+    try:
+        result = cli.invoke(app, run_args(harness_dir, learner, "-n", "3", "--proposer", "same-rule"))
+    finally:
+        del registry.PROPOSERS["same-rule"]
+    assert result.exit_code in (0, 1), result.output
+    events = ledger_of(harness_dir)
+    assert SameUselessRule.proposals == 3
+    judged = [e for e in events if e["event"] == "gate_verdicts"]
+    reverted = [e for e in events if e["event"] == "candidate_reverted"]
+    assert len(judged) == 1 and len(reverted) == 1  # generation 1 only
+    duplicates = [e for e in events if e["event"] == "proposal_failed"]
+    assert [e["generation"] for e in duplicates] == [2, 3]
+    for event in duplicates:
+        (error,) = event["errors"]
+        assert error.startswith("duplicate: the same harness as candidate 1 of generation 1")
+        assert "rejected by performance" in error and error.endswith("not judged again")
+    finished = [e for e in events if e["event"] == "generation_finished"]
+    assert [e["outcome"] for e in finished[1:]] == ["proposer had nothing new"] * 2
+
+
+def test_a_resumed_run_remembers_the_harnesses_a_gate_rejected(harness_dir: Path, cli, learner) -> None:
+    from harnessevolve.core.tasks import load_benchmark
+    from harnessevolve.pipeline.judging.trials import harness_state
+    from harnessevolve.pipeline.resume import resume_point
+    from harnessevolve.runs.ledger import read_ledger
+
+    registry.PROPOSERS["same-rule"] = SameUselessRule
+    try:
+        files = dict(load_harness(harness_dir).files)
+        result = cli.invoke(app, run_args(harness_dir, learner, "-n", "1", "--proposer", "same-rule"))
+    finally:
+        del registry.PROPOSERS["same-rule"]
+    assert result.exit_code in (0, 1), result.output
+    (run,) = list((harness_dir / ".harnessevolve" / "runs").iterdir())
+    events = read_ledger(run / "ledger.jsonl")
+    (reverted,) = [e for e in events if e.event_name == "candidate_reverted"]
+    path = "prompts/system.md"
+    rule = files[path] + "\nAlways double-check the answer before you submit it.\n"
+    assert reverted.harness_state == harness_state(files, {path: rule})
+    point = resume_point(events, load_benchmark("shell-basics"), run.name, patience=10, generations=3)
+    assert list(point.rejected_states) == [reverted.harness_state]
+    assert "rejected by performance" in point.rejected_states[reverted.harness_state]

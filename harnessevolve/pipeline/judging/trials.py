@@ -6,12 +6,19 @@ A trial is one candidate's life within a generation. Proposals are drawn one aft
 something different), then the trials are judged concurrently. A quality-gate rejection
 (invalid harness, bloat, leakage, failed smoke run) goes back to the proposer with its written
 reason; the revision is screened again, at most ``max_revisions`` times.
+
+A candidate whose harness -- the current files with its changes applied -- is one a gate already
+rejected in this run is not judged again: it is a failed proposal naming the earlier rejection (a
+revision that comes back to it ends the revisions). Judging it again would pay a validation pass to
+learn nothing, or accept a rejected harness on a lucky batch. The rejections carry the harness's
+digest in the ledger (``harness_state``), so a resumed run remembers them.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import hashlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +67,31 @@ class Trial:
         }
 
 
+def harness_state(files: Mapping[str, str], changes: Mapping[str, str | None]) -> str:
+    """A digest of the harness ``changes`` make of ``files`` (a change to None removes the file)."""
+    merged = {**files, **changes}
+    digest = hashlib.sha256()
+    for path in sorted(p for p, text in merged.items() if text is not None):
+        text = merged[path]
+        assert text is not None
+        for part in (path, text):
+            data = part.encode("utf-8", errors="surrogatepass")
+            digest.update(len(data).to_bytes(8, "big") + data)
+    return digest.hexdigest()
+
+
+def rejection_note(
+    generation: int, candidate: int | None, summary: str, gate: str | None, reason: str
+) -> str:
+    """How a duplicate names the rejection it repeats."""
+    which = (
+        f"candidate {candidate} of generation {generation}"
+        if candidate
+        else f"generation {generation}'s candidate"
+    )
+    return f"{which} ({summary[:80]!r}), rejected by {gate or 'a gate'}: {reason[:160]}"
+
+
 def pick_winner(trials: list[Trial]) -> Trial | None:
     """The best trial that passed every gate: highest validation score, then train score, then the
     earliest proposal."""
@@ -89,6 +121,26 @@ class TrialRunner:
         self.candidates = max(1, candidates)
         self.max_revisions = max(0, max_revisions)
         self.log = log
+        self.rejected: dict[str, str] = {}
+        """harness_state -> which candidate a gate rejected with it, and why (see the module doc)."""
+
+    def remember_rejected(self, generation: int, trial: Trial) -> str | None:
+        """A judged trial a gate refused: the same harness is not judged again in this run. Its
+        ``harness_state`` (for the ledger, so a resumed run remembers it too), else None."""
+        failed = trial.judgement.failed
+        if failed is None:
+            return None
+        key = harness_state(trial.context.files, trial.candidate.changes)
+        note = rejection_note(
+            generation, trial.index + 1, trial.candidate.summary, failed.gate, failed.reason
+        )
+        self.rejected.setdefault(key, note)
+        return key
+
+    def already_rejected(self, context: ProposalContext, candidate: Candidate) -> str | None:
+        """Why ``candidate`` needs no judging (its harness was rejected before), else None."""
+        earlier = self.rejected.get(harness_state(context.files, candidate.changes))
+        return f"duplicate: the same harness as {earlier}; not judged again" if earlier else None
 
     async def propose(
         self, generation: int, context_for: Callable[[tuple[str, ...]], ProposalContext]
@@ -102,6 +154,18 @@ class TrialRunner:
             self._log_failures(generation)
             if candidate is None or any(candidate.changes == t.candidate.changes for t in trials):
                 break
+            duplicate = self.already_rejected(context, candidate)
+            if duplicate is not None:
+                self.ledger.append(
+                    ProposalFailedEvent(
+                        generation=generation,
+                        proposer=candidate.proposer or self.proposer.name,
+                        errors=[duplicate],
+                    )
+                )
+                self.log(f"gen {generation}: {duplicate[:120]}")
+                avoid += (candidate.summary,)
+                continue
             trials.append(Trial(index, candidate, context))
             avoid += (candidate.summary,)
             self.ledger.append(
@@ -166,6 +230,17 @@ class TrialRunner:
             )
             return False
         if revised.changes == trial.candidate.changes:
+            return False
+        duplicate = self.already_rejected(trial.context, revised)
+        if duplicate is not None:
+            self.ledger.append(
+                RevisionFailed(
+                    generation=generation,
+                    candidate=trial.index + 1,
+                    proposer=revised.proposer or self.proposer.name,
+                    errors=[duplicate],
+                )
+            )
             return False
         trial.revisions += 1
         self.ledger.append(
