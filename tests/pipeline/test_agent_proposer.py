@@ -260,3 +260,21 @@ def test_agent_proposer_never_sees_held_out_tasks(
     assert saved and all(SECRET not in p.read_text() for p in saved)
     failed = [r for r in events if isinstance(r, ev.ProposalFailed)]
     assert failed and "no edit" in failed[0].errors[0]
+
+
+def test_agent_proposer_loop_ends_at_the_third_same_action_and_is_refused(
+    tmp_path: Path, cli, scripts, planted: Path, optimizer_dir: Path
+) -> None:
+    harness = tmp_path / "loops"
+    policy = coding_agent([lambda _last: "ls evidence"] * 12)
+    result, run_dir, events = agent_run(
+        cli, scripts, harness, optimizer_dir, planted, policy, "--proposer", "agent,demo"
+    )
+    assert result.exit_code in (0, 1), result.output
+    failed = [r for r in events if isinstance(r, ev.ProposalFailed) and r.proposer == "agent"]
+    assert failed, events
+    assert failed[0].errors[0].startswith("loop: repeated: the same action 3 times in a row (bash("), failed
+    turn = json.loads((run_dir / "proposer" / "gen-001-1-turn-1.json").read_text())
+    calls = turn["extra"]["model_calls"]
+    assert [c["status"] for c in calls] == [200, 200, 200, 403]  # not 12 answered calls, then more
+    assert [r.proposer for r in events if isinstance(r, ev.CandidateProposed)] == ["demo"]

@@ -15,6 +15,9 @@ and ``PASSED_ON``) and
 - past the rollout's ``max_model_calls``: 429-free 403 ``call_limit_reached`` (OpenAI clients do
   not retry 403), and the rollout stops with ``step_limit``;
 - the run's budget spent (:func:`budget_check`): 402 ``budget_exhausted``, and the rollout stops;
+- under :func:`repeat_limit` (N), after N replies in a row with the same action (the same tool
+  calls and arguments, or the same text): 403 ``repeated_action``, and the rollout stops with
+  ``repeated`` instead of spending its remaining calls on the loop;
 - a malformed body: 400 ``invalid_request_error``; a provider failure after retries: 502;
 - a body over ``REQUEST_BYTES``: 413 ``request_too_large``, recorded as its size and sha256 only.
 
@@ -51,6 +54,7 @@ from harnessevolve.models import ModelReply, acomplete
 BudgetCheck = Callable[[], str | None]
 """Returns None while the run may spend, else why it may not (``tokens budget reached: ...``)."""
 _BUDGET: ContextVar[BudgetCheck | None] = ContextVar("harnessevolve_endpoint_budget", default=None)
+_REPEATS: ContextVar[int | None] = ContextVar("harnessevolve_endpoint_repeats", default=None)
 PASSED_ON = ("tool_choice", "response_format", "stop", "top_p", "presence_penalty", "frequency_penalty")
 """Request parameters forwarded to litellm as they are, when the agent gives them."""
 
@@ -63,6 +67,32 @@ def budget_check(check: BudgetCheck | None) -> Iterator[None]:
         yield
     finally:
         _BUDGET.reset(token)
+
+
+@contextlib.contextmanager
+def repeat_limit(times: int | None) -> Iterator[None]:
+    """Every endpoint started inside stops its rollout (``repeated``) once ``times`` replies in a row
+    carry the same action; None: no limit (the default: an evolved agent's loops are its score's)."""
+    token = _REPEATS.set(times)
+    try:
+        yield
+    finally:
+        _REPEATS.reset(token)
+
+
+def action_key(reply: ModelReply) -> str:
+    """What a reply does, for telling a repeat: its tool calls (name and arguments, keys sorted)
+    or, with none, its text; whitespace at the ends does not count."""
+    if reply.tool_calls:
+        calls = []
+        for call in reply.tool_calls:
+            try:
+                arguments = json.dumps(json.loads(call.raw_arguments or "{}"), sort_keys=True)
+            except ValueError:
+                arguments = (call.raw_arguments or "").strip()
+            calls.append(f"{call.name}({arguments})")
+        return "\n".join(calls)
+    return (reply.content or "").strip()
 
 
 @dataclass
@@ -96,7 +126,7 @@ class ModelCall:
 @dataclass
 class EndpointStop:
     reason: str
-    """``budget_exhausted``, ``step_limit``, ``refusal_limit`` or ``record_limit``."""
+    """``budget_exhausted``, ``step_limit``, ``repeated``, ``refusal_limit`` or ``record_limit``."""
     message: str
 
 
@@ -130,6 +160,7 @@ class ModelEndpoint:
         self.stopped = asyncio.Event()
         """Set when the endpoint refuses further calls (budget or call limit)."""
         self._budget = _BUDGET.get()
+        self._repeats = _REPEATS.get()
         self._runner: Any = None
         self.refused = 0
         """Requests refused so far (provider failures not counted)."""
@@ -225,6 +256,10 @@ class ModelEndpoint:
         if spent:
             halted = self._halt(StopReason.BUDGET_EXHAUSTED, f"the run's {spent}; no more model calls")
             return self._refuse(call, 402, "budget_exhausted", halted.message)
+        repeated = self._repeated()
+        if repeated:
+            halted = self._halt(StopReason.REPEATED, repeated)
+            return self._refuse(call, 403, "repeated_action", halted.message)
         if len(self.replies) >= self.max_calls:
             halted = self._halt(
                 StopReason.STEP_LIMIT, f"this rollout may make at most {self.max_calls} model calls"
@@ -284,6 +319,16 @@ class ModelEndpoint:
         from aiohttp import web
 
         return web.json_response(document)
+
+    def _repeated(self) -> str | None:
+        """Why no more calls are served under ``repeat_limit``: the last replies all did one thing."""
+        times = self._repeats
+        if not times or len(self.replies) < times:
+            return None
+        keys = {action_key(r) for r in self.replies[-times:]}
+        if len(keys) != 1 or not next(iter(keys)):
+            return None
+        return f"the same action {times} times in a row ({next(iter(keys))[:160]}); no more model calls"
 
     def _halt(self, reason: str, message: str) -> EndpointStop:
         self.stop = EndpointStop(reason, message)

@@ -35,7 +35,7 @@ from harnessevolve.core.enums import StopReason
 from harnessevolve.core.errors import HarnessEvolveError, TrajectoryError
 from harnessevolve.core.tasks import Benchmark, Task
 from harnessevolve.execute.runners import runner_for
-from harnessevolve.execute.runners.endpoint import budget_check
+from harnessevolve.execute.runners.endpoint import budget_check, repeat_limit
 from harnessevolve.execute.workspace import create_workspace, remove_workspace
 from harnessevolve.gate.config import GateConfig
 from harnessevolve.harness.git import HarnessRepo
@@ -67,7 +67,8 @@ DEFAULT_OPTIMIZER = "optimizer-agent"
 """The optimizer folder under the built-in ``harnesses/`` used without ``--optimizer-agent``."""
 TRAJECTORY_DIR = "proposer"
 LOOP_REPEATS = 3
-"""The same action this many times in a row, then the call limit: a loop."""
+"""The same action this many times in a row is a loop: the endpoint ends the turn there (it used to
+run on to the call limit, 25 calls of the same command) and the proposal is refused."""
 REFUSED_STOPS: dict[str, str] = {
     StopReason.AGENT_TIMEOUT: "hang",
     StopReason.OUTPUT_FLOOD: "output flood",
@@ -206,7 +207,7 @@ class AgentProposer:
             spent = self.budget.exhausted(run.meter) if run.meter is not None else None
             return spent or (run.run_budget() if run.run_budget is not None else None)
 
-        with spending(PROPOSER_STAGE, self.name), budget_check(exhausted):
+        with spending(PROPOSER_STAGE, self.name), budget_check(exhausted), repeat_limit(LOOP_REPEATS):
             trajectory = await runner.run(
                 self.optimizer,
                 task,
@@ -221,6 +222,8 @@ class AgentProposer:
         try:
             if stop in REFUSED_STOPS:
                 raise EditRefused(f"{REFUSED_STOPS[stop]}: {error[:300]}")
+            if stop == StopReason.REPEATED:
+                raise EditRefused(f"loop: {error[:300]}")
             if stop == StopReason.STEP_LIMIT and repeats(trajectory) >= LOOP_REPEATS:
                 raise EditRefused(
                     f"loop: the same action {repeats(trajectory)} times in a row, then {error[:200]}"
