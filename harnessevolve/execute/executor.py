@@ -64,15 +64,19 @@ class Executor(Protocol):
     ) -> list[Rollout]: ...
 
 
-class LocalExecutor:
-    """Runs rollouts as asyncio tasks in this process, at most ``concurrency`` at once."""
+RunOn = Callable[[int, Task], Awaitable[Rollout]]
+"""How one task runs on worker ``index`` (a slot of ``run_on_slots``)."""
 
-    meters_remotely = False
 
-    def __init__(self, concurrency: int = 4, sandbox: Sandbox | None = None) -> None:
-        """``sandbox`` runs every command of every rollout; None means the default sandbox."""
-        self.concurrency = max(1, concurrency)
-        self.sandbox = sandbox
+class SlotExecutor:
+    """The ``run`` every executor here shares: ``concurrency`` slots dealt round ``worker_count``
+    workers (``run_on_slots``); a subclass says how one batch's tasks run (``runner``)."""
+
+    concurrency: int
+    worker_count: int = 1
+
+    async def runner(self, harness: Harness, *, model: str, seed: int) -> RunOn:
+        raise NotImplementedError
 
     async def run(
         self,
@@ -83,15 +87,31 @@ class LocalExecutor:
         seed: int,
         on_done: Callable[[Rollout], None] | None = None,
     ) -> list[Rollout]:
-        gate = asyncio.Semaphore(self.concurrency)
+        return await run_on_slots(
+            tasks,
+            await self.runner(harness, model=model, seed=seed),
+            concurrency=self.concurrency,
+            worker_count=self.worker_count,
+            on_done=on_done,
+        )
 
-        async def one(task: Task) -> Rollout:
-            async with gate:
-                return await run_one(
-                    harness, task, model=model, seed=rollout_seed(seed, task.id), sandbox=self.sandbox
-                )
 
-        return await gather_rollouts(tasks, one, on_done)
+class LocalExecutor(SlotExecutor):
+    """Runs rollouts as asyncio tasks in this process, at most ``concurrency`` at once."""
+
+    meters_remotely = False
+
+    def __init__(self, concurrency: int = 4, sandbox: Sandbox | None = None) -> None:
+        """``sandbox`` runs every command of every rollout; None means the default sandbox."""
+        self.concurrency = max(1, concurrency)
+        self.sandbox = sandbox
+
+    async def runner(self, harness: Harness, *, model: str, seed: int) -> RunOn:
+        async def one(_: int, task: Task) -> Rollout:
+            task_seed = rollout_seed(seed, task.id)
+            return await run_one(harness, task, model=model, seed=task_seed, sandbox=self.sandbox)
+
+        return one
 
 
 async def gather_rollouts(
@@ -113,7 +133,7 @@ async def gather_rollouts(
 
 async def run_on_slots(
     tasks: Sequence[Task],
-    run_on: Callable[[int, Task], Awaitable[Rollout]],
+    run_on: RunOn,
     *,
     concurrency: int,
     worker_count: int,

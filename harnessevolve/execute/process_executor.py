@@ -30,7 +30,6 @@ import math
 import multiprocessing
 import os
 import threading
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -38,7 +37,7 @@ from typing import Any
 
 from harnessevolve.core.enums import StopReason
 from harnessevolve.core.tasks import Task
-from harnessevolve.execute.executor import Rollout, failed_rollout, rollout_seed, run_on_slots
+from harnessevolve.execute.executor import Rollout, RunOn, SlotExecutor, failed_rollout, rollout_seed
 from harnessevolve.harness.model import Harness
 from harnessevolve.sandbox.base import Sandbox
 
@@ -120,7 +119,7 @@ class _Worker:
             self.conn.send(message)
 
 
-class ProcessExecutor:
+class ProcessExecutor(SlotExecutor):
     """Runs rollouts in ``workers`` processes here (default: one per CPU), ``concurrency`` at once in all."""
 
     meters_remotely = True
@@ -178,23 +177,13 @@ class ProcessExecutor:
                 worker = self._workers[index] = self._start(index)
             return worker
 
-    async def run(
-        self,
-        harness: Harness,
-        tasks: Sequence[Task],
-        *,
-        model: str,
-        seed: int,
-        on_done: Callable[[Rollout], None] | None = None,
-    ) -> list[Rollout]:
+    async def runner(self, harness: Harness, *, model: str, seed: int) -> RunOn:
         key = harness.content_hash()
-        return await run_on_slots(
-            tasks,
-            lambda index, task: self._run_on(index, harness, key, task, model, seed),
-            concurrency=self.concurrency,
-            worker_count=self.worker_count,
-            on_done=on_done,
-        )
+
+        async def run_on(index: int, task: Task) -> Rollout:
+            return await self._run_on(index, harness, key, task, model, seed)
+
+        return run_on
 
     async def _run_on(
         self,

@@ -28,7 +28,6 @@ import math
 import os
 import tarfile
 import tempfile
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +37,10 @@ from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.core.tasks import Task
 from harnessevolve.execute.executor import (
     Rollout,
+    RunOn,
+    SlotExecutor,
     failed_rollout,
     rollout_seed,
-    run_on_slots,
     run_one,
 )
 from harnessevolve.execute.workspace import remove_workspace
@@ -146,7 +146,7 @@ def _with_extra(trajectory: Trajectory, **extra: Any) -> Trajectory:
     return dataclasses.replace(trajectory, extra={**trajectory.extra, **extra})
 
 
-class RayExecutor:
+class RayExecutor(SlotExecutor):
     """Runs rollouts on Ray actors, at most ``concurrency`` at once over the whole cluster.
 
     ``address``: a running cluster (``"auto"``, ``"ray://host:10001"``); None starts a local Ray
@@ -180,10 +180,7 @@ class RayExecutor:
         self._workers: list[Any] = []
         self._actor_class: Any = None
         self._started_ray = False
-
-    @property
-    def worker_count(self) -> int:
-        return math.ceil(self.concurrency / self.rollouts_per_worker)
+        self.worker_count = math.ceil(self.concurrency / self.rollouts_per_worker)
 
     def _connect(self, ray: Any) -> None:
         if ray.is_initialized():
@@ -214,15 +211,7 @@ class RayExecutor:
         )
         return actor.remote(self.sandbox)
 
-    async def run(
-        self,
-        harness: Harness,
-        tasks: Sequence[Task],
-        *,
-        model: str,
-        seed: int,
-        on_done: Callable[[Rollout], None] | None = None,
-    ) -> list[Rollout]:
+    async def runner(self, harness: Harness, *, model: str, seed: int) -> RunOn:
         ray = _import_ray()
         self._connect(ray)
         while len(self._workers) < self.worker_count:
@@ -233,13 +222,7 @@ class RayExecutor:
         async def run_on(index: int, task: Task) -> Rollout:
             return await self._run_on(ray, index, harness, harness_ref, task, model, seed, driver_node)
 
-        return await run_on_slots(
-            tasks,
-            run_on,
-            concurrency=self.concurrency,
-            worker_count=self.worker_count,
-            on_done=on_done,
-        )
+        return run_on
 
     async def _run_on(
         self,
