@@ -12,7 +12,14 @@ is the shell-agent harness on a one-file task, model ``openai/fake``: the server
 * the same workload through DSPy (``dspy.Evaluate(num_threads=c)`` over a ``dspy.Module`` making
   the same two LM calls and the same bash command) and harnessevolve/DSPy throughput ratios.
 
-    .venv/bin/python benchmarks/perf/rollout_throughput.py [--quick | --smoke] [--ray] [--sandbox none]
+* the whole machine's CPU per rollout and share of the cores busy at the top concurrency, each engine
+  (``/proc/stat``: every process, the fake server's included): a machine all busy caps any engine.
+
+    .venv/bin/python benchmarks/perf/rollout_throughput.py [--quick | --smoke] [--rounds N] [--ray]
+                                                           [--sandbox none]
+
+``--rounds N``: rollouts per point = concurrency x N (default 6, ``--quick`` 2); more rounds weigh
+the ramp at the start of a batch less.
 
 ``--smoke`` (seconds; the test suite runs it) measures concurrency 1 and 4 with a few rollouts each:
 it checks that every step of the script runs, its figures mean nothing.
@@ -100,11 +107,45 @@ class CpuClock:
         )
 
 
+class MachineClock:
+    """The whole machine's busy and total CPU time (``/proc/stat``, every process: the fake server,
+    workers, sandboxes) over a block; ``busy`` (fraction of all cores) is None where there is no
+    /proc/stat."""
+
+    @staticmethod
+    def read() -> tuple[int, int] | None:
+        try:
+            with open("/proc/stat") as f:
+                ticks = [int(x) for x in f.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        return sum(ticks) - ticks[3] - ticks[4], sum(ticks)  # less idle and iowait
+
+    def __enter__(self) -> MachineClock:
+        self.start = self.read()
+        self.busy: float | None = None
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        end = self.read()
+        if self.start and end and end[1] > self.start[1]:
+            self.busy = (end[0] - self.start[0]) / (end[1] - self.start[1])
+
+
+def machine_figures(result: dict[str, Any], clock: MachineClock) -> dict[str, Any]:
+    """``result`` with the machine's share busy and machine CPU ms per rollout added."""
+    if clock.busy is not None:
+        cores = os.cpu_count() or 1
+        result["machine_busy"] = clock.busy
+        result["machine_ms"] = clock.busy * cores * result["wall"] / result["n"] * 1000
+    return result
+
+
 async def run_batch(
     n: int, concurrency: int, prefix: str, sandbox: Any, executor: Any = None
 ) -> dict[str, Any]:
     executor = executor or LocalExecutor(concurrency, sandbox=sandbox)
-    with CpuClock() as cpu:
+    with CpuClock() as cpu, MachineClock() as machine:
         started = time.perf_counter()
         rollouts: list[Rollout] = await executor.run(HARNESS, tasks(n, prefix), model=MODEL, seed=0)
         wall = time.perf_counter() - started
@@ -115,7 +156,8 @@ async def run_batch(
             remove_workspace(r.workspace)
     bad = [r.stop_reason for r in rollouts if r.answer != WORD]
     cpu_s = cpu.own + cpu.children
-    return {"n": n, "wall": wall, "right": right, "steps": steps, "cpu_s": cpu_s, "bad": bad[:3]}
+    result = {"n": n, "wall": wall, "right": right, "steps": steps, "cpu_s": cpu_s, "bad": bad[:3]}
+    return machine_figures(result, machine)
 
 
 # --- where one step's time goes (concurrency 1) -------------------------------------------------------
@@ -392,6 +434,22 @@ def print_table(
                 print(f"      ! {result['n'] - result['right']} rollouts wrong, e.g. {result['bad']}")
 
 
+def print_machine(
+    top: int, rows: list[tuple[int, dict[str, Any], dict[str, Any] | None]], procs: dict[int, Any]
+) -> None:
+    """At the top concurrency: the whole machine's CPU per rollout and share busy, each engine (a
+    machine that is all busy caps every engine; the fake server's share is in every figure)."""
+    ours, theirs = next(((o, t) for c, o, t in rows if c == top), ({}, None))
+    parts = [("local", ours), ("processes", procs.get(top) or {}), ("dspy", theirs or {})]
+    shown = [
+        f"{name} {r['machine_ms']:.1f} ms, {r['machine_busy']:.0%} busy"
+        for name, r in parts
+        if r.get("machine_ms")
+    ]
+    if shown:
+        print(f"machine CPU per rollout at {top} (all processes, /proc/stat): " + " | ".join(shown))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer rollouts per point; skips DSPy at 1")
@@ -402,8 +460,11 @@ def main() -> None:
         "--no-processes", action="store_true", help="skip the processes executor (a worker per CPU)"
     )
     parser.add_argument("--sandbox", help="bwrap, docker or none (unsafe); default: harnessevolve's default")
+    parser.add_argument(
+        "--rounds", type=int, help="rollouts per point = concurrency x rounds (default 6; --quick 2)"
+    )
     args = parser.parse_args()
-    rounds = 1 if args.smoke else 2 if args.quick else 6
+    rounds = args.rounds or (1 if args.smoke else 2 if args.quick else 6)
     concurrencies = (1, 4) if args.smoke else CONCURRENCIES
     top = concurrencies[-1]
     quick = args.quick or args.smoke
@@ -428,11 +489,14 @@ def main() -> None:
             ours = asyncio.run(run_batch(n, c, f"c{c}-", sandbox))
             theirs = None
             if not args.no_dspy and not (quick and c == 1):
-                theirs = dspy_evaluate(HARNESS, MODEL, WORD, server.api_base, n, c, sandbox)
+                with MachineClock() as machine:
+                    theirs = dspy_evaluate(HARNESS, MODEL, WORD, server.api_base, n, c, sandbox)
+                theirs = machine_figures(theirs, machine)
             rows.append((c, ours, theirs))
         ray = ray_rows(server.api_base, rounds, sandbox, concurrencies) if args.ray else {}
         procs = {} if args.no_processes else process_rows(rounds, sandbox, concurrencies)
         print_table(rows, ray, procs)
+        print_machine(top, rows, procs)
 
         n_one = 2 if args.smoke else 4 if args.quick else 10
         one = asyncio.run(breakdown(n_one, 1, server.api_base, sandbox))
