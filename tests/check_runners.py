@@ -1,5 +1,6 @@
 """A check runner that runs on the host, unsandboxed: only for tests' positive controls, to show that
-a probe would detect the hole the sandboxed runner closes. Never used by the package."""
+a probe would detect the hole the sandboxed runner closes. Never used by the package. And
+``effect_task``: a task whose one check is an effect check, for the runners to run."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from harnessevolve.core.tasks import Check, Task
 from harnessevolve.evaluate.checkers import CommandRunner
 from harnessevolve.sandbox.launch import Launch
 
@@ -31,3 +33,14 @@ class HostRunner(CommandRunner):
     def scratch(self, prefix: str) -> Iterator[Path]:
         with tempfile.TemporaryDirectory(prefix=prefix) as folder:
             yield Path(folder)
+
+
+def effect_task(task_id: str, instruction: str, command: str, setup_files: dict[str, str]) -> Task:
+    """A train task on ``setup_files`` whose one check is the effect check of ``command``."""
+    return Task(
+        id=task_id,
+        instruction=instruction,
+        split="train",
+        checks=(Check(type="effect", run=command),),
+        setup_files=setup_files,
+    )

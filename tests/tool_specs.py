@@ -1,4 +1,5 @@
-"""OpenAI-format tool specs for provider tests (every argument a required string)."""
+"""Tool specs for tests (every argument a required string): OpenAI-format for provider tests, and
+the built-in tools as an agent's task file lists them."""
 
 from __future__ import annotations
 
@@ -12,19 +13,21 @@ DESCRIPTIONS = {
 }
 
 
+def tool_definition(name: str) -> dict[str, Any]:
+    """``name``'s tool as a harness or task file defines it (name, description, parameters)."""
+    description, args = DESCRIPTIONS[name]
+    parameters = {
+        "type": "object",
+        "properties": {a: {"type": "string"} for a in args},
+        "required": list(args),
+    }
+    return {"name": name, "description": description, "parameters": parameters}
+
+
 def tool_specs(*names: str) -> list[dict[str, Any]]:
-    specs = []
-    for name in names:
-        description, args = DESCRIPTIONS[name]
-        parameters = {
-            "type": "object",
-            "properties": {a: {"type": "string"} for a in args},
-            "required": list(args),
-        }
-        specs.append(
-            {
-                "type": "function",
-                "function": {"name": name, "description": description, "parameters": parameters},
-            }
-        )
-    return specs
+    return [{"type": "function", "function": tool_definition(name)} for name in names]
+
+
+def builtin_tools(*names: str) -> list[dict[str, Any]]:
+    """The tools as a task file for an agent lists them: each bound to the built-in of its name."""
+    return [{**tool_definition(name), "builtin": name} for name in names]

@@ -7,27 +7,13 @@ import json
 import shutil
 from pathlib import Path
 
-import yaml
+from suite_files import answer_task, write_suite
 from typer.testing import CliRunner
 
 from harnessevolve.cli.app import app
 from harnessevolve.core import paths
 
-TASK = {
-    "version": 1,
-    "id": "say-hi",
-    "instruction": "Answer hi.",
-    "split": "train",
-    "checker": [{"type": "answer", "expected": "hi"}],
-}
-
-
-def make_suite(root: Path, *tasks: dict) -> Path:
-    (root / "tasks").mkdir(parents=True)
-    (root / "benchmark.yaml").write_text("version: 1\nname: mine\n")
-    for task in tasks:
-        (root / "tasks" / f"{task['id']}.yaml").write_text(yaml.safe_dump(task))
-    return root
+TASK = answer_task("say-hi", "Answer hi.", "hi")
 
 
 def test_builtin_suites_are_valid_by_folder_and_by_name() -> None:
@@ -40,8 +26,9 @@ def test_builtin_suites_are_valid_by_folder_and_by_name() -> None:
 
 
 def test_every_problem_names_file_and_key(tmp_path: Path) -> None:
-    suite = make_suite(
+    suite = write_suite(
         tmp_path / "s",
+        "mine",
         TASK,
         {**TASK, "id": "typo", "checker": [{"type": "answer", "expcted": "x"}]},
         {**TASK, "id": "no-split", "split": None},
@@ -70,7 +57,7 @@ def test_every_problem_names_file_and_key(tmp_path: Path) -> None:
 
 
 def test_json_and_notes_for_a_suite_without_references(tmp_path: Path) -> None:
-    suite = make_suite(tmp_path / "s", TASK)
+    suite = write_suite(tmp_path / "s", "mine", TASK)
     result = CliRunner().invoke(app, ["validate", str(suite), "--json"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)

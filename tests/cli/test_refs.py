@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from suite_files import answer_task, write_suite
+
 from harnessevolve.cli.app import app
 from harnessevolve.core import atif
 from harnessevolve.core.paths import builtin_dir
@@ -60,14 +62,13 @@ def test_unknown_task_or_invalid_file_is_one_line_exit_2_and_writes_nothing(cli,
 
 
 def test_import_lists_the_tasks_it_skipped_and_why(cli, tmp_path: Path) -> None:
-    suite = tmp_path / "suite"
-    (suite / "tasks").mkdir(parents=True)
-    (suite / "benchmark.yaml").write_text("version: 1\nname: skip-probe\n")
-    base = "version: 1\nsplit: train\ninstruction: Answer hi.\nchecker: [{type: answer, expected: hi}]\n"
-    (suite / "tasks" / "with-gold.yaml").write_text(
-        base + "id: with-gold\ngold: [{tool: submit, arguments: {answer: hi}}]\n"
+    gold = [{"tool": "submit", "arguments": {"answer": "hi"}}]
+    suite = write_suite(
+        tmp_path / "suite",
+        "skip-probe",
+        answer_task("with-gold", "Answer hi.", "hi", gold=gold),
+        answer_task("no-gold", "Answer hi.", "hi"),
     )
-    (suite / "tasks" / "no-gold.yaml").write_text(base + "id: no-gold\n")
     out = tmp_path / "refs"
     result = cli.invoke(app, ["refs", "import", "-b", str(suite), "--split", "all", "--out", str(out)])
     assert result.exit_code == 0, result.output

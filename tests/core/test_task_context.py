@@ -8,7 +8,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-import yaml
+from suite_files import answer_task, write_suite
 
 from harnessevolve.core import paths
 from harnessevolve.core.errors import BenchmarkError
@@ -29,19 +29,10 @@ HARNESS = load_harness(paths.builtin_dir("harnesses") / "shell-agent")
 
 
 def suite(tmp_path: Path, **task_fields: object) -> Path:
-    root = tmp_path / "suite"
-    (root / "tasks").mkdir(parents=True)
-    (root / "benchmark.yaml").write_text("version: 1\nname: ctx\n")
+    root = write_suite(
+        tmp_path / "suite", "ctx", answer_task("t1", "Refund my order.", "done", **task_fields)
+    )
     (root / "policy.md").write_text(POLICY)
-    doc = {
-        "version": 1,
-        "id": "t1",
-        "split": "train",
-        "instruction": "Refund my order.",
-        "checker": [{"type": "answer", "expected": "done"}],
-        **task_fields,
-    }
-    (root / "tasks" / "t1.yaml").write_text(yaml.safe_dump(doc))
     return root
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from check_runners import HostRunner
+from check_runners import HostRunner, effect_task
 
 from harnessevolve.core.atif import ObservationResult, Step, ToolCall, Trajectory
 from harnessevolve.core.signals import Cause
@@ -121,14 +121,9 @@ def test_informative_observations() -> None:
     assert same_observation(a, b)
 
 
-def effect_task() -> Task:
-    return Task(
-        id="t-1",
-        instruction="Make a folder old and move a.txt into it.",
-        split="train",
-        checks=(Check(type="effect", run="mkdir old && mv a.txt old/"),),
-        setup_files={"a.txt": "hello\n"},
-    )
+MOVE_INTO_OLD = effect_task(
+    "t-1", "Make a folder old and move a.txt into it.", "mkdir old && mv a.txt old/", {"a.txt": "hello\n"}
+)
 
 
 def test_an_effect_check_matches_silent_commands_by_their_files(tmp_path: Path) -> None:
@@ -138,7 +133,7 @@ def test_an_effect_check_matches_silent_commands_by_their_files(tmp_path: Path) 
     same = "mkdir -p old; mv ./a.txt old"
     failed = run(bash(same, ""), submit("mkdir old"), answer="mkdir old")
     runner = HostRunner()
-    oracle = effect_oracle(effect_task(), timeout_s=10, runner=runner)
+    oracle = effect_oracle(MOVE_INTO_OLD, timeout_s=10, runner=runner)
     assert oracle is not None
     signal = first_divergence(failed, reference, oracle=oracle)
     assert (signal.cause, signal.step) == (Cause.WRONG_ARGUMENT, 4)  # the submit, not the command
@@ -171,7 +166,7 @@ def test_a_call_redone_where_the_reference_finished_is_a_step_limit() -> None:
 def test_a_command_holding_a_nul_byte_is_compared_by_text_not_run() -> None:
     """The oracle cannot run a command with a NUL byte (no program receives one): it answers
     None (unknown) and alignment goes on by text, instead of the run ending with a ValueError."""
-    oracle = effect_oracle(effect_task(), timeout_s=10, runner=HostRunner())
+    oracle = effect_oracle(MOVE_INTO_OLD, timeout_s=10, runner=HostRunner())
     assert oracle is not None
     gold = "mkdir -p old && mv a.txt old/"
     reference = run(bash(gold, ""), submit(gold), answer=gold)

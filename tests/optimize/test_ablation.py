@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from reference_actions import COUNT_LINES as COUNT
 from reference_actions import READ_COLOUR as READ
+from reference_actions import then_submit
 
 from harnessevolve.core.signals import Cause, Cluster, ErrorSignal
 from harnessevolve.harness.load import read_files
@@ -42,12 +43,7 @@ def context(**overrides: object) -> ProposalContext:
         examples_path=EXAMPLES,
         clusters=(Cluster(Cause.WRONG_ARGUMENT, (signal,)),),
         instructions={"t-words": "How many words are in b.txt?"},
-        references={
-            "t-words": (
-                ReferenceAction("bash", {"command": "wc -w < b.txt"}, "5\n"),
-                ReferenceAction("submit", {"answer": "5"}, ""),
-            )
-        },
+        references={"t-words": then_submit("bash", {"command": "wc -w < b.txt"}, "5\n", "5", submitted="")},
     )
     return dataclasses.replace(base, **overrides)
 

@@ -19,29 +19,9 @@ from harnessevolve.optimize.behaviour_proposer import BehaviourProposer
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_behaviour_proposer import PY_AGENT, command_tasks, context, misnamed, without_submit  # noqa: E402
+from tool_specs import builtin_tools  # noqa: E402
 
-TOOLS = [
-    {
-        "name": "bash",
-        "description": "Run a shell command.",
-        "parameters": {
-            "type": "object",
-            "properties": {"command": {"type": "string"}},
-            "required": ["command"],
-        },
-        "builtin": "bash",
-    },
-    {
-        "name": "submit",
-        "description": "Finish.",
-        "parameters": {
-            "type": "object",
-            "properties": {"answer": {"type": "string"}},
-            "required": ["answer"],
-        },
-        "builtin": "submit",
-    },
-]
+TOOLS = builtin_tools("bash", "submit")
 
 
 def load_agent(code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from reference_actions import then_submit
+from suite_files import answer_task, write_suite
 
 from harnessevolve.core.signals import Cause, Cluster, ErrorSignal
 from harnessevolve.core.tasks import Task, load_benchmark
@@ -215,31 +217,25 @@ def test_malformed_calls_get_a_text_call_parser_or_a_json_grammar(bench: str) ->
 
 def command_tasks(tmp_path: Path) -> list[Task]:
     """A small benchmark of its own kind: write the command that does X (gold: run it, submit it)."""
-    root = tmp_path / "write-the-command"
-    (root / "tasks").mkdir(parents=True)
-    (root / "benchmark.yaml").write_text("version: 1\nname: write-the-command\n")
-    for i, command in enumerate(["ls -1 | wc -l", "du -sh .", "find . -name '*.txt'"]):
-        doc = {
-            "version": 1,
-            "id": f"cmd-{i}",
-            "split": "train",
-            "instruction": "Give the shell command that does the job.",
-            "checker": [{"type": "answer", "expected": command}],
-            "gold": [
+    tasks = [
+        answer_task(
+            f"cmd-{i}",
+            "Give the shell command that does the job.",
+            command,
+            gold=[
                 {"tool": "bash", "arguments": {"command": command}},
                 {"tool": "submit", "arguments": {"answer": command}},
             ],
-        }
-        (root / "tasks" / f"cmd-{i}.yaml").write_text(yaml.safe_dump(doc))
+        )
+        for i, command in enumerate(["ls -1 | wc -l", "du -sh .", "find . -name '*.txt'"])
+    ]
+    root = write_suite(tmp_path / "write-the-command", "write-the-command", *tasks)
     return load_benchmark(str(root)).tasks
 
 
 def submits_output(task: Task) -> tuple[ReferenceAction, ...]:
     command = task.gold[0].arguments["command"]
-    return (
-        ReferenceAction("bash", {"command": command}, "12\n"),
-        ReferenceAction("submit", {"answer": "12"}, "submitted"),
-    )
+    return then_submit("bash", {"command": command}, "12\n", "12")
 
 
 def nl2bash_tasks() -> list[Task]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from reference_actions import then_submit
 
 from harnessevolve.core.errors import EditError
 from harnessevolve.core.signals import Cause, ErrorSignal
@@ -13,18 +14,12 @@ from harnessevolve.evaluate.clustering import cluster_signals
 from harnessevolve.harness.runtime import memory_entry
 from harnessevolve.optimize.edits import apply_edits
 from harnessevolve.optimize.memory_proposer import MemoryProposer, masked
-from harnessevolve.optimize.proposal import ProposalContext, ReferenceAction
+from harnessevolve.optimize.proposal import ProposalContext
 from harnessevolve.optimize.registry import DEFAULT_PROPOSERS
 
 HARNESS = "version: 1\nname: h\nsystem_prompt: prompts/system.md\ntools: [submit]\nmemory: {top_k: 2}\n"
-READ = (
-    ReferenceAction("read_file", {"path": "a.txt"}, "maple"),
-    ReferenceAction("submit", {"answer": "maple"}, ""),
-)
-COUNT = (
-    ReferenceAction("bash", {"command": "wc -l a.txt"}, "3"),
-    ReferenceAction("submit", {"answer": "3"}, ""),
-)
+READ = then_submit("read_file", {"path": "a.txt"}, "maple", "maple", submitted="")
+COUNT = then_submit("bash", {"command": "wc -l a.txt"}, "3", "3", submitted="")
 
 
 def context(files: dict[str, str] | None = None, **kwargs: object) -> ProposalContext:

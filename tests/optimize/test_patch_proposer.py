@@ -10,6 +10,7 @@ import difflib
 from pathlib import Path
 
 import pytest
+from reference_actions import then_submit
 
 from harnessevolve.core.signals import Cause, Cluster, ErrorSignal
 from harnessevolve.harness.load import load_harness, read_files
@@ -43,12 +44,7 @@ def context(harness: Path = PY_AGENT) -> ProposalContext:
         examples_path="prompts/examples.md",
         clusters=(Cluster(Cause.FORMAT_ERROR, (signal,)),),
         instructions={"t1": "How many lines does notes.txt have?"},
-        references={
-            "t1": (
-                ReferenceAction("bash", {"command": "wc -l < notes.txt"}, "3"),
-                ReferenceAction("submit", {"answer": "3"}, ""),
-            )
-        },
+        references={"t1": then_submit("bash", {"command": "wc -l < notes.txt"}, "3", "3", submitted="")},
         failed_runs={"t1": (ReferenceAction("bash", {"command": "wc -l < notes.txt"}, "3"),)},
     )
 

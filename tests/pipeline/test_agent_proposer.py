@@ -95,34 +95,43 @@ def optimizer_dir(tmp_path: Path, cli) -> Path:
     return folder
 
 
-def agent_run(cli, scripts, harness: Path, optimizer: Path, bench: Path, policy, *extra: str, n: int = 1):
-    assert cli.invoke(app, ["init", str(harness)]).exit_code == 0
-    model = scripts(f"learner-{harness.name}", FamilyLearner(load_benchmark(str(bench))))
-    opt = scripts(f"opt-{harness.name}", policy)
-    args = run_args(
-        harness,
-        model,
-        "--optimizer-agent",
-        str(optimizer),
-        "--optimizer-model",
-        opt,
-        *extra,
-        benchmark=bench,
-        generations=n,
-        batch_size=4,
-    )
-    result = cli.invoke(app, args)
-    run_dir = next((harness / ".harnessevolve" / "runs").iterdir())
-    return result, run_dir, read_ledger(run_dir / "ledger.jsonl")
+@pytest.fixture
+def propose(tmp_path: Path, cli, scripts, planted: Path, optimizer_dir: Path):
+    """``propose(name, policy, *extra)``: ``harnessevolve run`` of a new harness ``tmp_path/name`` on
+    the planted benchmark, the optimizer folder's agent driven by the scripted ``policy``, for one
+    generation of batch 4; the harness, the CLI result, the run folder and its ledger's events."""
+
+    def run(name: str, policy, *extra: str):
+        harness = tmp_path / name
+        assert cli.invoke(app, ["init", str(harness)]).exit_code == 0
+        model = scripts(f"learner-{name}", FamilyLearner(load_benchmark(str(planted))))
+        opt = scripts(f"opt-{name}", policy)
+        args = run_args(
+            harness,
+            model,
+            "--optimizer-agent",
+            str(optimizer_dir),
+            "--optimizer-model",
+            opt,
+            *extra,
+            benchmark=planted,
+            generations=1,
+            batch_size=4,
+        )
+        result = cli.invoke(app, args)
+        run_dir = next((harness / ".harnessevolve" / "runs").iterdir())
+        return harness, result, run_dir, read_ledger(run_dir / "ledger.jsonl")
+
+    return run
 
 
-def test_agent_proposer_commits_an_accepted_edit_naming_its_trajectory(
-    tmp_path: Path, cli, scripts, planted: Path, optimizer_dir: Path
-) -> None:
-    harness = tmp_path / "accepted"
-    policy = coding_agent([read_signal, add_demo])
-    result, run_dir, events = agent_run(
-        cli, scripts, harness, optimizer_dir, planted, policy, "--proposer", "agent"
+def agent_failures(events) -> list[ev.ProposalFailed]:
+    return [r for r in events if isinstance(r, ev.ProposalFailed) and r.proposer == "agent"]
+
+
+def test_agent_proposer_commits_an_accepted_edit_naming_its_trajectory(cli, planted: Path, propose) -> None:
+    harness, result, run_dir, events = propose(
+        "accepted", coding_agent([read_signal, add_demo]), "--proposer", "agent"
     )
     assert result.exit_code == 0, result.output
     accepted = [r for r in events if isinstance(r, ev.CandidateAccepted)]
@@ -166,15 +175,12 @@ def test_agent_proposer_commits_an_accepted_edit_naming_its_trajectory(
     ids=["reference", "not-editable"],
 )
 def test_agent_proposer_refuses_a_protected_edit_and_the_run_goes_on(
-    tmp_path: Path, cli, scripts, planted: Path, optimizer_dir: Path, command: str, reason: str
+    propose, command: str, reason: str
 ) -> None:
-    harness = tmp_path / "protected"
     policy = coding_agent([lambda _last: command])
-    result, _run_dir, events = agent_run(
-        cli, scripts, harness, optimizer_dir, planted, policy, "--proposer", "agent,demo"
-    )
+    harness, result, _run_dir, events = propose("protected", policy, "--proposer", "agent,demo")
     assert result.exit_code in (0, 1), result.output
-    failed = [r for r in events if isinstance(r, ev.ProposalFailed) and r.proposer == "agent"]
+    failed = agent_failures(events)
     assert failed and re.search(reason, failed[0].errors[0]), failed
     proposed = [r for r in events if isinstance(r, ev.CandidateProposed)]
     assert [r.proposer for r in proposed] == ["demo"]  # the run went on with the next proposer
@@ -183,10 +189,7 @@ def test_agent_proposer_refuses_a_protected_edit_and_the_run_goes_on(
     assert not git.Repo(harness).is_dirty(untracked_files=True)
 
 
-def test_agent_proposer_revises_in_the_same_workspace_after_a_quality_rejection(
-    tmp_path: Path, cli, scripts, planted: Path, optimizer_dir: Path
-) -> None:
-    harness = tmp_path / "revised"
+def test_agent_proposer_revises_in_the_same_workspace_after_a_quality_rejection(propose) -> None:
     breaks = [
         read_signal,
         lambda last: (
@@ -199,9 +202,8 @@ def test_agent_proposer_revises_in_the_same_workspace_after_a_quality_rejection(
         read_signal,
         add_demo,
     ]
-    policy = coding_agent(breaks, revision=fixes)
-    result, _run_dir, events = agent_run(
-        cli, scripts, harness, optimizer_dir, planted, policy, "--proposer", "agent"
+    harness, result, _run_dir, events = propose(
+        "revised", coding_agent(breaks, revision=fixes), "--proposer", "agent"
     )
     assert result.exit_code == 0, result.output
     revised = [r for r in events if isinstance(r, ev.CandidateRevised)]
@@ -212,36 +214,21 @@ def test_agent_proposer_revises_in_the_same_workspace_after_a_quality_rejection(
     assert "Revision: 1" in message and "Proposer-Trajectory: proposer/gen-001-1-turn-2.json" in message
 
 
-def test_agent_proposer_budget_refuses_and_the_run_goes_on(
-    tmp_path: Path, cli, scripts, planted: Path, optimizer_dir: Path
-) -> None:
-    harness = tmp_path / "budget"
+def test_agent_proposer_budget_refuses_and_the_run_goes_on(propose) -> None:
     policy = coding_agent([read_signal, add_demo])
-    result, _run_dir, events = agent_run(
-        cli,
-        scripts,
-        harness,
-        optimizer_dir,
-        planted,
-        policy,
-        "--proposer",
-        "agent,demo",
-        "--max-proposer-tokens",
-        "1",
+    _harness, result, _run_dir, events = propose(
+        "budget", policy, "--proposer", "agent,demo", "--max-proposer-tokens", "1"
     )
     assert result.exit_code in (0, 1), result.output
-    failed = [r for r in events if isinstance(r, ev.ProposalFailed) and r.proposer == "agent"]
+    failed = agent_failures(events)
     assert failed and "proposer tokens budget reached" in failed[0].errors[0], failed
     assert [r.proposer for r in events if isinstance(r, ev.CandidateProposed)] == ["demo"]
     assert not any(isinstance(r, ev.BudgetExhausted) for r in events)  # the run's own budget is not spent
 
 
-def test_agent_proposer_never_sees_held_out_tasks(
-    tmp_path: Path, cli, scripts, planted: Path, optimizer_dir: Path
-) -> None:
+def test_agent_proposer_never_sees_held_out_tasks(planted: Path, propose) -> None:
     """The agent greps its whole workspace and reads a held-out task file by its host path: the
     planted secret is nowhere in what it saw nor in its saved trajectory."""
-    harness = tmp_path / "heldout"
     seen: list[str] = []
     held_file = planted / "tasks" / "count-lines-05.yaml"
     assert SECRET in held_file.read_text()
@@ -249,9 +236,7 @@ def test_agent_proposer_never_sees_held_out_tasks(
         lambda _last: f"grep -rl {SECRET_GREP} . ; grep -rlc count-lines evidence | head -3; echo END",
         lambda _last: f"cat {held_file} 2>&1 | head -3; ls {planted} 2>&1 | head -3; echo END",
     ]
-    result, run_dir, events = agent_run(
-        cli, scripts, harness, optimizer_dir, planted, coding_agent(look, seen), "--proposer", "agent"
-    )
+    _harness, result, run_dir, events = propose("heldout", coding_agent(look, seen), "--proposer", "agent")
     assert result.exit_code in (0, 1), result.output
     observations = [s for s in seen if s.rstrip().endswith("END")]
     assert observations and "evidence/failed/count-lines" in observations[0]  # the grep did run
@@ -262,16 +247,11 @@ def test_agent_proposer_never_sees_held_out_tasks(
     assert failed and "no edit" in failed[0].errors[0]
 
 
-def test_agent_proposer_loop_ends_at_the_third_same_action_and_is_refused(
-    tmp_path: Path, cli, scripts, planted: Path, optimizer_dir: Path
-) -> None:
-    harness = tmp_path / "loops"
+def test_agent_proposer_loop_ends_at_the_third_same_action_and_is_refused(propose) -> None:
     policy = coding_agent([lambda _last: "ls evidence"] * 12)
-    result, run_dir, events = agent_run(
-        cli, scripts, harness, optimizer_dir, planted, policy, "--proposer", "agent,demo"
-    )
+    _harness, result, run_dir, events = propose("loops", policy, "--proposer", "agent,demo")
     assert result.exit_code in (0, 1), result.output
-    failed = [r for r in events if isinstance(r, ev.ProposalFailed) and r.proposer == "agent"]
+    failed = agent_failures(events)
     assert failed, events
     assert failed[0].errors[0].startswith("loop: repeated: the same action 3 times in a row (bash("), failed
     turn = json.loads((run_dir / "proposer" / "gen-001-1-turn-1.json").read_text())

@@ -7,9 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from check_runners import HostRunner
+from check_runners import HostRunner, effect_task
 
-from harnessevolve.core.tasks import Check, Task
 from harnessevolve.evaluate.checkers import run_checks
 from harnessevolve.pipeline.rollouts.sandboxed_checks import sandboxed_runner
 from harnessevolve.sandbox.base import BwrapSandbox, SandboxLimits
@@ -17,14 +16,7 @@ from harnessevolve.sandbox.base import BwrapSandbox, SandboxLimits
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
 
-def effect_task() -> Task:
-    return Task(
-        id="say-hi",
-        instruction="print hi",
-        split="train",
-        checks=(Check(type="effect", run="echo hi"),),
-        setup_files={"notes.txt": "x\n"},
-    )
+SAY_HI = effect_task("say-hi", "print hi", "echo hi", {"notes.txt": "x\n"})
 
 
 def test_a_hostile_submitted_command_cannot_touch_the_host(tmp_path: Path) -> None:
@@ -32,19 +24,19 @@ def test_a_hostile_submitted_command_cannot_touch_the_host(tmp_path: Path) -> No
     escaped = tmp_path / "escaped"
     canary.write_text("keep me\n")
     answer = f"echo pwned > {escaped}; rm -f {canary}; echo hi"
-    run_checks(effect_task(), tmp_path, answer, runner=sandboxed_runner())
+    run_checks(SAY_HI, tmp_path, answer, runner=sandboxed_runner())
     assert not escaped.exists() and canary.read_text() == "keep me\n"
 
 
 def test_the_same_command_unsandboxed_would_have_escaped(tmp_path: Path) -> None:
     """What the sandboxed runner prevents (the host runner is what checks used before)."""
     escaped = tmp_path / "escaped"
-    run_checks(effect_task(), tmp_path, f"echo pwned > {escaped}; echo hi", runner=HostRunner())
+    run_checks(SAY_HI, tmp_path, f"echo pwned > {escaped}; echo hi", runner=HostRunner())
     assert escaped.exists()
 
 
 def test_a_correct_command_passes_in_the_sandbox(tmp_path: Path) -> None:
-    result = run_checks(effect_task(), tmp_path, "echo hi", runner=sandboxed_runner())
+    result = run_checks(SAY_HI, tmp_path, "echo hi", runner=sandboxed_runner())
     assert result.passed, result.details
 
 
@@ -55,10 +47,10 @@ FLOOD = "for i in 1 2 3; do head -c 20M /dev/zero > f$i || echo $((40 + 2))-full
 @pytest.mark.skipif(os.geteuid() != 0, reason="the effect check's scratch folder is a tmpfs only as root")
 def test_a_submitted_disk_flood_is_bounded_like_a_workspace(tmp_path: Path) -> None:
     runner = sandboxed_runner(BwrapSandbox(SandboxLimits(workspace_mb=32)))
-    result = run_checks(effect_task(), tmp_path, FLOOD, runner=runner)
+    result = run_checks(SAY_HI, tmp_path, FLOOD, runner=runner)
     assert not result.passed and "42-full" in result.details[0].message, result.details
 
 
 def test_positive_control_on_the_host_the_same_flood_is_not_bounded(tmp_path: Path) -> None:
-    result = run_checks(effect_task(), tmp_path, FLOOD, runner=HostRunner())
+    result = run_checks(SAY_HI, tmp_path, FLOOD, runner=HostRunner())
     assert "42-full" not in result.details[0].message, result.details
