@@ -16,7 +16,7 @@ is the shell-agent harness on a one-file task, model ``openai/fake``: the server
   (``/proc/stat``: every process, the fake server's included): a machine all busy caps any engine.
 
     .venv/bin/python benchmarks/perf/rollout_throughput.py [--quick | --smoke] [--rounds N] [--ray]
-                                                           [--sandbox none]
+                                                           [--workers N] [--sandbox none]
 
 ``--rounds N``: rollouts per point = concurrency x N (default 6, ``--quick`` 2); more rounds weigh
 the ramp at the start of a batch less.
@@ -141,19 +141,25 @@ def machine_figures(result: dict[str, Any], clock: MachineClock) -> dict[str, An
     return result
 
 
+def remove_its_workspace(rollout: Rollout) -> None:
+    """As the scorer does once a rollout is checked: its workspace goes as soon as it ends (kept to the
+    batch's end, a thousand workspace mounts would slow every sandbox launch's mount-table read)."""
+    if rollout.workspace:
+        remove_workspace(rollout.workspace)
+
+
 async def run_batch(
     n: int, concurrency: int, prefix: str, sandbox: Any, executor: Any = None
 ) -> dict[str, Any]:
     executor = executor or LocalExecutor(concurrency, sandbox=sandbox)
     with CpuClock() as cpu, MachineClock() as machine:
         started = time.perf_counter()
-        rollouts: list[Rollout] = await executor.run(HARNESS, tasks(n, prefix), model=MODEL, seed=0)
+        rollouts: list[Rollout] = await executor.run(
+            HARNESS, tasks(n, prefix), model=MODEL, seed=0, on_done=remove_its_workspace
+        )
         wall = time.perf_counter() - started
     right = sum(r.answer == WORD for r in rollouts)
     steps = sum(len(r.trajectory.agent_steps) for r in rollouts)
-    for r in rollouts:
-        if r.workspace:
-            remove_workspace(r.workspace)
     bad = [r.stop_reason for r in rollouts if r.answer != WORD]
     cpu_s = cpu.own + cpu.children
     result = {"n": n, "wall": wall, "right": right, "steps": steps, "cpu_s": cpu_s, "bad": bad[:3]}
@@ -369,14 +375,16 @@ def worker_cpu(executor: Any) -> float:
     return total
 
 
-def process_rows(rounds: int, sandbox: Any, concurrencies: tuple[int, ...]) -> dict[int, dict[str, Any]]:
-    """harnessevolve's ``processes`` executor (one worker process and event loop per CPU), same
-    workload; cores count this process, the workers and their tool commands."""
+def process_rows(
+    rounds: int, sandbox: Any, concurrencies: tuple[int, ...], workers: int | None = None
+) -> dict[int, dict[str, Any]]:
+    """harnessevolve's ``processes`` executor (one worker process and event loop per CPU, or
+    ``workers``), same workload; cores count this process, the workers and their tool commands."""
     from harnessevolve.execute.process_executor import ProcessExecutor
 
     rows = {}
     for c in concurrencies[1:]:
-        executor = ProcessExecutor(c, sandbox=sandbox)
+        executor = ProcessExecutor(c, sandbox=sandbox, workers=workers)
         try:
             asyncio.run(run_batch(c, c, f"pw{c}-", sandbox, executor))  # workers start, import litellm
             before = worker_cpu(executor)
@@ -461,6 +469,9 @@ def main() -> None:
     )
     parser.add_argument("--sandbox", help="bwrap, docker or none (unsafe); default: harnessevolve's default")
     parser.add_argument(
+        "--workers", type=int, help="worker processes of the processes executor (default: one per CPU)"
+    )
+    parser.add_argument(
         "--rounds", type=int, help="rollouts per point = concurrency x rounds (default 6; --quick 2)"
     )
     args = parser.parse_args()
@@ -494,7 +505,7 @@ def main() -> None:
                 theirs = machine_figures(theirs, machine)
             rows.append((c, ours, theirs))
         ray = ray_rows(server.api_base, rounds, sandbox, concurrencies) if args.ray else {}
-        procs = {} if args.no_processes else process_rows(rounds, sandbox, concurrencies)
+        procs = {} if args.no_processes else process_rows(rounds, sandbox, concurrencies, args.workers)
         print_table(rows, ray, procs)
         print_machine(top, rows, procs)
 
