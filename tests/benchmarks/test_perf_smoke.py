@@ -26,6 +26,7 @@ TESTS = Path(__file__).resolve().parent
 SMOKE: dict[str, tuple[list[str], str]] = {
     # script: (its smoke arguments, a regex its output must match: the figures it exists to print)
     "rollout_throughput": (["--smoke"], r"(?m)^\s+4\s+4\s.*\d+\.\d+x$"),
+    "sandbox_launch_cost": (["--smoke"], r"(?m)^full\s+\d+\s+\d+\.\d+\s+[+-]\d+\.\d+$"),
     "endpoint_overhead": (["--smoke"], r"endpoint \(via relay\)\s+\d+\.\d+\s+\d+\.\d+\s+[+-]\d"),
     "fake_openai_server": (["--smoke"], r"bash then submit .*maple[^\n]*\n.*\nrequests served: 2"),
     "tool_latency": (["--smoke"], r"shell_tool\s+median\s+\d+\.\d+ ms"),
