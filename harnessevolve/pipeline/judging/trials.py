@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -89,7 +90,8 @@ def rejection_note(
         if candidate
         else f"generation {generation}'s candidate"
     )
-    return f"{which} ({summary[:80]!r}), rejected by {gate or 'a gate'}: {reason[:160]}"
+    why = textwrap.shorten(reason, 160, placeholder=" …")  # at a word, not mid-word
+    return f"{which} ({summary[:80]!r}), rejected by {gate or 'a gate'}: {why}"
 
 
 def pick_winner(trials: list[Trial]) -> Trial | None:
