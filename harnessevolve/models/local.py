@@ -37,6 +37,8 @@ reach the handler):
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import importlib.util
 import os
 import threading
@@ -224,6 +226,21 @@ def load_model(model: str, config: LocalModelConfig = LocalModelConfig()) -> _Lo
     """The loaded model for ``model``, loading it on first use (once per process); with a pool
     (``HARNESSEVOLVE_LOCAL_POOL``), its first instance."""
     return model_pool(model, config).first()
+
+
+@atexit.register
+def close_models() -> None:
+    """Free the loaded models while llama_cpp is still whole: left to the interpreter's teardown,
+    each ``Llama.__del__`` calls into a module already emptied and prints a traceback ("Exception
+    ignored ... 'NoneType' object is not callable"). A model busy in another thread is left as it is."""
+    with _MODELS_LOCK:
+        pools = list(_POOLS.values())
+        _POOLS.clear()
+    for pool in pools:
+        for loaded in pool.instances:
+            if loaded.lock.acquire(blocking=False):
+                with contextlib.suppress(Exception):
+                    loaded.llama.close()
 
 
 def model_pool(model: str, config: LocalModelConfig = LocalModelConfig()) -> ModelPool[_LoadedModel]:

@@ -310,3 +310,17 @@ def test_local_model_window_comes_from_the_environment(monkeypatch) -> None:
         with pytest.raises(LocalModelError, match="from 256 to 131072"):
             LocalModelConfig()
     assert context_window("scripted/anything") is None
+
+
+@needs_model
+def test_models_are_freed_at_exit_before_llama_cpp_is_torn_down() -> None:
+    # Left to the interpreter's teardown, Llama.__del__ ran after llama_cpp's module was emptied and
+    # printed "Exception ignored ... 'NoneType' object is not callable" at the end of this file's run.
+    from harnessevolve.models import local
+
+    loaded = local.load_model("local/smollm2-135m")
+    local.close_models()
+    assert loaded.llama._model.model is None  # freed by llama.cpp, not just dropped
+    assert not local._POOLS
+    again = local.load_model("local/smollm2-135m")
+    assert again is not loaded and again.llama._model.model is not None
