@@ -33,6 +33,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from rollout_throughput import MachineClock  # noqa: E402
 
 from harnessevolve.sandbox.base import default_sandbox  # noqa: E402
 from harnessevolve.sandbox.bwrap import BwrapSandbox  # noqa: E402
@@ -40,12 +43,6 @@ from harnessevolve.sandbox.limits import mount_workspace, unmount_workspace  # n
 
 COMMAND = "cat a.txt"
 UID_BASE = 61000
-
-
-def machine_ticks() -> tuple[int, int]:
-    with open("/proc/stat") as f:
-        ticks = [int(x) for x in f.readline().split()[1:]]
-    return sum(ticks) - ticks[3] - ticks[4], sum(ticks)  # busy (less idle and iowait), total
 
 
 def layers(full: tuple[str, ...], root: bool) -> dict[str, list[str]]:
@@ -75,14 +72,12 @@ async def measure(argvs: list[list[str]], workspaces: list[Path], commands: int)
                 raise SystemExit(f"{argv[0]} printed {out!r}: {err.decode(errors='replace')[-300:]}")
 
     await asyncio.gather(*(one(a, w, 1) for a, w in zip(argvs, workspaces, strict=True)))  # warm
-    busy0, total0 = machine_ticks()
-    started = time.perf_counter()
-    await asyncio.gather(*(one(a, w, commands) for a, w in zip(argvs, workspaces, strict=True)))
-    wall = time.perf_counter() - started
-    busy1, total1 = machine_ticks()
+    with MachineClock() as machine:
+        started = time.perf_counter()
+        await asyncio.gather(*(one(a, w, commands) for a, w in zip(argvs, workspaces, strict=True)))
+        wall = time.perf_counter() - started
     n = commands * len(workspaces)
-    share = (busy1 - busy0) / max(1, total1 - total0)
-    return n / wall, share * (os.cpu_count() or 1) * wall / n * 1000
+    return n / wall, (machine.busy or 0.0) * (os.cpu_count() or 1) * wall / n * 1000
 
 
 def make_workspaces(root: Path, count: int, *, tmpfs: bool, owned: bool) -> list[Path]:
