@@ -65,6 +65,9 @@ class ProposalContext:
     splits: dict[str, str] = field(default_factory=dict)
     """task id -> split (train / validation / test) of this batch's tasks: the memory proposer
     reads only train runs."""
+    strikes: dict[str, int] = field(default_factory=dict)
+    """proposer name -> how many of its candidates a gate turned down in this run since its last
+    accepted one (``ChainProposer`` asks the proposers with fewer first)."""
 
     def may_edit(self, path: str, section: str | None = None) -> bool:
         """``path`` may change as a whole, or (``section``) in that top-level YAML section."""

@@ -12,7 +12,8 @@ clusters), ``memory`` (experience-memory entries from the batch's train runs, on
 turns memory on) and ``world_model`` (the world-model text from the largest forecast mismatches).
 Each returns None when its evidence is absent or the harness does not let it edit what it needs
 (agent code, ``harness.yaml``, ``tools/*.yaml``), so the prompt proposers ``demo`` and ``rules``
-come last."""
+come last -- until gates turn down the earlier ones' candidates: a proposer with more refused
+candidates since its last accepted one is asked after those with fewer (``ChainProposer``)."""
 
 from __future__ import annotations
 
@@ -53,7 +54,11 @@ small model too; malformed diffs go back to it with the error)."""
 
 
 class ChainProposer:
-    """Asks each proposer in turn; the first that has something new wins."""
+    """Asks each proposer in turn; the first that has something new wins. The turn order is the
+    chain's, except that a proposer whose candidates gates turned down in this run goes behind those
+    with fewer such strikes since their last accepted candidate (``ProposalContext.strikes``), so a
+    failing operator cannot take every generation while the others are never heard: adaptive
+    operator selection, the order kept among equals."""
 
     def __init__(self, proposers: Sequence[Proposer]) -> None:
         self.proposers = list(proposers)
@@ -63,7 +68,7 @@ class ChainProposer:
 
     async def propose(self, context: ProposalContext) -> Candidate | None:
         self.failures = []
-        for proposer in self.proposers:
+        for proposer in self.in_turn(context.strikes):
             try:
                 candidate = await proposer.propose(context)
             except ProposalFailed as failed:
@@ -72,6 +77,11 @@ class ChainProposer:
             if candidate is not None:
                 return candidate
         return None
+
+    def in_turn(self, strikes: Mapping[str, int]) -> list[Proposer]:
+        """The proposers in the order they are asked: fewest strikes first, the chain's order kept
+        among equals."""
+        return sorted(self.proposers, key=lambda p: strikes.get(p.name, 0))
 
     async def revise(self, context: ProposalContext, candidate: Candidate, reason: str) -> Candidate:
         """The proposer that made ``candidate`` revises it; its failure is also kept in ``failures``."""

@@ -34,6 +34,14 @@ from harnessevolve.runs.files import CANDIDATE_FILE_VERSION, GATE_REPORT_VERSION
 from harnessevolve.runs.ledger import Ledger
 
 
+def proposer_strikes(outcomes: list[tuple[str, bool]]) -> dict[str, int]:
+    """proposer -> how many of its candidates were turned down after its last accepted one."""
+    strikes: dict[str, int] = {}
+    for proposer, accepted in outcomes:
+        strikes[proposer] = 0 if accepted else strikes.get(proposer, 0) + 1
+    return {name: n for name, n in strikes.items() if n}
+
+
 def write_candidate(harness_dir: Path, candidate: Candidate) -> None:
     """The candidate's files into the harness; paths leaving it are refused before any write."""
     write_changes(harness_dir, candidate.changes)
@@ -50,6 +58,12 @@ class RunHistory:
         self.state = state
         self.rejected: list[str] = []
         """Summaries of candidates a gate turned down (proposers are told not to offer them again)."""
+        self.outcomes: list[tuple[str, bool]] = []
+        """(proposer, accepted?) of each judged candidate kept or turned down, in order."""
+
+    def strikes(self) -> dict[str, int]:
+        """proposer -> its candidates turned down since its last accepted one (see ``ChainProposer``)."""
+        return proposer_strikes(self.outcomes)
 
     def record_rejected(
         self, generation: int, trial: Trial, of: int, harness_state: str | None = None
@@ -66,6 +80,7 @@ class RunHistory:
             ),
         )
         self.rejected.append(trial.candidate.summary)
+        self.outcomes.append((trial.candidate.proposer, False))
         self.ledger.append(
             CandidateRejected(
                 generation=generation,
@@ -136,6 +151,7 @@ class RunHistory:
         self.state.pending_sha = None
         if candidate is not None:
             self.rejected.append(candidate.summary)
+            self.outcomes.append((candidate.proposer, False))
         self.ledger.append(
             CandidateReverted(
                 generation=generation,

@@ -179,6 +179,7 @@ class GenerationLoop:
             if self.evolver is not None:  # batches that held generated tasks, whole again
                 self.batches = self.evolver.rebuild_batches(self.benchmark.tasks, len(self.batches))
             self.history.rejected = list(resume.rejected)
+            self.history.outcomes = list(resume.outcomes)
             self.trials.rejected = dict(resume.rejected_states)
             self.firing.keep(self.state.accepted)
             self.epochs = resume.epochs
@@ -356,6 +357,7 @@ class GenerationLoop:
             self.firing.pending(generation, current, c.changes, c.summary, c.target_tasks, results)
             sha = self.history.commit(winner, generation, len(trials), "accepted")
             self.state.accepted.append(sha)
+            self.history.outcomes.append((c.proposer, True))
             self.firing.accepted(generation, sha)
             tie = accepted_on_tie(winner.judgement.verdicts)
             row.candidate, row.outcome = sha[:8], "accepted (tie)" if tie else "accepted"
@@ -436,6 +438,7 @@ class GenerationLoop:
             results,
             references=self.scorer.references,
             rejected=tuple(self.history.rejected) + avoid,
+            strikes=self.history.strikes(),
             quality=self.gates.quality,
             model=self.scorer.model_for(current),
         )

@@ -65,6 +65,8 @@ class ResumePoint:
     rejected: list[str] = field(default_factory=list)
     rejected_states: dict[str, str] = field(default_factory=dict)
     """harness_state -> its rejection, as ``TrialRunner.rejected`` holds them (``trials.py``)."""
+    outcomes: list[tuple[str, bool]] = field(default_factory=list)
+    """(proposer, accepted?) of each judged candidate, as ``RunHistory.outcomes`` holds them."""
     snapshots: list[Snapshot] = field(default_factory=list)
     epochs: EpochClock = field(default_factory=EpochClock)
     epoch_end_pending: int | None = None
@@ -323,6 +325,7 @@ def resume_point(
     finished = {e.generation: e for e in events if isinstance(e, GenerationFinished)}
     summaries = {e.sha: e.summary or "" for e in events if isinstance(e, CandidateCommitted)}
     numbers = {e.sha: e.candidate for e in events if isinstance(e, CandidateCommitted)}
+    proposers = {e.sha: e.proposer or "" for e in events if isinstance(e, CandidateCommitted)}
     last = 0
     for generation in sorted(finished):
         row_event = finished[generation]
@@ -362,6 +365,13 @@ def resume_point(
                         rejected.reason or "",
                     ),
                 )
+        point.outcomes += [
+            (r.proposer or "", False) for r in of_generation(events, generation, ev.CandidateRejected)
+        ]
+        point.outcomes += [
+            (proposers.get(r.sha, ""), False) for r in of_generation(events, generation, CandidateReverted)
+        ]
+        point.outcomes += [(proposers.get(r.sha, ""), True) for r in accepted[:1]]
         point.rows.append(
             GenerationRow(
                 generation,

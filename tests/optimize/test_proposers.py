@@ -216,6 +216,24 @@ def test_chain_falls_through_to_the_next_proposer() -> None:
     assert propose(make_proposer(["rules", "demo"]), context()).proposer == "rules"
 
 
+def test_chain_asks_a_proposer_with_refused_candidates_after_the_others() -> None:
+    chain = make_proposer(["demo", "rules"])
+    assert propose(chain, context(strikes={"demo": 1})).proposer == "rules"
+    assert propose(chain, context(strikes={"demo": 2, "rules": 1})).proposer == "rules"
+    # equal strikes keep the chain's order
+    assert propose(chain, context(strikes={"demo": 1, "rules": 1})).proposer == "demo"
+    # a proposer with nothing to say still falls through to the next, whatever the order
+    assert propose(chain, context(strikes={"rules": 3}, references={})).proposer == "rules"
+
+
+def test_strikes_count_refusals_since_the_last_acceptance() -> None:
+    from harnessevolve.pipeline.history import proposer_strikes
+
+    outcomes = [("demo", False), ("behaviour", False), ("demo", True), ("behaviour", False), ("rules", False)]
+    assert proposer_strikes(outcomes) == {"behaviour": 2, "rules": 1}
+    assert proposer_strikes([]) == {}
+
+
 def test_chain_returns_none_when_no_proposer_has_anything() -> None:
     assert propose(make_proposer(list(DEFAULT_PROPOSERS)), context(editable=())) is None
     assert propose(ChainProposer([]), context()) is None

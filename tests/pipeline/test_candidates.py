@@ -172,6 +172,31 @@ def test_a_harness_a_gate_rejected_is_not_judged_again(harness_dir: Path, cli, l
     assert [e["outcome"] for e in finished[1:]] == ["proposer had nothing new"] * 2
 
 
+class OtherUselessRule(SameUselessRule):
+    name = "other-rule"
+
+    async def propose(self, context):
+        path = context.system_prompt_path
+        text = context.files[path] + "\nRead the task twice.\n"
+        return Candidate({path: text}, "read-twice rule", "", ("x",), (), self.name)
+
+
+def test_a_proposer_whose_candidate_was_refused_waits_behind_the_others(
+    harness_dir: Path, cli, learner
+) -> None:
+    registry.PROPOSERS["same-rule"] = SameUselessRule
+    registry.PROPOSERS["other-rule"] = OtherUselessRule
+    try:
+        args = run_args(harness_dir, learner, "-n", "2", "--proposer", "same-rule,other-rule")
+        result = cli.invoke(app, args)
+    finally:
+        del registry.PROPOSERS["same-rule"], registry.PROPOSERS["other-rule"]
+    assert result.exit_code in (0, 1), result.output
+    proposed = [e for e in ledger_of(harness_dir) if e["event"] == "candidate_proposed"]
+    # generation 1: the chain's first; its candidate is refused, so generation 2 asks the other first
+    assert [(e["generation"], e["proposer"]) for e in proposed] == [(1, "same-rule"), (2, "other-rule")]
+
+
 def test_a_resumed_run_remembers_the_harnesses_a_gate_rejected(harness_dir: Path, cli, learner) -> None:
     from harnessevolve.core.tasks import load_benchmark
     from harnessevolve.pipeline.judging.trials import harness_state
@@ -194,3 +219,4 @@ def test_a_resumed_run_remembers_the_harnesses_a_gate_rejected(harness_dir: Path
     point = resume_point(events, load_benchmark("shell-basics"), run.name, patience=10, generations=3)
     assert list(point.rejected_states) == [reverted.harness_state]
     assert "rejected by performance" in point.rejected_states[reverted.harness_state]
+    assert point.outcomes == [("same-rule", False)]  # its strike survives the resume

@@ -47,6 +47,7 @@ def build_context(
     rejected: tuple[str, ...],
     quality: QualityConfig,
     model: str,
+    strikes: dict[str, int] | None = None,
 ) -> ProposalContext:
     failed_ids = {s.task_id for c in clusters for s in c.signals}
     tasks = {t.id: t for t in batch}
@@ -73,4 +74,5 @@ def build_context(
         prompt_tokens=count_tokens(prompt, model),
         splits={tid: str(task.split) for tid, task in tasks.items()},
         forecast_misses={r.task_id: misses for r in results if (misses := forecast_misses(r.trajectory))},
+        strikes=dict(strikes or {}),
     )
