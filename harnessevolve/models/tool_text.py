@@ -262,9 +262,23 @@ def _loads(snippet: str) -> Any:
     except json.JSONDecodeError:
         pass
     try:
-        return ast.literal_eval(cleaned)
+        return _json_shaped(ast.literal_eval(cleaned))
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None
+
+
+def _json_shaped(value: Any) -> Any:
+    """A Python literal as JSON could have written it: sets and tuples become lists, keys strings,
+    bytes and other values their text (a set in a call's arguments could not be sent on as JSON)."""
+    if isinstance(value, dict):
+        return {str(k): _json_shaped(v) for k, v in value.items()}
+    if isinstance(value, set | frozenset):
+        return [_json_shaped(v) for v in sorted(value, key=repr)]
+    if isinstance(value, list | tuple):
+        return [_json_shaped(v) for v in value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
 def _nesting(text: str) -> Iterator[tuple[str, int, bool]]:

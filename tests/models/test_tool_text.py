@@ -123,6 +123,16 @@ def test_common_variants_are_accepted(text: str) -> None:
     assert reply.tool_calls == (ParsedToolCall("read_file", {"path": "notes.txt"}),)
 
 
+def test_a_python_literal_call_is_made_json_shaped() -> None:
+    # a sampled small model wrote a set; its arguments must still go on as JSON
+    text = "{'tool': 'bash', 'arguments': {'command': 'ls', 'flags': {'-a'}, 'pair': (1, b'x'), 2: None}}"
+    reply = parse_tool_reply(text, TOOLS)
+    assert reply.parse_error is None, reply.parse_error
+    (call,) = reply.tool_calls
+    expected = {"command": "ls", "flags": ["-a"], "pair": [1, "x"], "2": None}
+    assert json.loads(call.arguments_json()) == expected
+
+
 def test_prose_and_code_fence_around_json_become_content() -> None:
     text = 'I will read it.\n```json\n{"tool": "read_file", "arguments": {"path": "a {b}.txt"}}\n```\nDone.'
     reply = parse_tool_reply(text, TOOLS)
