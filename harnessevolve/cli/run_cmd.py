@@ -100,7 +100,8 @@ def run(
             "memory, world_model, demo, rules. auto: llm (with --optimizer-model), then ablate, behaviour, "
             "tools, loop, memory, world_model, demo, rules. agent: the agent proposer, a coding "
             "agent (--optimizer-agent) that edits a copy of the harness in the sandbox; its diff is the "
-            "candidate.",
+            "candidate. A proposer whose candidates gates refused is asked after those with fewer "
+            "refusals since their last accepted one.",
             rich_help_panel=PROPOSERS,
         ),
     ] = "auto",
