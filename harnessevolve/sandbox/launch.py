@@ -18,7 +18,7 @@ import signal
 import stat
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -172,6 +172,21 @@ class WorkspaceClaim:
     lease: sandbox_uids.UidLease | None
     cgroup: RolloutCgroup | None
     handed_over: bool = False
+    released: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    """Held while its cgroup is made or it is given back: not the registry's lock, so making one
+    workspace's cgroup (a mkdir and writes in the cgroup tree) never holds up another's launch."""
+
+    def give_back(self) -> None:
+        """Remove its cgroup and give back its uid (once; a cgroup still being made is waited for)."""
+        with self.lock:
+            if self.released:
+                return
+            self.released = True
+            if self.cgroup is not None:
+                self.cgroup.remove()
+            if self.lease is not None:
+                self.lease.release()
 
 
 _claims: dict[str, WorkspaceClaim] = {}
@@ -187,29 +202,30 @@ def sandbox_uid(workspace: Path) -> int | None:
 
 def _claim(workspace: Path, limits: SandboxLimits | None) -> WorkspaceClaim:
     key = str(workspace)
-    with _claims_lock:
+    vanished: list[WorkspaceClaim] = []
+    with _claims_lock:  # only the registry and the uid (a record lock, no waiting) under it
         claim = _claims.get(key)
         if claim is None:
-            _forget_vanished()
+            vanished = _pop_vanished()
             lease = sandbox_uids.lease_uid() if os.geteuid() == 0 else None
             claim = WorkspaceClaim(uid=lease.uid if lease else None, lease=lease, cgroup=None)
             _claims[key] = claim
-        if claim.cgroup is None and limits is not None:
-            claim.cgroup = make_rollout_cgroup(
-                key, memory_mb=limits.rollout_memory_mb, processes=limits.rollout_processes
-            )
-        return claim
+    for old in vanished:
+        old.give_back()
+    if claim.cgroup is None and limits is not None:
+        with claim.lock:
+            if claim.cgroup is None and not claim.released:
+                claim.cgroup = make_rollout_cgroup(
+                    key, memory_mb=limits.rollout_memory_mb, processes=limits.rollout_processes
+                )
+    return claim
 
 
-def _forget_vanished() -> None:
-    """Give back the claims of workspaces removed without ``release_workspace`` (by a caller that
-    deleted the folder itself), so their uids and cgroups do not pile up. Holds ``_claims_lock``."""
-    for key in [k for k in _claims if not os.path.lexists(k)]:
-        claim = _claims.pop(key)
-        if claim.cgroup is not None:
-            claim.cgroup.remove()
-        if claim.lease is not None:
-            claim.lease.release()
+def _pop_vanished() -> list[WorkspaceClaim]:
+    """The claims of workspaces removed without ``release_workspace`` (by a caller that deleted the
+    folder itself), out of the registry, for the caller to give back so that their uids and cgroups
+    do not pile up. Holds ``_claims_lock``."""
+    return [_claims.pop(k) for k in [k for k in _claims if not os.path.lexists(k)]]
 
 
 def claim_workspace(workspace: Path, limits: SandboxLimits | None = None) -> tuple[Path, int | None]:
@@ -269,12 +285,8 @@ def release_workspace(workspace: Path) -> None:
     """Give back the workspace's uid and cgroup (after its processes are gone and it is removed)."""
     with _claims_lock:
         claim = _claims.pop(str(workspace.resolve()), None)
-    if claim is None:
-        return
-    if claim.cgroup is not None:
-        claim.cgroup.remove()
-    if claim.lease is not None:
-        claim.lease.release()
+    if claim is not None:
+        claim.give_back()
 
 
 def release_workspaces_under(folder: Path) -> None:

@@ -314,3 +314,57 @@ def test_the_workspace_of_a_killed_process_is_unmounted_by_the_next_one() -> Non
     finally:
         sandbox_limits.unmount_workspace(left)
         shutil.rmtree(left, ignore_errors=True)
+
+
+# --- one workspace's cgroup being made never holds up another's launch --------------------------------
+
+
+class _FakeCgroup:
+    def __init__(self) -> None:
+        self.removed = False
+
+    def remove(self) -> None:
+        self.removed = True
+
+
+def test_a_slow_cgroup_of_one_workspace_does_not_hold_up_another(monkeypatch, tmp_path: Path) -> None:
+    import threading
+
+    from harnessevolve.sandbox import launch
+    from harnessevolve.sandbox.launch import SandboxLimits, release_workspace, workspace_cgroup
+
+    slow, fast = (tmp_path / "slow").resolve(), (tmp_path / "fast").resolve()
+    slow.mkdir()
+    fast.mkdir()
+    making, go_on = threading.Event(), threading.Event()
+    made: dict[str, _FakeCgroup] = {}
+
+    def make_rollout_cgroup(key: str, **_limits: int) -> _FakeCgroup:
+        if key == str(slow):
+            making.set()
+            assert go_on.wait(30)
+        return made.setdefault(key, _FakeCgroup())
+
+    monkeypatch.setattr(launch, "make_rollout_cgroup", make_rollout_cgroup)
+    limits = SandboxLimits()
+    first = threading.Thread(target=claim_workspace, args=(slow, limits))
+    first.start()
+    try:
+        assert making.wait(30)
+        # while the slow workspace's cgroup is being made, another workspace is claimed at once
+        # (before, both waited on one lock: the wait below ran out; it returns at once when it holds)
+        second = threading.Thread(target=claim_workspace, args=(fast, limits))
+        second.start()
+        second.join(20)
+        assert not second.is_alive(), "the second claim waited for the first one's cgroup"
+        assert workspace_cgroup(fast) is made[str(fast)]
+        # and the slow one, released meanwhile, gives its cgroup back once it exists
+        releasing = threading.Thread(target=release_workspace, args=(slow,))
+        releasing.start()
+    finally:
+        go_on.set()
+        first.join(30)
+    releasing.join(30)
+    assert made[str(slow)].removed and workspace_cgroup(slow) is None
+    release_workspace(fast)
+    assert made[str(fast)].removed
