@@ -208,7 +208,7 @@ class ProposerChain(Proposer, Protocol):
 
     failures: list[ProposalFailed]
     proposers: list[Proposer]
-    """The proposers asked, in order."""
+    """The proposers, in the chain's order (asked fewest refusals first, see ``ChainProposer``)."""
 
 
 def component_settings(context: ProposalContext, key: str) -> dict[str, Any] | None:

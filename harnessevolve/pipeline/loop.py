@@ -128,6 +128,7 @@ class GenerationLoop:
             candidates=config.loop.candidates,
             max_revisions=config.loop.max_revisions,
             log=log,
+            on_duplicate=lambda proposer: self.history.outcomes.append((proposer, False)),
         )
         self.guard = guard
         self.meter = meter

@@ -366,6 +366,11 @@ def resume_point(
                     ),
                 )
         point.outcomes += [
+            (e.proposer, False)
+            for e in of_generation(events, generation, ev.ProposalFailed)
+            if e.errors and e.errors[0].startswith("duplicate:")
+        ]
+        point.outcomes += [
             (r.proposer or "", False) for r in of_generation(events, generation, ev.CandidateRejected)
         ]
         point.outcomes += [

@@ -197,6 +197,62 @@ def test_a_proposer_whose_candidate_was_refused_waits_behind_the_others(
     assert [(e["generation"], e["proposer"]) for e in proposed] == [(1, "same-rule"), (2, "other-rule")]
 
 
+class TwoRules(SameUselessRule):
+    """Offers its first rule until a gate refused it, then its second."""
+
+    name = "two-rules"
+
+    async def propose(self, context):
+        path = context.system_prompt_path
+        for summary, rule in (("tidy rule", "Keep the folder tidy."), ("quiet rule", "Print nothing extra.")):
+            if summary not in context.rejected:
+                return Candidate(
+                    {path: context.files[path] + f"\n{rule}\n"}, summary, "", ("x",), (), self.name
+                )
+        return None
+
+
+def test_a_duplicate_counts_against_its_proposer_and_another_speaks_in_that_generation(
+    harness_dir: Path, cli, learner
+) -> None:
+    from harnessevolve.core.tasks import load_benchmark
+    from harnessevolve.pipeline.resume import resume_point
+    from harnessevolve.runs.ledger import read_ledger
+
+    registry.PROPOSERS["same-rule"] = SameUselessRule
+    registry.PROPOSERS["two-rules"] = TwoRules
+    try:
+        args = run_args(harness_dir, learner, "-n", "3", "--proposer", "same-rule,two-rules")
+        result = cli.invoke(app, args)
+    finally:
+        del registry.PROPOSERS["same-rule"], registry.PROPOSERS["two-rules"]
+    assert result.exit_code in (0, 1), result.output
+    events = ledger_of(harness_dir)
+    shown = [
+        (e["generation"], e["event"], e["proposer"])
+        for e in events
+        if e["event"] in ("candidate_proposed", "proposal_failed")
+    ]
+    # 1: same-rule refused; 2: two-rules first (fewer refusals), refused; 3: a tie, the chain's order:
+    # same-rule re-offers its refused harness (a duplicate, not judged), then two-rules speaks
+    assert shown == [
+        (1, "candidate_proposed", "same-rule"),
+        (2, "candidate_proposed", "two-rules"),
+        (3, "proposal_failed", "same-rule"),
+        (3, "candidate_proposed", "two-rules"),
+    ]
+    assert [e["summary"] for e in events if e["event"] == "candidate_proposed"][-1] == "quiet rule"
+    (run,) = list((harness_dir / ".harnessevolve" / "runs").iterdir())
+    point = resume_point(
+        read_ledger(run / "ledger.jsonl"),
+        load_benchmark("shell-basics"),
+        run.name,
+        patience=10,
+        generations=3,
+    )
+    assert point.outcomes[:3] == [("same-rule", False), ("two-rules", False), ("same-rule", False)]
+
+
 def test_a_resumed_run_remembers_the_harnesses_a_gate_rejected(harness_dir: Path, cli, learner) -> None:
     from harnessevolve.core.tasks import load_benchmark
     from harnessevolve.pipeline.judging.trials import harness_state

@@ -116,8 +116,12 @@ class TrialRunner:
         candidates: int = 1,
         max_revisions: int = 3,
         log: Callable[[str], None] = lambda _m: None,
+        on_duplicate: Callable[[str], None] = lambda _p: None,
     ) -> None:
         self.judge = judge
+        self.on_duplicate = on_duplicate
+        """Called with the proposer's name when its candidate is a harness a gate already refused
+        (the loop counts it as a refusal of that proposer: ``ChainProposer`` asks it after others)."""
         self.proposer = proposer
         self.ledger = ledger
         self.candidates = max(1, candidates)
@@ -149,7 +153,10 @@ class TrialRunner:
     ) -> list[Trial]:
         trials: list[Trial] = []
         avoid: tuple[str, ...] = ()
-        for index in range(self.candidates):
+        # a duplicate is a refusal of its proposer: the chain then asks the others first, so another
+        # proposer may still speak in this generation (once per other proposer at most)
+        duplicates_left = len(self.proposer.proposers) - 1
+        while len(trials) < self.candidates:
             context = context_for(avoid)
             with spending("optimize", self.proposer.name):
                 candidate = await self.proposer.propose(context)
@@ -158,16 +165,18 @@ class TrialRunner:
                 break
             duplicate = self.already_rejected(context, candidate)
             if duplicate is not None:
+                proposer = candidate.proposer or self.proposer.name
                 self.ledger.append(
-                    ProposalFailedEvent(
-                        generation=generation,
-                        proposer=candidate.proposer or self.proposer.name,
-                        errors=[duplicate],
-                    )
+                    ProposalFailedEvent(generation=generation, proposer=proposer, errors=[duplicate])
                 )
                 self.log(f"gen {generation}: {duplicate[:120]}")
+                self.on_duplicate(proposer)
                 avoid += (candidate.summary,)
+                duplicates_left -= 1
+                if duplicates_left < 0:
+                    break
                 continue
+            index = len(trials)
             trials.append(Trial(index, candidate, context))
             avoid += (candidate.summary,)
             self.ledger.append(
