@@ -80,7 +80,8 @@ class RunHistory:
             ),
         )
         self.rejected.append(trial.candidate.summary)
-        self.outcomes.append((trial.candidate.proposer, False))
+        if trial.judgement.failed is not None:  # outscored after passing every gate is no refusal
+            self.outcomes.append((trial.candidate.proposer, False))
         self.ledger.append(
             CandidateRejected(
                 generation=generation,

@@ -371,7 +371,9 @@ def resume_point(
             if e.errors and e.errors[0].startswith("duplicate:")
         ]
         point.outcomes += [
-            (r.proposer or "", False) for r in of_generation(events, generation, ev.CandidateRejected)
+            (r.proposer or "", False)
+            for r in of_generation(events, generation, ev.CandidateRejected)
+            if r.gate is not None
         ]
         point.outcomes += [
             (proposers.get(r.sha, ""), False) for r in of_generation(events, generation, CandidateReverted)

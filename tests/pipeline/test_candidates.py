@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 from pathlib import Path
 
@@ -62,6 +63,17 @@ def test_k_candidates_are_judged_concurrently_and_only_the_best_is_kept(
     assert "Candidate: " in new[0].message and "of 3" in new[0].message
     assert "Targets: " in new[0].message and "Verdict: accepted" in new[0].message
     assert not repo.is_dirty(untracked_files=True)
+    # only a gate's refusal counts against a proposer; passing every gate and being outscored does not
+    from harnessevolve.core.tasks import load_benchmark
+    from harnessevolve.pipeline.history import proposer_strikes
+    from harnessevolve.pipeline.resume import resume_point
+    from harnessevolve.runs.ledger import read_ledger
+
+    point = resume_point(
+        read_ledger(run_dir / "ledger.jsonl"), load_benchmark("shell-basics"), run_dir.name, 10, 1
+    )
+    refused = [e["proposer"] for e in rejected if e.get("gate") is not None]
+    assert proposer_strikes(point.outcomes) == dict(collections.Counter(refused))
 
 
 def bloated_examples(harness_dir: Path) -> int:
@@ -276,3 +288,23 @@ def test_a_resumed_run_remembers_the_harnesses_a_gate_rejected(harness_dir: Path
     assert list(point.rejected_states) == [reverted.harness_state]
     assert "rejected by performance" in point.rejected_states[reverted.harness_state]
     assert point.outcomes == [("same-rule", False)]  # its strike survives the resume
+
+
+def test_resume_counts_only_a_gates_refusal_against_a_proposer() -> None:
+    from harnessevolve.core.tasks import load_benchmark
+    from harnessevolve.pipeline.history import proposer_strikes
+    from harnessevolve.pipeline.resume import resume_point
+    from harnessevolve.runs import events as ev
+
+    def rejected(n: int, proposer: str, gate: str | None) -> ev.CandidateRejected:
+        file = f"candidates/gen-001-{n}.json"
+        return ev.CandidateRejected(generation=1, candidate=n, of=3, file=file, proposer=proposer, gate=gate)
+
+    events = [
+        ev.Baseline(split="validation", rev="a" * 40, harness_hash="h", score=0.0, tasks=4),
+        rejected(1, "demo", "performance"),
+        rejected(2, "rules", None),  # passed every gate, another candidate scored higher
+        ev.GenerationFinished(generation=1, outcome="none of 3 kept", rev="a" * 40),
+    ]
+    point = resume_point(events, load_benchmark("shell-basics"), "run", patience=10, generations=2)
+    assert proposer_strikes(point.outcomes) == {"demo": 1}
