@@ -23,9 +23,9 @@ from typing import Any
 
 from harnessevolve.execute.workspace import inside, tool_env
 from harnessevolve.harness.model import ToolSpec
-from harnessevolve.sandbox.base import Sandbox, launched, resolve_sandbox
+from harnessevolve.sandbox.base import Sandbox, resolve_sandbox, started
 from harnessevolve.sandbox.launch import READ_CHUNK, finish_process, give_to_workspace
-from harnessevolve.sandbox.spawn import spawn
+from harnessevolve.sandbox.spawn import SpawnedProcess
 
 
 @dataclass(frozen=True)
@@ -54,18 +54,17 @@ async def run_shell(
 ) -> ToolResult:
     """Run ``bash -c command`` in ``sandbox`` (the default one when None); output and errors as a result."""
     sandbox = resolve_sandbox(sandbox)
-    async with launched(sandbox, command, workspace, tool_env(workspace, env)) as launch:
-        result = await _run_launch(launch.argv, launch.subprocess_options(), timeout_s=timeout_s, limit=limit)
-        hit = await asyncio.to_thread(launch.limits_hit, result.error is not None)
-    if hit:
-        return ToolResult("\n".join([result.output, *hit]), error=result.error or "rollout limit")
+    async with started(sandbox, command, workspace, tool_env(workspace, env)) as run:
+        result = await _read_process(run.process, timeout_s=timeout_s, limit=limit)
+        run.failed = result.error is not None
+    if run.limit_notes:
+        return ToolResult("\n".join([result.output, *run.limit_notes]), error=result.error or "rollout limit")
     return result
 
 
-async def _run_launch(
-    argv: tuple[str, ...], options: dict[str, Any], *, timeout_s: float, limit: int
-) -> ToolResult:
-    proc = await spawn(argv, **options)  # started off the event loop: see sandbox/spawn.py
+async def _read_process(proc: SpawnedProcess, *, timeout_s: float, limit: int) -> ToolResult:
+    """Read the started command's output up to the cap and wait for it, within ``timeout_s``; then
+    kill what is left of it (``finish_process``)."""
     chunks: list[bytes] = []
     size = 0
     cap = limit * 4 + 1

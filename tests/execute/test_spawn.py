@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harnessevolve.execute.tools import run_shell
+from harnessevolve.execute.tools import ToolResult, run_shell
 from harnessevolve.sandbox import spawn as spawn_module
 from harnessevolve.sandbox.base import UnsafeNoSandbox
 from harnessevolve.sandbox.launch import finish_process
@@ -145,15 +145,23 @@ def test_the_loop_runs_while_a_child_is_being_started(monkeypatch: pytest.Monkey
     assert out == b"started\n" and other == "ran"
 
 
-def test_run_shell_goes_through_spawn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[tuple[str, ...]] = []
+def test_run_shell_takes_two_thread_hops_per_command(tmp_path: Path) -> None:
+    """Launch entered and command started in one worker-thread job, limits read and launch left in
+    another (four jobs before: enter, Popen, limits, exit)."""
+    from concurrent.futures import ThreadPoolExecutor
 
-    async def recording_spawn(argv, **options):  # noqa: ANN001, ANN003, ANN202 - spawn's signature
-        calls.append(tuple(argv))
-        return await spawn(argv, **options)
+    class Counting(ThreadPoolExecutor):
+        jobs = 0
 
-    monkeypatch.setattr("harnessevolve.execute.tools.spawn", recording_spawn)
-    result = asyncio.run(
-        run_shell("echo hi; exit 2", tmp_path, timeout_s=20, limit=100, sandbox=UnsafeNoSandbox())
-    )
-    assert calls and result.output.startswith("hi") and result.error == "exit code 2"
+        def submit(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN202 - submit's signature
+            Counting.jobs += 1
+            return super().submit(*args, **kwargs)
+
+    async def main() -> ToolResult:
+        asyncio.get_running_loop().set_default_executor(Counting(max_workers=2))
+        sandbox = UnsafeNoSandbox()
+        return await run_shell("echo hi; exit 2", tmp_path, timeout_s=20, limit=100, sandbox=sandbox)
+
+    result = asyncio.run(main())
+    assert result.output.startswith("hi") and result.error == "exit code 2"
+    assert Counting.jobs == 2
