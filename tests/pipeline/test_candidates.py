@@ -193,17 +193,23 @@ class OtherUselessRule(SameUselessRule):
         return Candidate({path: text}, "read-twice rule", "", ("x",), (), self.name)
 
 
+def run_with_proposers(harness_dir: Path, cli, learner, generations: int, *proposers: type) -> None:
+    """``run -n generations --proposer A,B`` with these test proposers registered by their names."""
+    names = [p.name for p in proposers]
+    registry.PROPOSERS.update(zip(names, proposers, strict=True))
+    try:
+        args = run_args(harness_dir, learner, "-n", str(generations), "--proposer", ",".join(names))
+        result = cli.invoke(app, args)
+    finally:
+        for name in names:
+            del registry.PROPOSERS[name]
+    assert result.exit_code in (0, 1), result.output
+
+
 def test_a_proposer_whose_candidate_was_refused_waits_behind_the_others(
     harness_dir: Path, cli, learner
 ) -> None:
-    registry.PROPOSERS["same-rule"] = SameUselessRule
-    registry.PROPOSERS["other-rule"] = OtherUselessRule
-    try:
-        args = run_args(harness_dir, learner, "-n", "2", "--proposer", "same-rule,other-rule")
-        result = cli.invoke(app, args)
-    finally:
-        del registry.PROPOSERS["same-rule"], registry.PROPOSERS["other-rule"]
-    assert result.exit_code in (0, 1), result.output
+    run_with_proposers(harness_dir, cli, learner, 2, SameUselessRule, OtherUselessRule)
     proposed = [e for e in ledger_of(harness_dir) if e["event"] == "candidate_proposed"]
     # generation 1: the chain's first; its candidate is refused, so generation 2 asks the other first
     assert [(e["generation"], e["proposer"]) for e in proposed] == [(1, "same-rule"), (2, "other-rule")]
@@ -231,14 +237,7 @@ def test_a_duplicate_counts_against_its_proposer_and_another_speaks_in_that_gene
     from harnessevolve.pipeline.resume import resume_point
     from harnessevolve.runs.ledger import read_ledger
 
-    registry.PROPOSERS["same-rule"] = SameUselessRule
-    registry.PROPOSERS["two-rules"] = TwoRules
-    try:
-        args = run_args(harness_dir, learner, "-n", "3", "--proposer", "same-rule,two-rules")
-        result = cli.invoke(app, args)
-    finally:
-        del registry.PROPOSERS["same-rule"], registry.PROPOSERS["two-rules"]
-    assert result.exit_code in (0, 1), result.output
+    run_with_proposers(harness_dir, cli, learner, 3, SameUselessRule, TwoRules)
     events = ledger_of(harness_dir)
     shown = [
         (e["generation"], e["event"], e["proposer"])
