@@ -239,8 +239,11 @@ def close_models() -> None:
     for pool in pools:
         for loaded in pool.instances:
             if loaded.lock.acquire(blocking=False):
-                with contextlib.suppress(Exception):
-                    loaded.llama.close()
+                try:
+                    with contextlib.suppress(Exception):
+                        loaded.llama.close()
+                finally:
+                    loaded.lock.release()
 
 
 def model_pool(model: str, config: LocalModelConfig = LocalModelConfig()) -> ModelPool[_LoadedModel]:

@@ -61,6 +61,10 @@ class RunHistory:
         self.outcomes: list[tuple[str, bool]] = []
         """(proposer, accepted?) of each judged candidate kept or turned down, in order."""
 
+    def outcome(self, proposer: str, accepted: bool) -> None:
+        """One judged candidate of ``proposer`` kept (True) or refused by a gate (False)."""
+        self.outcomes.append((proposer, accepted))
+
     def strikes(self) -> dict[str, int]:
         """proposer -> its candidates turned down since its last accepted one (see ``ChainProposer``)."""
         return proposer_strikes(self.outcomes)
@@ -81,7 +85,7 @@ class RunHistory:
         )
         self.rejected.append(trial.candidate.summary)
         if trial.judgement.failed is not None:  # outscored after passing every gate is no refusal
-            self.outcomes.append((trial.candidate.proposer, False))
+            self.outcome(trial.candidate.proposer, False)
         self.ledger.append(
             CandidateRejected(
                 generation=generation,
@@ -152,7 +156,7 @@ class RunHistory:
         self.state.pending_sha = None
         if candidate is not None:
             self.rejected.append(candidate.summary)
-            self.outcomes.append((candidate.proposer, False))
+            self.outcome(candidate.proposer, False)
         self.ledger.append(
             CandidateReverted(
                 generation=generation,

@@ -128,7 +128,7 @@ class GenerationLoop:
             candidates=config.loop.candidates,
             max_revisions=config.loop.max_revisions,
             log=log,
-            on_duplicate=lambda proposer: self.history.outcomes.append((proposer, False)),
+            on_duplicate=lambda proposer: self.history.outcome(proposer, False),
         )
         self.guard = guard
         self.meter = meter
@@ -358,7 +358,7 @@ class GenerationLoop:
             self.firing.pending(generation, current, c.changes, c.summary, c.target_tasks, results)
             sha = self.history.commit(winner, generation, len(trials), "accepted")
             self.state.accepted.append(sha)
-            self.history.outcomes.append((c.proposer, True))
+            self.history.outcome(c.proposer, True)
             self.firing.accepted(generation, sha)
             tie = accepted_on_tie(winner.judgement.verdicts)
             row.candidate, row.outcome = sha[:8], "accepted (tie)" if tie else "accepted"

@@ -31,7 +31,7 @@ from harnessevolve.core.trailers import trailer_map
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
 from harnessevolve.pipeline.epochs import EpochClock, Snapshot
-from harnessevolve.pipeline.judging.trials import harness_state, rejection_note
+from harnessevolve.pipeline.judging.trials import DUPLICATE, harness_state, rejection_note
 from harnessevolve.pipeline.recovery import (
     failed_verdict,
     gate_report,
@@ -368,7 +368,7 @@ def resume_point(
         point.outcomes += [
             (e.proposer, False)
             for e in of_generation(events, generation, ev.ProposalFailed)
-            if e.errors and e.errors[0].startswith("duplicate:")
+            if e.errors and e.errors[0].startswith(DUPLICATE)
         ]
         point.outcomes += [
             (r.proposer or "", False)

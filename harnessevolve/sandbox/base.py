@@ -146,7 +146,6 @@ class StartedCommand:
     """A command ``started`` in a sandbox: read ``process``; set ``failed`` (it exited non-zero or
     timed out) before the block ends, and ``limit_notes`` holds the whole-rollout limits it hit."""
 
-    launch: Launch
     process: SpawnedProcess
     failed: bool = True
     limit_notes: list[str] = field(default_factory=list)
@@ -167,12 +166,11 @@ async def started(
         try:
             return launch, start_process(launch.argv, **launch.subprocess_options())
         except BaseException as exc:
-            if not manager.__exit__(type(exc), exc, exc.__traceback__):
-                raise
-            raise SandboxError(f"the sandbox's launch swallowed a start failure: {exc}") from exc
+            manager.__exit__(type(exc), exc, exc.__traceback__)
+            raise
 
-    launch, process = await spawn_from(start)
-    command_run = StartedCommand(launch, process)
+    launch, process = await spawn_from(start, abandon=lambda _launch: manager.__exit__(None, None, None))
+    command_run = StartedCommand(process)
 
     def leave(exc: BaseException | None) -> bool | None:
         if exc is None:

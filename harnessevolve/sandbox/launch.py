@@ -225,7 +225,8 @@ def _pop_vanished() -> list[WorkspaceClaim]:
     """The claims of workspaces removed without ``release_workspace`` (by a caller that deleted the
     folder itself), out of the registry, for the caller to give back so that their uids and cgroups
     do not pile up. Holds ``_claims_lock``."""
-    return [_claims.pop(k) for k in [k for k in _claims if not os.path.lexists(k)]]
+    gone = [key for key in _claims if not os.path.lexists(key)]
+    return [_claims.pop(key) for key in gone]
 
 
 def claim_workspace(workspace: Path, limits: SandboxLimits | None = None) -> tuple[Path, int | None]:

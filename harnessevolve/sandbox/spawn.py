@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import subprocess
 from collections.abc import Callable, Mapping
@@ -84,30 +85,25 @@ async def spawn(
 ) -> SpawnedProcess:
     """Start ``argv`` in its own session, stdin from /dev/null, stdout and stderr into one pipe;
     raises ``OSError`` as ``Popen`` does (a missing program, a bad ``cwd``)."""
-    _, process = await spawn_from(lambda: (None, _popen(argv, cwd, env)))
+    _, process = await spawn_from(lambda: (None, start_process(argv, cwd=cwd, env=env)))
     return process
 
 
-async def spawn_from(start: Callable[[], tuple[T, subprocess.Popen[bytes]]]) -> tuple[T, SpawnedProcess]:
+async def spawn_from(
+    start: Callable[[], tuple[T, subprocess.Popen[bytes]]], abandon: Callable[[T], object] = lambda _v: None
+) -> tuple[T, SpawnedProcess]:
     """``start()`` run in one worker thread: it prepares what the command needs (a sandbox's launch)
-    and starts it with ``popen``; one thread hop instead of two. Its first value comes back beside
-    the process. A cancelled caller's process is killed once it has started."""
+    and starts it with ``start_process``; one thread hop instead of two. Its first value comes back
+    beside the process. When the caller is cancelled meanwhile, the process is killed once it has
+    started and ``abandon`` gets the value (to undo the preparation)."""
     loop = asyncio.get_running_loop()
     started = loop.run_in_executor(None, start)
     try:
         value, process = await asyncio.shield(started)
     except asyncio.CancelledError:
-        started.add_done_callback(_abandon)
+        started.add_done_callback(functools.partial(_abandon, undo=abandon))
         raise
     return value, await _watched(process)
-
-
-def start_process(
-    argv: tuple[str, ...] | list[str], *, cwd: Path | str | None, env: Mapping[str, str] | None
-) -> subprocess.Popen[bytes]:
-    """The ``Popen`` ``spawn`` makes (own session, stdin /dev/null, one pipe for both outputs); for
-    ``spawn_from``'s ``start``."""
-    return _popen(argv, cwd, env)
 
 
 async def _watched(popen: subprocess.Popen[bytes]) -> SpawnedProcess:
@@ -122,9 +118,11 @@ async def _watched(popen: subprocess.Popen[bytes]) -> SpawnedProcess:
     return SpawnedProcess(popen, reader, pipe)
 
 
-def _popen(
-    argv: tuple[str, ...] | list[str], cwd: Path | str | None, env: Mapping[str, str] | None
+def start_process(
+    argv: tuple[str, ...] | list[str], *, cwd: Path | str | None, env: Mapping[str, str] | None
 ) -> subprocess.Popen[bytes]:
+    """The ``Popen`` ``spawn`` makes: its own session, stdin from /dev/null, one pipe for stdout and
+    stderr (for ``spawn_from``'s ``start``)."""
     return subprocess.Popen(
         list(argv),
         stdin=subprocess.DEVNULL,
@@ -136,10 +134,14 @@ def _popen(
     )
 
 
-def _abandon(start: asyncio.Future[tuple[Any, subprocess.Popen[bytes]]]) -> None:
-    """The caller was cancelled while the process started: kill it once it has."""
+def _abandon(
+    start: asyncio.Future[tuple[Any, subprocess.Popen[bytes]]], undo: Callable[[Any], object]
+) -> None:
+    """The caller was cancelled while the process started: kill it once it has, then ``undo``."""
     if not start.cancelled() and start.exception() is None:
-        _abandon_popen(start.result()[1])
+        value, process = start.result()
+        _abandon_popen(process)
+        undo(value)
 
 
 def _abandon_popen(popen: subprocess.Popen[bytes]) -> None:

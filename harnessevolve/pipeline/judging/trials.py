@@ -37,6 +37,9 @@ from harnessevolve.runs.events import (
 from harnessevolve.runs.events import ProposalFailed as ProposalFailedEvent
 from harnessevolve.runs.ledger import Ledger
 
+DUPLICATE = "duplicate:"
+"""How a ``proposal_failed`` error for a candidate repeating a refused harness begins (resume reads it)."""
+
 
 @dataclass
 class Trial:
@@ -146,7 +149,7 @@ class TrialRunner:
     def already_rejected(self, context: ProposalContext, candidate: Candidate) -> str | None:
         """Why ``candidate`` needs no judging (its harness was rejected before), else None."""
         earlier = self.rejected.get(harness_state(context.files, candidate.changes))
-        return f"duplicate: the same harness as {earlier}; not judged again" if earlier else None
+        return f"{DUPLICATE} the same harness as {earlier}; not judged again" if earlier else None
 
     async def propose(
         self, generation: int, context_for: Callable[[tuple[str, ...]], ProposalContext]
