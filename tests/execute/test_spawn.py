@@ -165,3 +165,41 @@ def test_run_shell_takes_two_thread_hops_per_command(tmp_path: Path) -> None:
     result = asyncio.run(main())
     assert result.output.startswith("hi") and result.error == "exit code 2"
     assert Counting.jobs == 2
+
+
+def test_a_command_cancelled_while_it_starts_is_killed_and_its_launch_left(tmp_path: Path) -> None:
+    import threading
+
+    from harnessevolve.sandbox.launch import Launch
+
+    entered, go_on, left = threading.Event(), threading.Event(), threading.Event()
+
+    class SlowLaunch:  # a launch left only by __exit__ (a generator would also be closed by the GC)
+        def __init__(self, command: str, workspace: Path) -> None:
+            self.launch = Launch(("bash", "-c", command), {}, workspace)
+
+        def __enter__(self) -> Launch:
+            entered.set()
+            assert go_on.wait(30)
+            return self.launch
+
+        def __exit__(self, *exc: object) -> None:
+            left.set()
+
+    class SlowSandbox(UnsafeNoSandbox):
+        def launch(self, command, workspace, env, *, read_only=()):  # noqa: ANN001, ANN202
+            return SlowLaunch(command, workspace)
+
+    async def main() -> None:
+        job = asyncio.create_task(
+            run_shell("sleep 60", tmp_path, timeout_s=60, limit=100, sandbox=SlowSandbox())
+        )
+        await asyncio.to_thread(entered.wait, 30)
+        job.cancel()
+        go_on.set()
+        with pytest.raises(asyncio.CancelledError):
+            await job
+        # the start's done callback kills the process, then leaves the launch
+        assert await asyncio.to_thread(left.wait, 10)
+
+    asyncio.run(main())
