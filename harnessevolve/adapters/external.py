@@ -16,22 +16,14 @@ import sys
 from pathlib import Path
 
 from harnessevolve.core.errors import BenchmarkError
-from harnessevolve.core.python_refs import parse_ref
+from harnessevolve.core.python_refs import parse_attr_ref
 
 
 def import_adapter(
     ref: str, *, search: tuple[str, ...] = (), field: str = "--adapter", file: str | None = None
 ) -> object:
     """The adapter ``ref`` names, checked to have ``name``, ``detect`` and ``load``."""
-    where = file or ref
-    parsed = parse_ref(ref, file=where, field=field)
-    if parsed.method:
-        raise BenchmarkError(
-            f"{ref!r} names a method",
-            file=file,
-            field=field,
-            hint="write module:attr (an adapter class or instance)",
-        )
+    parsed = parse_attr_ref(ref, file=file, field=field, form="module:attr (an adapter class or instance)")
     added = [p for p in (os.getcwd(), *search) if p not in sys.path]
     _forget_stale(parsed.module, [os.getcwd(), *search])
     sys.path[:0] = added

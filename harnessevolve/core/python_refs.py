@@ -57,6 +57,19 @@ def parse_ref(text: str, *, file: str, field: str) -> PythonRef:
     return PythonRef(found.group(1), found.group(2), found.group(3) or "")
 
 
+def parse_attr_ref(text: str, *, file: str | None, field: str, form: str) -> PythonRef:
+    """A ``module:attr`` reference that must not name a method; ``form`` says what to write."""
+    ref = parse_ref(text, file=file or text, field=field)
+    if ref.method:
+        raise BenchmarkError(
+            f"{text.strip()!r} names a method; it must be {form}",
+            file=file,
+            field=field,
+            hint=f"write {form}",
+        )
+    return ref
+
+
 def module_file(module: str, search: tuple[str, ...]) -> Path | None:
     """The ``.py`` file (or package ``__init__.py``) of ``module`` on ``search`` then ``sys.path``;
     a compiled module yields its file too (not parseable); None when nothing is found."""

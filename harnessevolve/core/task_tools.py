@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessevolve.core.errors import BenchmarkError
-from harnessevolve.core.python_refs import check_ref, parse_ref
+from harnessevolve.core.python_refs import check_ref, parse_attr_ref, parse_ref
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 STOP_TOKEN = "###STOP###"
@@ -121,14 +121,7 @@ def tool_name(name: str, *, file: str, field: str) -> str:
 
 def python_check(text: str, search: tuple[str, ...], *, file: str, field: str) -> None:
     """A ``python`` check's ``module:function``: parsed and located (never imported)."""
-    ref = parse_ref(text, file=file, field=field)
-    if ref.method:
-        raise BenchmarkError(
-            f"a check must be a function, not the method {ref}",
-            file=file,
-            field=field,
-            hint="write module:function",
-        )
+    ref = parse_attr_ref(text, file=file, field=field, form="module:function (a check is a function)")
     check_ref(ref, search, file=file, field=field)
 
 

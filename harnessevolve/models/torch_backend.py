@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harnessevolve.core.optional import missing_module
 from harnessevolve.models.local import (
     DEFAULT_MODEL,
     MODEL_ALIASES,
@@ -150,20 +151,17 @@ def resolve_source(model: str) -> ModelSource:
 
 def _import_stack(gguf: bool) -> tuple[Any, Any]:
     """``(torch, transformers)``; raises :class:`LocalModelUnavailableError` when missing."""
-    try:
-        import torch
-        import transformers
-
-        if gguf:
-            import accelerate  # noqa: F401  (transformers needs both to read GGUF)
-            import gguf as _gguf  # noqa: F401
-    except ImportError as exc:
-        missing = exc.name or str(exc)
+    # transformers needs both accelerate and gguf to read GGUF files
+    missing = missing_module("torch", "transformers", *(("accelerate", "gguf") if gguf else ()))
+    if missing is not None:
         raise LocalModelUnavailableError(
             f"local/{TORCH_PREFIX} models need torch and transformers (and gguf, accelerate for GGUF "
             f"files); '{missing}' is not installed",
             hint=INSTALL_HINT,
-        ) from exc
+        )
+    import torch
+    import transformers
+
     return torch, transformers
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from harnessevolve.core.errors import HarnessEvolveError
+from harnessevolve.core.optional import missing_module
 
 INSTALL_HINT = "pip install 'harnessevolve[train]'"
 
@@ -25,14 +26,8 @@ class TrainUnavailableError(TrainError):
 
 def require_train_stack(lora: bool = False) -> None:
     """Raise :class:`TrainUnavailableError` unless torch, transformers (and peft for LoRA) import."""
-    try:
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
-
-        if lora:
-            import peft  # noqa: F401
-    except ImportError as exc:
-        missing = exc.name or str(exc)
+    missing = missing_module("torch", "transformers", *(("peft",) if lora else ()))
+    if missing is not None:
         raise TrainUnavailableError(
             f"training needs torch, transformers and peft; '{missing}' is not installed"
-        ) from exc
+        )
