@@ -40,6 +40,7 @@ from harnessevolve.core.tasks import Task
 from harnessevolve.execute.executor import Rollout, RunOn, SlotExecutor, failed_rollout, rollout_seed
 from harnessevolve.harness.model import Harness
 from harnessevolve.sandbox.base import Sandbox
+from harnessevolve.sandbox.limits import adopt_mount, hand_over_mount
 
 # --- the worker side ------------------------------------------------------------------------------
 
@@ -48,7 +49,8 @@ def worker_main(conn: Connection, sandbox: Sandbox | None) -> None:
     """A worker's body: requests come in on ``conn``, each runs as an asyncio task of this loop.
 
     Messages in: ``("harness", key, harness)``, ``("run", id, key, task, model, seed)``, ``("stop",)``.
-    Out: ``(id, trajectory, workspace path or None)`` or ``(id, None, error text)``."""
+    Out: ``(id, trajectory, workspace path or None, tmpfs?)`` or ``(id, None, error text, False)``;
+    a workspace tmpfs is handed over to the driver, who removes it (``hand_over_mount``)."""
     # its own session, as harnessevolve's other helper processes: a terminal's Ctrl-C is the
     # driver's to handle (it stops the workers), and the commands started here keep default signals
     with contextlib.suppress(OSError):
@@ -81,10 +83,11 @@ async def _serve(conn: Connection, sandbox: Sandbox | None) -> None:
         try:
             rollout = await run_one(harness, task, model=model, seed=seed, sandbox=sandbox)
         except Exception as exc:  # noqa: BLE001 - reported to the driver as this rollout's failure
-            send((request_id, None, f"{type(exc).__name__}: {exc}"))
+            send((request_id, None, f"{type(exc).__name__}: {exc}", False))
             return
-        path = str(rollout.workspace) if rollout.workspace is not None else None
-        send((request_id, rollout.trajectory, path))
+        workspace = rollout.workspace
+        tmpfs = workspace is not None and hand_over_mount(workspace)
+        send((request_id, rollout.trajectory, str(workspace) if workspace is not None else None, tmpfs))
 
     threading.Thread(target=read, daemon=True, name="he-worker-reader").start()
     harnesses: dict[str, Harness] = {}
@@ -160,9 +163,11 @@ class ProcessExecutor(SlotExecutor):
         outlives one ``run``) as its result comes back."""
         while True:
             try:
-                request_id, trajectory, detail = worker.conn.recv()
+                request_id, trajectory, detail, tmpfs = worker.conn.recv()
             except (EOFError, OSError):
                 break
+            if tmpfs:  # before the rollout is back: whoever removes its workspace finds it ours
+                adopt_mount(Path(detail))
             future = worker.pending.get(request_id)
             if future is not None:
                 _resolve_soon(future, (trajectory, detail))

@@ -337,6 +337,23 @@ def is_workspace_mount(folder: Path) -> bool:
     return os.path.abspath(folder) in _mounted or str(folder) in workspace_mounts()
 
 
+def hand_over_mount(folder: Path) -> bool:
+    """Forget a workspace tmpfs this process mounted, as another process takes it over (the driver
+    of rollout workers removes their workspaces): whether it was one of ours."""
+    with _mounted_lock:
+        point = os.path.abspath(folder)
+        ours = point in _mounted
+        _mounted.discard(point)
+    return ours
+
+
+def adopt_mount(folder: Path) -> None:
+    """Take over a workspace tmpfs a harnessevolve process of ours mounted (``hand_over_mount``
+    there): telling it is a workspace mount then needs no read of /proc/self/mountinfo here."""
+    with _mounted_lock:
+        _mounted.add(os.path.abspath(folder))
+
+
 def unmount_workspace(folder: Path) -> None:
     """Unmount the workspace's tmpfs (its files go with it); a no-op for an ordinary folder."""
     libc = _libc()

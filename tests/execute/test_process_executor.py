@@ -21,6 +21,7 @@ from harnessevolve.core.tasks import Task
 from harnessevolve.execute.executor import EXECUTORS, LocalExecutor, Rollout
 from harnessevolve.execute.process_executor import ProcessExecutor, make_process_executor
 from harnessevolve.harness.load import load_harness
+from harnessevolve.sandbox import limits
 
 HARNESS = load_harness(paths.builtin_dir("harnesses") / "shell-agent")
 
@@ -87,3 +88,28 @@ def test_factory_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HARNESSEVOLVE_WORKERS", "no")
     assert make_process_executor(1).worker_count == 1  # never more workers than rollouts at once
     executor.close()  # never started: nothing to stop
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a workspace tmpfs needs root")
+def test_a_workers_workspace_tmpfs_is_handed_to_the_driver(
+    executor: ProcessExecutor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker mounts the workspace, the driver removes it: told by the hand-over, the driver
+    needs no read of /proc/self/mountinfo (a line per mount on the machine) to unmount it."""
+    rollouts = run(executor, TASKS[:2])
+    reads = [0]
+    real = limits.workspace_mounts
+
+    def counted() -> dict[str, str]:
+        reads[0] += 1
+        return real()
+
+    monkeypatch.setattr(limits, "workspace_mounts", counted)
+    workspaces = [r.workspace for r in rollouts if r.workspace is not None]
+    assert len(workspaces) == 2
+    try:
+        assert all(os.path.ismount(w) and str(w) in limits._mounted for w in workspaces)
+    finally:
+        cleanup(rollouts)
+    assert reads[0] == 0
+    assert not any(os.path.lexists(w) or str(w) in limits._mounted for w in workspaces)
