@@ -22,19 +22,6 @@ from harnessevolve.sandbox.limits import (
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a workspace tmpfs needs root")
 
 
-@pytest.fixture
-def count_mountinfo_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    reads = [0]
-    real = limits.workspace_mounts
-
-    def counted() -> dict[str, str]:
-        reads[0] += 1
-        return real()
-
-    monkeypatch.setattr(limits, "workspace_mounts", counted)
-    return reads
-
-
 def fresh_mount(size_mb: int = 1, files: int = 50) -> Path:
     folder = Path(tempfile.mkdtemp(prefix="he-mounts-")).resolve()
     assert mount_workspace(folder, size_mb=size_mb, files=files)
