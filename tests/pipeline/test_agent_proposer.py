@@ -57,11 +57,13 @@ def coding_agent(
     commands: list[Command], seen: list[str] | None = None, revision: list[Command] | None = None
 ):
     """A scripted coding model for the python-agent loop: bash commands in turn (each made from the
-    last tool output), then submit. ``revision``: the commands when the task says it was rejected."""
+    last tool output), then submit. ``revision``: the commands when the task says it was rejected
+    (or sent back)."""
 
     def policy(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
         task = str(messages[1]["content"])
-        plan = revision if revision is not None and "was rejected" in task else commands
+        again = "was rejected" in task or "only added the example" in task
+        plan = revision if revision is not None and again else commands
         turn = sum(1 for m in messages if m["role"] == "assistant")
         last = next((str(m["content"]) for m in reversed(messages) if m["role"] == "tool"), "")
         if seen is not None:
@@ -258,3 +260,48 @@ def test_agent_proposer_loop_ends_at_the_third_same_action_and_is_refused(propos
     calls = turn["extra"]["model_calls"]
     assert [c["status"] for c in calls] == [200, 200, 200, 403]  # not 12 answered calls, then more
     assert [r.proposer for r in events if isinstance(r, ev.CandidateProposed)] == ["demo"]
+
+
+EXAMPLE = "- Check every answer twice before you submit it to the user."
+
+
+def teach_example(optimizer_dir: Path) -> None:
+    """The optimizer's prompt shows the form of an edit with an example rule (as the shipped
+    optimizer-agent's does), which a small model copies instead of writing its own."""
+    prompt = optimizer_dir / "prompts" / "system.md"
+    prompt.write_text(
+        prompt.read_text()
+        + f"\nAn edit looks like this: printf '%s\\n' '{EXAMPLE}' >> harness/prompts/system.md\n"
+    )
+
+
+def copy_example(_last: str) -> str:
+    return f"printf '%s\\n' '{EXAMPLE}' >> harness/prompts/system.md && echo 'check answers' > SUMMARY.txt"
+
+
+def test_agent_proposer_sends_back_an_edit_that_only_copies_its_example(propose, optimizer_dir: Path) -> None:
+    """The copied example is undone and the agent asked once more; its own edit is the candidate."""
+    teach_example(optimizer_dir)
+    policy = coding_agent([copy_example], revision=[read_signal, add_demo])
+    harness, result, run_dir, events = propose("copied-once", policy, "--proposer", "agent")
+    assert result.exit_code == 0, result.output
+    proposed = [r for r in events if isinstance(r, ev.CandidateProposed)]
+    assert [r.proposer for r in proposed] == ["agent"]
+    assert "only copied its instructions' example" in (proposed[0].rationale or "")
+    assert any(isinstance(r, ev.CandidateAccepted) for r in events)
+    assert "Check every answer twice" not in (harness / "prompts" / "system.md").read_text()
+    assert "Task: " in (harness / "prompts" / "examples.md").read_text()
+    saved = sorted(p.name for p in (run_dir / "proposer").glob("*.json"))
+    assert saved == ["gen-001-1-turn-1.json", "gen-001-1-turn-2.json"]
+
+
+def test_agent_proposer_refuses_an_edit_that_copies_its_example_again(propose, optimizer_dir: Path) -> None:
+    teach_example(optimizer_dir)
+    policy = coding_agent([copy_example], revision=[copy_example])
+    harness, result, _run_dir, events = propose("copied-twice", policy, "--proposer", "agent,demo")
+    assert result.exit_code in (0, 1), result.output
+    failed = agent_failures(events)
+    assert failed and failed[0].errors[0].startswith("copied: every line the edit adds"), failed
+    assert "check every answer twice" in failed[0].errors[0] and "1 send-back(s)" in failed[0].errors[0]
+    assert [r.proposer for r in events if isinstance(r, ev.CandidateProposed)] == ["demo"]
+    assert "Check every answer twice" not in (harness / "prompts" / "system.md").read_text()

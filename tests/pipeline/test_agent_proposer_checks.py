@@ -14,6 +14,7 @@ from harnessevolve.optimize.proposal import ProposalContext
 from harnessevolve.pipeline.proposing.agent_proposer_diff import (
     EditRefused,
     check_protected,
+    copied_example,
     harness_changes,
     snapshot,
 )
@@ -76,6 +77,48 @@ def test_agent_proposer_refuses_bad_edits_by_name(workspace: Path, mutate, reaso
     mutate(workspace)
     with pytest.raises(EditRefused, match="^" + reason.replace(".", r"\.")):
         harness_changes(workspace, FILES, EDITABLE + ("tasks/*.yaml",))
+
+
+TAUGHT = {
+    "mini.yaml": "instance_template: |\n  Write a rule (this one only shows the form):\n"
+    "  printf '%s\\n' '- Before submitting, run the command and check it did what\n"
+    "    was asked.' >> harness/prompts/system.md\n"
+}
+
+
+@pytest.mark.parametrize(
+    ("added", "copied"),
+    [
+        # the example, wrapped over two lines in the instructions, once or several times
+        ("- Before submitting, run the command and check it did what was asked.\n", True),
+        ("* before submitting, run the command and check  it did what was asked.\n" * 3, True),
+        # the example and a rule of the agent's own: something new is said
+        (
+            "- Before submitting, run the command and check it did what was asked.\n"
+            "- When a file is named, pass its path to the command instead of its contents.\n",
+            False,
+        ),
+        ("- When a file is named, pass its path to the command instead of its contents.\n", False),
+        ("ok\n", False),  # too short to call a copy of anything
+    ],
+    ids=["example", "example-thrice", "example-and-own", "own", "short"],
+)
+def test_an_edit_that_only_adds_the_optimizers_example_is_a_copy(added: str, copied: bool) -> None:
+    changes = {"prompts/system.md": FILES["prompts/system.md"] + added}
+    found = copied_example(changes, FILES, TAUGHT)
+    assert (found is not None) is copied, found
+    if copied:
+        assert found == "before submitting, run the command and check it did what was asked."
+
+
+def test_a_line_moved_within_the_harness_is_no_copy() -> None:
+    """A line already in the harness (moved, or repeated from another file) is not new text even
+    when the optimizer's instructions hold it too (an optimizer built on the same template)."""
+    line = "Read the task's files before you answer any question."
+    original = {**FILES, "prompts/system.md": f"{line}\n", "prompts/examples.md": ""}
+    changes = {"prompts/system.md": "", "prompts/examples.md": f"{line}\n"}
+    assert copied_example(changes, original, {"prompts/system.md": f"{line}\n"}) is None
+    assert copied_example({"prompts/system.md": None}, original, {"x": line}) is None
 
 
 def test_agent_proposer_protected_workspace_paths(workspace: Path) -> None:

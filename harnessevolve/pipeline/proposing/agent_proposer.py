@@ -47,12 +47,14 @@ from harnessevolve.pipeline.budget import PROPOSER_STAGE, ProposerBudget, spendi
 from harnessevolve.pipeline.proposing.agent_proposer_diff import (
     EditRefused,
     check_protected,
+    copied_example,
     harness_changes,
     snapshot,
 )
 from harnessevolve.pipeline.proposing.agent_proposer_history import last_batch, past_candidates
 from harnessevolve.pipeline.proposing.agent_proposer_workspace import (
     FEEDBACK_FILE,
+    HARNESS_DIR,
     Evidence,
     HeldOut,
     feedback_statement,
@@ -80,6 +82,9 @@ REFUSED_STOPS: dict[str, str] = {
     StopReason.AGENT_CRASHED: "agent crashed",
 }
 """Stops whose harness copy is not trusted: the proposal is refused with this name and the error."""
+COPY_SEND_BACKS = 1
+"""An edit that only adds the optimizer's own example text goes back to the agent this many times
+(its harness copy restored first) before the proposal is refused as ``copied``."""
 
 
 def load_optimizer(path: Path | None) -> Harness:
@@ -125,6 +130,8 @@ class _Session:
     index: int
     turns: int = 0
     candidate: Candidate | None = None
+    sent_back: list[str] = field(default_factory=list)
+    """The copied lines of the turns sent back for copying the instructions' example."""
 
 
 @dataclass
@@ -230,6 +237,19 @@ class AgentProposer:
                 )
             check_protected(workspace, before)
             changes = harness_changes(workspace, context.files, context.editable)
+            copied = copied_example(changes, context.files, self.optimizer.files)
+            if copied is not None:
+                if len(session.sent_back) < COPY_SEND_BACKS:
+                    session.sent_back.append(copied)
+                    try:
+                        _restore(workspace, context.files, changes)
+                    except OSError as exc:
+                        raise EditRefused(f"copied: the harness copy could not be restored: {exc}") from None
+                    return await self._turn(run, session, context, _copy_instruction(copied))
+                raise EditRefused(
+                    f"copied: every line the edit adds is the instructions' example ({copied[:120]!r}), "
+                    f"{len(session.sent_back)} send-back(s) included"
+                )
         except EditRefused as refused:
             raise ProposalFailed(self.name, [f"{refused.reason} (trajectory: {saved})"]) from None
         if not changes:
@@ -244,6 +264,12 @@ class AgentProposer:
                 f"The optimizer agent ({self.optimizer.name}, {self.model}) edited the harness copy "
                 f"after reading the failed runs beside their references; it stopped with {stop} "
                 f"after {calls} model call(s)."
+                + (
+                    f" Its edit of an earlier turn only copied its instructions' example "
+                    f"({session.sent_back[0][:80]!r}) and was sent back."
+                    if session.sent_back
+                    else ""
+                )
             ),
             targets=tuple(str(c.cause) for c in context.clusters[:3]),
             target_tasks=tuple(t for c in context.clusters[:3] for t in c.task_ids)[:10],
@@ -320,6 +346,29 @@ def repeats(trajectory: Trajectory) -> int:
             last = key
             best = max(best, count)
     return best
+
+
+def _copy_instruction(copied: str) -> str:
+    """The send-back message for an edit that only copied the instructions' example."""
+    return (
+        f"Your edit only added the example from your instructions ({copied[:160]!r}). That example "
+        "shows the form of a command, it is not a fix: ./harness is restored as it was. Read a "
+        "failed run's signal.md under ./evidence/failed/ (what the agent did and what the reference "
+        "did instead), write a rule or change of your own that would have avoided that failure, "
+        "update ./SUMMARY.txt and finish."
+    )
+
+
+def _restore(workspace: Path, original: Mapping[str, str], changes: Mapping[str, str | None]) -> None:
+    """Put the harness copy back as it was before the agent's edit (its ``changes`` undone)."""
+    root = workspace / HARNESS_DIR
+    for rel in changes:
+        path = root / rel
+        if rel in original:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(original[rel], encoding="utf-8")
+        else:
+            path.unlink(missing_ok=True)
 
 
 def _summary(workspace: Path, changes: Mapping[str, str | None]) -> str:

@@ -8,12 +8,16 @@ All or nothing: one bad path refuses the whole candidate. Refused, each with its
 - ``outside editable paths: P``: a harness path the harness's ``editable`` globs do not cover;
 - ``binary file P`` / ``huge file P``: not UTF-8 text (or holds NUL bytes), or over ``MAX_FILE_BYTES``;
 - ``symlink P`` / ``too many files``: links (which could point anywhere) and floods of new files.
+
+``copied_example`` says when an edit adds only text its optimizer was given as an example: a small
+model copies the worked example of its instructions instead of writing a fix from the evidence.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,3 +146,37 @@ def harness_changes(
         if not change_allowed(rel, original.get(rel), changes[rel], editable):
             raise EditRefused(f"outside editable paths: {HARNESS_DIR}/{rel}")
     return changes
+
+
+MIN_COPIED_CHARS = 24
+"""Added lines shorter than this (normalized) are too generic to call a copy (``}``, ``return x``)."""
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _line_text(line: str) -> str:
+    """A line as prose: lower case, one space between words, without list or quote markers."""
+    return _norm(re.sub(r"^[\s>*#+-]+", "", line))
+
+
+def copied_example(
+    changes: Mapping[str, str | None], original: Mapping[str, str], instructions: Mapping[str, str]
+) -> str | None:
+    """The first added line when every substantive line the edit adds (not already somewhere in
+    the harness) is verbatim in the optimizer's own ``instructions`` (its folder's files): the edit
+    copies the optimizer's example instead of saying something of its own. None otherwise, and
+    when the edit adds no substantive line (a deletion or a small code change)."""
+    known = {_line_text(line) for text in original.values() for line in text.splitlines()}
+    taught = _norm("\n".join(instructions.values()))
+    added = [
+        text
+        for new in changes.values()
+        if new is not None
+        for line in new.splitlines()
+        if len(text := _line_text(line)) >= MIN_COPIED_CHARS and text not in known
+    ]
+    if added and all(text in taught for text in added):
+        return added[0]
+    return None
