@@ -8,12 +8,17 @@ commands/s for each:
 * ``bash``: ``bash -c 'cat a.txt'`` alone, no sandbox (the floor);
 * ``limits``: under ``prlimit`` (the sandbox's resource limits);
 * ``uid drop``: under ``setpriv`` then ``prlimit`` (root only: the workspace's own uid);
-* ``outer bwrap``: the namespaces and mounts, without the inner unprivileged bwrap (root only);
-* ``full``: the command line as it runs (as root, the inner bwrap forbids user namespaces);
-* ``full, tmpfs each``: the same with every workspace its own tmpfs, as rollouts have them
-  (root only): every bwrap reads the machine's mount table, so more mounts cost every launch.
+* ``outer bwrap``: the namespaces and mounts, nothing forbidding user namespaces (root only);
+* ``full``: the command line as it runs; as root the seccomp filter of ``sandbox.seccomp``
+  (a new memfd per command, as the sandbox makes it) forbids user namespaces;
+* ``full, inner bwrap``: as root, the same with a second, unprivileged bwrap forbidding them
+  instead (what runs where the kernel refuses the filter, or with HARNESSEVOLVE_NO_SECCOMP=1);
+  its ``added`` is against ``outer bwrap`` too;
+* ``full, tmpfs each``: ``full`` with every workspace its own tmpfs, as rollouts have them
+  (root only; its ``added`` is against ``full``): every bwrap reads the machine's mount table,
+  so more mounts cost every launch.
 
-The layers are the sandbox's real argv cut at ``setpriv``, the inner ``bwrap`` and ``prlimit``;
+The layers are the sandbox's real argv cut at ``setpriv``, ``--seccomp`` and ``prlimit``;
 the sandbox's cgroup and uid lease are left out (they are per workspace, not per command).
 
     .venv/bin/python benchmarks/perf/sandbox_launch_cost.py [--concurrency 32] [--commands 20] [--smoke]
@@ -37,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from rollout_throughput import MachineClock  # noqa: E402
 
+from harnessevolve.sandbox import seccomp  # noqa: E402
 from harnessevolve.sandbox.base import default_sandbox  # noqa: E402
 from harnessevolve.sandbox.bwrap import BwrapSandbox  # noqa: E402
 from harnessevolve.sandbox.limits import mount_workspace, unmount_workspace  # noqa: E402
@@ -45,18 +51,53 @@ COMMAND = "cat a.txt"
 UID_BASE = 61000
 
 
-def layers(full: tuple[str, ...], root: bool) -> dict[str, list[str]]:
+FD = "-1"
+"""The seccomp fd in a layer's argv, replaced by a new filter fd at each launch (``spawn``)."""
+
+
+def layers(sandbox: BwrapSandbox, workspace: Path, uid: int | None) -> dict[str, list[str]]:
     """Name -> argv: the default sandbox's command line and its prefixes cut at known points."""
+    filtered = uid is not None and seccomp.native_program() is not None
+    full = sandbox.argv(COMMAND, workspace, uid, seccomp_fd=int(FD) if filtered else None)
     bare = ["bash", "-c", COMMAND]
     limits = list(full[full.index("prlimit") :])
     found = {"bash": bare, "limits": limits}
-    if root and "setpriv" in full:
+    if uid is not None:
         drop = full.index("setpriv")
-        inner = full.index("--", drop)  # setpriv's options end here; the inner bwrap follows
-        found["uid drop"] = [*full[drop : inner + 1], *limits]
-        found["outer bwrap"] = [*full[: inner + 1], *limits]
+        end = full.index("--", drop)  # setpriv's options end here
+        found["uid drop"] = [*full[drop : end + 1], *limits]
+        outer = list(full[: end + 1])
+        if filtered:
+            at = outer.index("--seccomp")
+            del outer[at : at + 2]
+        found["outer bwrap"] = [*outer, *limits]
     found["full"] = list(full)
+    if filtered:
+        found["full, inner bwrap"] = list(sandbox.argv(COMMAND, workspace, uid))
     return found
+
+
+async def spawn(argv: list[str], workspace: Path) -> asyncio.subprocess.Process:
+    """Start ``argv``; one with ``--seccomp`` gets its own filter fd, as the sandbox's launch makes it."""
+    if "--seccomp" not in argv:
+        return await asyncio.create_subprocess_exec(
+            *argv, cwd=workspace, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        )
+    fd = seccomp.filter_fd()
+    assert fd is not None
+    at = argv.index("--seccomp") + 1
+    try:
+        return await asyncio.create_subprocess_exec(
+            *argv[:at],
+            str(fd),
+            *argv[at + 1 :],
+            cwd=workspace,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            pass_fds=(fd,),
+        )
+    finally:
+        os.close(fd)
 
 
 async def measure(argvs: list[list[str]], workspaces: list[Path], commands: int) -> tuple[float, float]:
@@ -64,9 +105,7 @@ async def measure(argvs: list[list[str]], workspaces: list[Path], commands: int)
 
     async def one(argv: list[str], workspace: Path, n: int) -> None:
         for _ in range(n):
-            process = await asyncio.create_subprocess_exec(
-                *argv, cwd=workspace, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-            )
+            process = await spawn(argv, workspace)
             out, err = await process.communicate()
             if out != b"x\n":
                 raise SystemExit(f"{argv[0]} printed {out!r}: {err.decode(errors='replace')[-300:]}")
@@ -122,17 +161,20 @@ def main() -> None:
                 (", tmpfs each", make_workspaces(base / "tmpfs", concurrency, tmpfs=True, owned=True))
             )
         previous = None
+        costs: dict[str, float] = {}
         for suffix, workspaces in runs:
             argvs = [
-                layers(sandbox.argv(COMMAND, w, UID_BASE + i if root_user else None), root_user)
-                for i, w in enumerate(workspaces)
+                layers(sandbox, w, UID_BASE + i if root_user else None) for i, w in enumerate(workspaces)
             ]
             names = list(argvs[0]) if not suffix else ["full"]
             for name in names:
                 rate, cost = asyncio.run(measure([a[name] for a in argvs], workspaces, commands))
-                added = f"{cost - previous:+7.2f}" if previous is not None else f"{'':>7}"
+                against = {"full, inner bwrap": costs.get("outer bwrap")}.get(name, previous)
+                if suffix:  # the same command line, on tmpfs workspaces
+                    against = costs.get("full")
+                added = f"{cost - against:+7.2f}" if against is not None else f"{'':>7}"
                 print(f"{name + suffix:<20} {rate:>10.0f} {cost:>23.2f} {added}")
-                previous = cost
+                costs[name] = previous = cost
     finally:
         for path in sorted(base.glob("tmpfs/w*")):
             unmount_workspace(path)

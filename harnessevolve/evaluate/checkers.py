@@ -311,6 +311,7 @@ class CommandRunner(ABC):
                     dict(launch.env),
                     timeout_s=timeout_s,
                     with_stderr=with_stderr,
+                    pass_fds=launch.pass_fds,
                 )
             finally:
                 if launch.cleanup_argv:
@@ -362,7 +363,13 @@ EXIT_DRAIN_S = 0.5
 
 
 def run_process(
-    argv: list[str], cwd: Path, env: dict[str, str], *, timeout_s: float, with_stderr: bool = True
+    argv: list[str],
+    cwd: Path,
+    env: dict[str, str],
+    *,
+    timeout_s: float,
+    with_stderr: bool = True,
+    pass_fds: tuple[int, ...] = (),
 ) -> BashRun:
     """Run ``argv`` in its own process group, keeping at most ``MAX_OUTPUT_BYTES`` of its output;
     after ``timeout_s`` (or past the output cap) the whole group is killed. It times out only when
@@ -377,6 +384,7 @@ def run_process(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT if with_stderr else subprocess.DEVNULL,
         start_new_session=True,
+        pass_fds=pass_fds,
     )
     assert proc.stdout is not None
     chunks: list[bytes] = []

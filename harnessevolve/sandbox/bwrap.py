@@ -35,6 +35,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from harnessevolve.core.errors import SandboxError
+from harnessevolve.sandbox import seccomp
 from harnessevolve.sandbox.launch import (
     Launch,
     ReadOnly,
@@ -147,9 +148,18 @@ class BwrapSandbox:
         return args
 
     def argv(
-        self, command: str, workspace: Path, uid: int | None, read_only: ReadOnly = ()
+        self,
+        command: str,
+        workspace: Path,
+        uid: int | None,
+        read_only: ReadOnly = (),
+        *,
+        seccomp_fd: int | None = None,
     ) -> tuple[str, ...]:
-        """The full command line; ``uid`` is the uid to drop to (we are root) or None (we are not)."""
+        """The full command line; ``uid`` is the uid to drop to (we are root) or None (we are not).
+        ``seccomp_fd`` (root only): a file descriptor the process inherits holding the filter of
+        ``sandbox.seccomp`` that forbids user namespaces; without one a second, unprivileged bwrap
+        inside forbids them."""
         if uid is None:
             namespaces: tuple[str, ...] = NAMESPACES_AS_USER
             drop: tuple[str, ...] = ()
@@ -164,16 +174,20 @@ class BwrapSandbox:
                 "--inh-caps=-all",
                 "--bounding-set=-all",
                 "--",
-                # A second, unprivileged bwrap only to forbid user namespaces (and so mounts) inside.
-                self.bwrap,
-                "--unshare-user",
-                "--disable-userns",
-                "--die-with-parent",
-                "--dev-bind",  # the outer sandbox's view as it is; its /dev holds only null, zero, tty...
-                "/",
-                "/",
-                "--",
             )
+            if seccomp_fd is not None:
+                namespaces += ("--seccomp", str(seccomp_fd))
+            else:  # a second, unprivileged bwrap only to forbid user namespaces (and so mounts) inside
+                drop += (
+                    self.bwrap,
+                    "--unshare-user",
+                    "--disable-userns",
+                    "--die-with-parent",
+                    "--dev-bind",  # the outer sandbox's view as it is; its /dev holds only null, zero, tty...
+                    "/",
+                    "/",
+                    "--",
+                )
         return (
             self.bwrap,
             "--die-with-parent",
@@ -196,11 +210,22 @@ class BwrapSandbox:
         """``read_only``: (host source, path inside) pairs shown read-only, e.g. a check's files."""
         self.check()
         workspace, uid = claim_workspace(workspace, self.limits)
-        argv = self.argv(command, workspace, uid, read_only)
-        cgroup = workspace_cgroup(workspace)
-        if cgroup is not None:
-            argv = cgroup.wrap(argv)
-        yield Launch(argv, env, Path("/"), limit_notes=limit_watch(workspace, self.limits))
+        fd = seccomp.filter_fd() if uid is not None else None
+        try:
+            argv = self.argv(command, workspace, uid, read_only, seccomp_fd=fd)
+            cgroup = workspace_cgroup(workspace)
+            if cgroup is not None:
+                argv = cgroup.wrap(argv)
+            yield Launch(
+                argv,
+                env,
+                Path("/"),
+                limit_notes=limit_watch(workspace, self.limits),
+                pass_fds=(fd,) if fd is not None else (),
+            )
+        finally:
+            if fd is not None:
+                os.close(fd)
 
     def check(self) -> None:
         """Raise ``SandboxError`` unless bwrap can start a sandbox here (probed once per process)."""
@@ -236,16 +261,12 @@ def probe_bwrap(bwrap: str, as_root: bool) -> str | None:
     workspace = Path(tempfile.mkdtemp(prefix="he-probe-"))
     try:
         workspace, uid = claim_workspace(workspace)
-        proc = subprocess.run(
-            BwrapSandbox(bwrap=bwrap).argv("touch probe", workspace, uid),
-            cwd="/",
-            env={"PATH": "/usr/bin:/bin"},
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
+        proc = _probe_run(bwrap, workspace, uid, filtered=uid is not None)
+        if uid is not None and (proc.returncode != 0 or not (workspace / "probe").exists()):
+            # a kernel that refuses the seccomp filter: the inner bwrap forbids user namespaces
+            proc = _probe_run(bwrap, workspace, uid, filtered=False)
+            if proc.returncode == 0 and (workspace / "probe").exists():
+                seccomp.disable()
         if proc.returncode != 0 or not (workspace / "probe").exists():
             detail = (proc.stderr or proc.stdout).strip().splitlines()
             return (
@@ -260,3 +281,24 @@ def probe_bwrap(bwrap: str, as_root: bool) -> str | None:
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
         release_workspace(workspace)
+
+
+def _probe_run(
+    bwrap: str, workspace: Path, uid: int | None, *, filtered: bool
+) -> subprocess.CompletedProcess[str]:
+    fd = seccomp.filter_fd() if filtered else None
+    try:
+        return subprocess.run(
+            BwrapSandbox(bwrap=bwrap).argv("touch probe", workspace, uid, seccomp_fd=fd),
+            cwd="/",
+            env={"PATH": "/usr/bin:/bin"},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+            pass_fds=(fd,) if fd is not None else (),
+        )
+    finally:
+        if fd is not None:
+            os.close(fd)

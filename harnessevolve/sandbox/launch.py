@@ -135,6 +135,8 @@ class Launch:
     """A command to run after the process ended or was killed (e.g. ``docker rm -f``), best effort."""
     limit_notes: Callable[[bool], list[str]] | None = None
     """After the command (did it fail?): which whole-rollout limits it ran into, for the tool result."""
+    pass_fds: tuple[int, ...] = ()
+    """File descriptors the process inherits (the sandbox's seccomp filter); open while the launch is."""
 
     async def clean_up(self) -> None:
         """Run ``cleanup_argv`` (if any), waiting at most 30 s; failures are ignored."""
@@ -155,7 +157,10 @@ class Launch:
 
     def subprocess_options(self) -> dict[str, Any]:
         """Keyword arguments for ``create_subprocess_exec`` besides stdio."""
-        return {"cwd": self.cwd, "env": dict(self.env)}
+        options: dict[str, Any] = {"cwd": self.cwd, "env": dict(self.env)}
+        if self.pass_fds:
+            options["pass_fds"] = self.pass_fds
+        return options
 
     def limits_hit(self, failed: bool = True) -> list[str]:
         """One line per whole-rollout limit the command reached (``[]`` when none or unknown);

@@ -119,7 +119,11 @@ async def _watched(popen: subprocess.Popen[bytes]) -> SpawnedProcess:
 
 
 def start_process(
-    argv: tuple[str, ...] | list[str], *, cwd: Path | str | None, env: Mapping[str, str] | None
+    argv: tuple[str, ...] | list[str],
+    *,
+    cwd: Path | str | None,
+    env: Mapping[str, str] | None,
+    pass_fds: tuple[int, ...] = (),
 ) -> subprocess.Popen[bytes]:
     """The ``Popen`` ``spawn`` makes: its own session, stdin from /dev/null, one pipe for stdout and
     stderr (for ``spawn_from``'s ``start``)."""
@@ -131,6 +135,7 @@ def start_process(
         start_new_session=True,
         cwd=cwd,
         env=dict(env) if env is not None else None,
+        pass_fds=pass_fds,
     )
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import platform
+import shlex
 import socket
 import subprocess
 import threading
@@ -24,6 +26,7 @@ from harnessevolve.core.tasks import Check, Task
 from harnessevolve.execute.tools import ToolResult, run_tool
 from harnessevolve.execute.workspace import WorkspaceError, create_workspace, remove_workspace
 from harnessevolve.harness.model import ToolSpec
+from harnessevolve.sandbox import seccomp
 from harnessevolve.sandbox.base import BwrapSandbox, Sandbox, SandboxLimits, make_sandbox
 
 pytestmark = pytest.mark.skipif(
@@ -170,6 +173,43 @@ def test_mount_and_namespaces(host: Host, sandbox: Sandbox) -> None:
         sandbox,
     )
     assert "MOUNTED" not in result.output and "UNSHARED" not in result.output
+
+
+RAW_SYSCALLS = (
+    "import ctypes, os\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    "calls = {{'clone': ({clone}, 0x10000000 | 17), 'unshare': ({unshare}, 0x10000000),\n"
+    "         'setns': ({setns}, 0)}}\n"
+    "for name, (nr, arg) in calls.items():\n"
+    "    got = libc.syscall(nr, arg, 0, 0, 0, 0)\n"
+    "    if got == 0 and name == 'clone':\n"
+    "        os._exit(0)  # the child of a clone that worked\n"
+    "    print(name, 'ALLOWED' if got >= 0 else 'refused')\n"
+)
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "aarch64"), reason="syscall numbers of these two")
+@pytest.mark.parametrize("filtered", [True, False], ids=["seccomp", "inner-bwrap"])
+def test_raw_namespace_syscalls_are_refused(
+    host: Host, filtered: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new user namespace by raw ``clone``/``unshare`` (not through unshare(1)) or joining one by
+    ``setns``: refused by the seccomp filter (root) or the inner bwrap (without it)."""
+    if not filtered:
+        monkeypatch.setenv("HARNESSEVOLVE_NO_SECCOMP", "1")
+    abi = seccomp.ABIS[platform.machine()]
+    script = RAW_SYSCALLS.format(clone=abi.clone, unshare=abi.unshare, setns=abi.setns)
+    threads = (
+        "import threading; t = threading.Thread(target=print, args=('THREADS WORK',)); t.start(); t.join()"
+    )
+    result = run(
+        f"python3 -c {shlex.quote(script)}; python3 -c {shlex.quote(threads)}; (true &) && echo FORKS WORK",
+        host.workspace,
+        make_sandbox("bwrap"),
+    )
+    assert "ALLOWED" not in result.output, result.output
+    assert result.output.count("refused") == 3, result.output
+    assert "THREADS WORK" in result.output and "FORKS WORK" in result.output  # clone3 falls back to clone
 
 
 # --- reading what is not theirs -------------------------------------------------------------------------

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import struct
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -18,6 +20,7 @@ from harnessevolve.execute.tools import run_shell
 from harnessevolve.sandbox import bwrap as bwrap_sandbox
 from harnessevolve.sandbox import docker as docker_sandbox
 from harnessevolve.sandbox import launch as sandbox_launch
+from harnessevolve.sandbox import seccomp
 from harnessevolve.sandbox.base import (
     SANDBOXES,
     BwrapSandbox,
@@ -97,6 +100,38 @@ def test_bwrap_argv_isolates_and_binds_only_the_workspace(tmp_path: Path) -> Non
     assert argv[argv.index("--chdir") + 1] == str(tmp_path)
     assert argv[-3:] == ("bash", "-c", "echo hi") and "--cpu=7" in argv
     assert argv.index("prlimit") > argv.index("--chdir")
+
+
+def test_bwrap_argv_as_root_forbids_user_namespaces_by_seccomp_when_it_has_the_filter(tmp_path: Path) -> None:
+    argv = BwrapSandbox().argv("id", tmp_path, 300007, seccomp_fd=9)
+    outer = argv[: argv.index("setpriv")]
+    assert outer[outer.index("--seccomp") + 1] == "9"  # loaded by the outer bwrap, before the command
+    assert argv.count("/usr/bin/bwrap") == 1 and "--disable-userns" not in argv  # no inner bwrap
+    drop = argv[argv.index("setpriv") : argv.index("prlimit")]
+    assert "--reuid=300007" in drop and "--no-new-privs" in drop and drop[-1] == "--"
+
+
+def test_seccomp_filter_program_is_whole_instructions_ending_in_a_return() -> None:
+    for abi in seccomp.ABIS.values():
+        code = seccomp.program(abi)
+        assert len(code) % 8 == 0 and 8 < len(code) <= 8 * 32
+        last_code = int.from_bytes(code[-8:-6], sys.byteorder)
+        assert last_code == 0x06  # BPF_RET: the kernel refuses a program that can run off its end
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap"), reason="the filter is used as root only")
+def test_a_kernel_that_refuses_the_filter_gets_the_inner_bwrap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe finds bwrap cannot load the filter (here: a program that jumps past its end) and
+    the sandbox goes on without it, user namespaces forbidden by the inner bwrap instead."""
+    bad = struct.pack("=HBBI", 0x15, 7, 7, 0)  # BPF_JMP|BPF_JEQ to nowhere: the kernel says EINVAL
+    monkeypatch.setattr(seccomp, "_native", lambda: bad)
+    monkeypatch.setattr(seccomp, "_disabled", False)
+    bwrap_sandbox.probe_bwrap.cache_clear()
+    try:
+        assert bwrap_sandbox.probe_bwrap(shutil.which("bwrap"), True) is None
+        assert seccomp.native_program() is None and seccomp.filter_fd() is None
+    finally:
+        bwrap_sandbox.probe_bwrap.cache_clear()
 
 
 def test_bwrap_argv_as_root_drops_to_the_given_uid(tmp_path: Path) -> None:
@@ -187,10 +222,14 @@ def test_bwrap_probe_runs_once(open_dir: Path) -> None:
     calls = open_dir / "calls"
     fake = fake_program(open_dir, "bwrap", f"echo x >> {calls}\nexit 1\n")
     sandbox = BwrapSandbox(bwrap=str(fake))
-    for _ in range(3):
+    with pytest.raises(SandboxError):
+        sandbox.check()
+    first = calls.read_text().count("x")  # as root: with the seccomp filter, then without it
+    assert first == (2 if os.geteuid() == 0 and seccomp.native_program() else 1)
+    for _ in range(2):
         with pytest.raises(SandboxError):
             sandbox.check()
-    assert calls.read_text().count("x") == 1
+    assert calls.read_text().count("x") == first
 
 
 @pytest.mark.skipif(not HAS_BWRAP, reason="/usr/bin/bwrap is not installed (apt-get install bubblewrap)")

@@ -79,7 +79,13 @@ class SandboxedCodeSmoke:
             read_only = tuple((Path(root), Path(root)) for root in python_roots())
             with sandbox.launch(command, workspace, env, read_only=read_only) as launch:
                 try:
-                    run = run_process(list(launch.argv), launch.cwd, dict(launch.env), timeout_s=timeout_s)
+                    run = run_process(
+                        list(launch.argv),
+                        launch.cwd,
+                        dict(launch.env),
+                        timeout_s=timeout_s,
+                        pass_fds=launch.pass_fds,
+                    )
                 finally:
                     if launch.cleanup_argv:
                         subprocess.run(
