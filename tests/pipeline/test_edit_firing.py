@@ -4,11 +4,19 @@ than before. One that never shows is labelled. Shown on a shell suite and on a t
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from harnessevolve.core.atif import ObservationResult, Step, ToolCall, Trajectory
 from harnessevolve.core.signals import Cause, ErrorSignal
-from harnessevolve.pipeline.judging.edit_firing import FiringWatch, added_text, markers_of, trailers
+from harnessevolve.harness.model import FINAL_SUBMIT_ASK
+from harnessevolve.pipeline.judging.edit_firing import (
+    FiringWatch,
+    added_text,
+    loop_settings_turned_on,
+    markers_of,
+    trailers,
+)
 from harnessevolve.report.firing import firing_summary, firings
 
 Call = tuple[str, dict[str, Any]]
@@ -94,6 +102,41 @@ def test_a_targeted_step_that_changed_fired_and_an_edit_that_never_shows_is_labe
     labels = {f.sha[:1]: f.label for f in firings([event, never])}
     assert labels == {"b": "fired (gen 2)", "c": "never fired"}
     assert firing_summary([event, never], 2) == "1 of 2 accepted edit(s) fired; never fired: cccccccc"
+
+
+def test_a_loop_setting_that_acted_in_later_runs_fired() -> None:
+    """A loop edit adds no pattern the agent would use: it fired when the loop did what the setting
+    is for (here the last ask to submit, kept on the step as ``extra.nudge``), and a setting that
+    never acted stays unfired, its runs counted."""
+    ls: Call = ("bash", {"command": "ls"})
+    yaml_before = "version: 1\nname: h\nloop:\n  max_steps: 4\n"
+    edits = {"e": "  final_submit: true\n", "f": "  stop_on_repeat: 3\n"}
+    watch = FiringWatch()
+    for sha, line in edits.items():
+        watch.watch(
+            sha=sha * 40,
+            generation=1,
+            summary=sha,
+            before={"harness.yaml": yaml_before},
+            changes={"harness.yaml": yaml_before + line},
+            target_tasks=[],
+            signals=[],
+            made_from=[traj("t1", ls)],
+        )
+    asked = traj("t2", ls)
+    last = asked.steps[-1]
+    asked = replace(asked, steps=(*asked.steps[:-1], replace(last, extra={"nudge": FINAL_SUBMIT_ASK})))
+    (event,) = watch.observe(2, [("t2", False, None, asked), ("t3", False, None, traj("t3", ls))])
+    assert event.sha == "e" * 40 and event.fired
+    assert "loop setting final_submit acted in 1 of 2 later runs" in event.evidence
+    (never,) = watch.never_fired()
+    assert (
+        never.sha == "f" * 40 and "loop setting stop_on_repeat acted in 0 of 2 later runs" in never.evidence
+    )
+    assert loop_settings_turned_on({"harness.yaml": yaml_before}, {"harness.yaml": ": bad ["}) == ()
+    assert loop_settings_turned_on({}, {"harness.yaml": "loop:\n  answer_from: bash.command\n"}) == (
+        "answer_from",
+    )
 
 
 def test_an_edit_with_nothing_after_it_is_not_observed() -> None:

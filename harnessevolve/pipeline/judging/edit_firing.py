@@ -14,7 +14,13 @@ kinds of evidence, both stated in terms of trajectories, never of a benchmark:
   later trajectories showing one is above the share of the trajectories the edit was made from
   (so a fragment the agent already used everywhere is no evidence).
 
-An edit **fired** at the first generation with a gone/changed targeted step or a reused pattern;
+- **loop setting acted**: for an edit that turns on a loop setting whose action shows in a
+  trajectory (``loop.final_submit``: the loop's last ask to submit; ``loop.answer_from``: an answer
+  taken from a call; ``loop.stop_on_repeat``: a run ended for repeating), the later runs where
+  the loop did so. Such an action cannot show before the setting is on, so one run is enough.
+
+An edit **fired** at the first generation with a gone/changed targeted step, a reused pattern or a
+loop setting that acted;
 ``EditFired`` goes to the ledger then (``fired: true`` with the evidence). At the end of the run,
 every watched edit that never fired gets ``EditFired`` with ``fired: false`` and the number of later
 trajectories that were read (0: nothing ran after it, so it could not be observed).
@@ -33,17 +39,20 @@ import contextlib
 import difflib
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from harnessevolve.core.atif import Trajectory
+from harnessevolve.core.enums import StopReason
 from harnessevolve.core.errors import HarnessGitError
 from harnessevolve.core.files import atomic_write_json
 from harnessevolve.core.signals import ErrorSignal
 from harnessevolve.harness.git import HarnessRepo
-from harnessevolve.harness.model import Harness
+from harnessevolve.harness.model import FINAL_SUBMIT_ASK, Harness
 from harnessevolve.pipeline.rollouts.scoring import TaskResult
 from harnessevolve.runs.events import CandidateCommitted, EditFired
 from harnessevolve.runs.ledger import Ledger, read_ledger
@@ -107,6 +116,31 @@ def shows_marker(trajectory: Trajectory, markers: Sequence[str]) -> bool:
     return any(m in t for m in markers for t in texts)
 
 
+LOOP_ACTIONS: dict[str, Callable[[Trajectory], bool]] = {
+    "final_submit": lambda t: any(s.extra.get("nudge") == FINAL_SUBMIT_ASK for s in t.steps),
+    "answer_from": lambda t: bool(t.extra.get("answer_from")),
+    "stop_on_repeat": lambda t: t.extra.get("stop_reason") == StopReason.REPEATED,
+}
+"""Loop settings whose action a trajectory shows, and how to see it there."""
+
+
+def loop_settings_turned_on(before: dict[str, str], after: dict[str, str | None]) -> tuple[str, ...]:
+    """The ``LOOP_ACTIONS`` settings the edit turned on or changed in ``harness.yaml``'s ``loop``."""
+    if after.get("harness.yaml") is None:
+        return ()
+
+    def loop_of(text: str | None) -> dict[str, Any]:
+        try:
+            doc = yaml.safe_load(text or "")
+        except yaml.YAMLError:
+            return {}
+        loop = doc.get("loop") if isinstance(doc, dict) else None
+        return loop if isinstance(loop, dict) else {}
+
+    old, new = loop_of(before.get("harness.yaml")), loop_of(after["harness.yaml"])
+    return tuple(k for k in LOOP_ACTIONS if new.get(k) and new.get(k) != old.get(k))
+
+
 def _action_key(action: dict[str, Any] | None) -> str:
     return json.dumps(action or {}, sort_keys=True, default=str)
 
@@ -129,17 +163,23 @@ class WatchedEdit:
     fired: bool = False
     last_observed: int = 0
     """The last generation whose runs were read for this edit (a resumed generation is not read twice)."""
+    settings: tuple[str, ...] = ()
+    """The ``LOOP_ACTIONS`` settings the edit turned on."""
+    setting_runs: int = 0
+    """Later runs in which one of them acted."""
 
     def to_json(self) -> dict[str, Any]:
         doc = asdict(self)
         doc["markers"] = list(self.markers)
+        doc["settings"] = list(self.settings)
         doc["targets"] = {task: list(pair) for task, pair in self.targets.items()}
         return doc
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> WatchedEdit:
         targets = {str(t): (str(p[0]), str(p[1])) for t, p in dict(doc.get("targets") or {}).items()}
-        return cls(**{**doc, "markers": tuple(doc.get("markers") or ()), "targets": targets})
+        markers, settings = tuple(doc.get("markers") or ()), tuple(doc.get("settings") or ())
+        return cls(**{**doc, "markers": markers, "settings": settings, "targets": targets})
 
     def evidence(self) -> list[str]:
         out = []
@@ -154,7 +194,16 @@ class WatchedEdit:
                 f"added pattern used in {self.marker_runs} of {self.runs} later runs "
                 f"(before the edit: {self.before_rate:.0%})"
             )
+        if self.settings and self.runs:
+            out.append(
+                f"loop setting {', '.join(self.settings)} acted in {self.setting_runs} of "
+                f"{self.runs} later runs"
+            )
         return out
+
+    def acted(self) -> bool:
+        """A loop setting the edit turned on did what it is for in a later run."""
+        return self.setting_runs > 0
 
     def reused(self) -> bool:
         return bool(self.markers) and self.runs > 0 and self.marker_runs / self.runs > self.before_rate
@@ -199,7 +248,15 @@ class FiringWatch:
         targets = {s.task_id: (str(s.cause), _action_key(s.actual)) for s in signals if s.task_id in wanted}
         shown = sum(shows_marker(t, markers) for t in made_from) if markers else 0
         rate = shown / len(made_from) if made_from else 0.0
-        edit = WatchedEdit(sha, generation, summary, markers, targets, rate)
+        edit = WatchedEdit(
+            sha,
+            generation,
+            summary,
+            markers,
+            targets,
+            rate,
+            settings=loop_settings_turned_on(before, changes),
+        )
         self.edits.append(edit)
         return edit
 
@@ -224,6 +281,9 @@ class FiringWatch:
             for task_id, passed, signal, trajectory in rows:
                 edit.runs += 1
                 edit.marker_runs += bool(edit.markers) and shows_marker(trajectory, edit.markers)
+                edit.setting_runs += any(
+                    LOOP_ACTIONS[k](trajectory) for k in edit.settings if k in LOOP_ACTIONS
+                )
                 if task_id in edit.targets:
                     cause, action = edit.targets[task_id]
                     if passed:
@@ -235,7 +295,7 @@ class FiringWatch:
                         edit.changed.append(task_id)
                     else:
                         edit.unchanged.append(task_id)
-            if edit.gone or edit.changed or edit.reused():
+            if edit.gone or edit.changed or edit.reused() or edit.acted():
                 edit.fired = True
                 fired_now.append(edit.event(generation))
         return fired_now
