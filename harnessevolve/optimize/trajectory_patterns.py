@@ -5,9 +5,9 @@ runs' calls (``references``), the error clusters and the harness's own tool list
 
 * ``repeated_call``: a failed run makes the same call (tool and arguments) more than once;
 * ``never_submits``: a failed run ends without calling the harness's finishing tool (``builtin: submit``);
-* ``wrong_submission``: the finishing call's answer is copied from an earlier call's *result*,
-  while the reference runs' answer is an earlier call's *argument* (the output submitted instead
-  of what was asked for);
+* ``wrong_submission``: the reference runs' answer is an earlier call's *argument* (the command
+  they ran), and a failed run made such calls but submitted something else: a call's *result*
+  (the output instead of what was asked for), a description of its work, a made-up value;
 * ``unknown_tool``: a failed run calls a tool the harness does not have;
 * ``malformed_call``: replies that are not tool calls, or calls without their required arguments
   (``format_error`` / ``missing_argument`` clusters).
@@ -141,7 +141,26 @@ def answer_source(
     return None
 
 
+def submitted_other_than(
+    actions: tuple[ReferenceAction, ...], submit: str, answer_argument: str, tool: str, argument: str
+) -> bool:
+    """The run called ``tool``, then submitted an answer that is none of those calls' ``argument``:
+    a result it read, a description of what it did ("the command ran"), a number it made up --
+    what the references never submit when they submit that argument. A run without a submit
+    (``never_submits``) or without such a call before it (it had nothing of the kind to submit:
+    an unknown tool, say) is not one."""
+    final = next((a for a in reversed(actions) if a.tool == submit), None)
+    if final is None:
+        return False
+    answer = str(final.arguments.get(answer_argument, "")).strip()
+    earlier = actions[: actions.index(final)]
+    made = {str(a.arguments.get(argument, "")).strip() for a in earlier if a.tool == tool}
+    return bool(made) and answer not in made
+
+
 def wrong_submission(context: ProposalContext, tools: HarnessTools) -> Pattern | None:
+    """The references submit an earlier call's argument (most often ``tool.argument``, e.g. the
+    command they ran); failed runs that submitted anything else."""
     if tools.submit is None or tools.answer_argument is None:
         return None
     wanted = Counter[tuple[str, str]]()
@@ -152,11 +171,11 @@ def wrong_submission(context: ProposalContext, tools: HarnessTools) -> Pattern |
     if not wanted:
         return None
     (tool, argument), _ = wanted.most_common(1)[0]
-    runs = []
-    for task, actions in context.failed_runs.items():
-        source = answer_source(actions, tools.submit, tools.answer_argument)
-        if source and source[0] == "result":
-            runs.append(task)
+    runs = [
+        task
+        for task, actions in context.failed_runs.items()
+        if submitted_other_than(actions, tools.submit, tools.answer_argument, tool, argument)
+    ]
     if not runs:
         return None
     return Pattern(

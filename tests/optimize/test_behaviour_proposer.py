@@ -261,6 +261,28 @@ def test_submitting_the_output_instead_of_the_command_sharpens_submit(source: st
     assert doc["parameters"]["required"] == ["answer"]
 
 
+def submits_description(task: Task) -> tuple[ReferenceAction, ...]:
+    """A small model's habit: run the command, then submit what it thinks happened."""
+    command = task.gold[0].arguments["command"]
+    return then_submit("bash", {"command": command}, "12\n", "The command ran successfully.")
+
+
+@pytest.mark.parametrize("source", ["write-the-command", "nl2bash"])
+def test_submitting_a_description_of_the_work_is_a_wrong_submission(source: str, tmp_path: Path) -> None:
+    """Neither the command nor its output: an answer found in no earlier call or result is the
+    wrong thing too, when the references submit a call's argument. A run that never made such a
+    call (only an unknown tool) is not: it had no command to submit."""
+    tasks = command_tasks(tmp_path) if source == "write-the-command" else nl2bash_tasks()
+    failed = {t.id: submits_description(t) for t in tasks}
+    failed[tasks[-1].id] = misnamed(tasks[-1])
+    ctx = context(SHELL_AGENT, tasks, lambda t: failed[t.id], cause=Cause.WRONG_ARGUMENT)
+    found = {p.kind: p.tasks for p in find_patterns(ctx)}
+    assert found["wrong_submission"] == tuple(t.id for t in tasks[:-1])
+    assert found["unknown_tool"] == (tasks[-1].id,)
+    doc = tool_doc(propose(ctx), "submit")
+    assert "Its answer is the exact command you passed to bash, not the bash output." in doc["description"]
+
+
 def test_never_submitting_with_references_that_submit_an_argument_falls_back_to_it(tmp_path: Path) -> None:
     tasks = command_tasks(tmp_path)
     code = code_of(propose(context(PY_AGENT, tasks, without_submit)))
