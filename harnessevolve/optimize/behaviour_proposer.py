@@ -420,8 +420,9 @@ def _tool_edit(context: ProposalContext, pattern: Pattern, settings: dict[str, A
             "properties": {**params.get("properties", {}), detail["answer"]: prop},
         }
         why = (
-            f"the runs submitted text from a {detail['tool']} result, where the reference runs submit the "
-            f"{detail['argument']} they passed to {detail['tool']}."
+            f"the runs called {detail['tool']}, then submitted something else than the {detail['argument']} "
+            f"they passed to it (its result, a description of the work), where the reference runs submit "
+            f"that {detail['argument']}."
         )
         return (
             [edit],
