@@ -116,6 +116,7 @@ def shows_marker(trajectory: Trajectory, markers: Sequence[str]) -> bool:
     return any(m in t for m in markers for t in texts)
 
 
+HARNESS_FILE = "harness.yaml"
 LOOP_ACTIONS: dict[str, Callable[[Trajectory], bool]] = {
     "final_submit": lambda t: any(s.extra.get("nudge") == FINAL_SUBMIT_ASK for s in t.steps),
     "answer_from": lambda t: bool(t.extra.get("answer_from")),
@@ -126,7 +127,7 @@ LOOP_ACTIONS: dict[str, Callable[[Trajectory], bool]] = {
 
 def loop_settings_turned_on(before: dict[str, str], after: dict[str, str | None]) -> tuple[str, ...]:
     """The ``LOOP_ACTIONS`` settings the edit turned on or changed in ``harness.yaml``'s ``loop``."""
-    if after.get("harness.yaml") is None:
+    if after.get(HARNESS_FILE) is None:
         return ()
 
     def loop_of(text: str | None) -> dict[str, Any]:
@@ -137,7 +138,7 @@ def loop_settings_turned_on(before: dict[str, str], after: dict[str, str | None]
         loop = doc.get("loop") if isinstance(doc, dict) else None
         return loop if isinstance(loop, dict) else {}
 
-    old, new = loop_of(before.get("harness.yaml")), loop_of(after["harness.yaml"])
+    old, new = loop_of(before.get(HARNESS_FILE)), loop_of(after[HARNESS_FILE])
     return tuple(k for k in LOOP_ACTIONS if new.get(k) and new.get(k) != old.get(k))
 
 
