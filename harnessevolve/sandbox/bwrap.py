@@ -261,13 +261,17 @@ def probe_bwrap(bwrap: str, as_root: bool) -> str | None:
     workspace = Path(tempfile.mkdtemp(prefix="he-probe-"))
     try:
         workspace, uid = claim_workspace(workspace)
+
+        def worked(proc: subprocess.CompletedProcess[str]) -> bool:
+            return proc.returncode == 0 and (workspace / "probe").exists()
+
         proc = _probe_run(bwrap, workspace, uid, filtered=uid is not None)
-        if uid is not None and (proc.returncode != 0 or not (workspace / "probe").exists()):
+        if uid is not None and not worked(proc):
             # a kernel that refuses the seccomp filter: the inner bwrap forbids user namespaces
             proc = _probe_run(bwrap, workspace, uid, filtered=False)
-            if proc.returncode == 0 and (workspace / "probe").exists():
+            if worked(proc):
                 seccomp.disable()
-        if proc.returncode != 0 or not (workspace / "probe").exists():
+        if not worked(proc):
             detail = (proc.stderr or proc.stdout).strip().splitlines()
             return (
                 f"bubblewrap cannot create a sandbox here (exit {proc.returncode}: "

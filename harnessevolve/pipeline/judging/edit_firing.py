@@ -47,10 +47,12 @@ from typing import Any
 import yaml
 
 from harnessevolve.core.atif import Trajectory
+from harnessevolve.core.documents import bounded_yaml
 from harnessevolve.core.enums import StopReason
 from harnessevolve.core.errors import HarnessGitError
 from harnessevolve.core.files import atomic_write_json
 from harnessevolve.core.signals import ErrorSignal
+from harnessevolve.core.text import folded
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.model import FINAL_SUBMIT_ASK, Harness
 from harnessevolve.pipeline.rollouts.scoring import TaskResult
@@ -65,10 +67,6 @@ _JSON_STRING = re.compile(
     r'"(?:command|cmd|answer|code|query|path|arguments)"\s*:\s*"((?:[^"\\]|\\.){2,200})"'
 )
 MIN_MARKER_CHARS = 3
-
-
-def _norm(text: str) -> str:
-    return " ".join(str(text).split()).lower()
 
 
 def added_text(before: dict[str, str], after: dict[str, str | None]) -> str:
@@ -92,22 +90,22 @@ def markers_of(text: str) -> tuple[str, ...]:
             found.append(json.loads(f'"{m.group(1)}"'))
         except ValueError:
             found.append(m.group(1))
-    kept = [_norm(f) for f in found if len(_norm(f)) >= MIN_MARKER_CHARS]
+    kept = [folded(f) for f in found if len(folded(f)) >= MIN_MARKER_CHARS]
     return tuple(dict.fromkeys(kept))
 
 
 def action_texts(trajectory: Trajectory) -> list[str]:
     """Each agent call as ``tool {json arguments}`` (normalised), and the submitted answer."""
     texts = [
-        _norm(f"{c.function_name} {json.dumps(c.arguments, ensure_ascii=False)}")
+        folded(f"{c.function_name} {json.dumps(c.arguments, ensure_ascii=False)}")
         + " "
-        + " ".join(_norm(v) for v in c.arguments.values() if isinstance(v, str))
+        + " ".join(folded(v) for v in c.arguments.values() if isinstance(v, str))
         for s in trajectory.agent_steps
         for c in s.tool_calls
     ]
     answer = trajectory.extra.get("answer")
     if answer:
-        texts.append(_norm(answer))
+        texts.append(folded(answer))
     return texts
 
 
@@ -132,8 +130,8 @@ def loop_settings_turned_on(before: dict[str, str], after: dict[str, str | None]
 
     def loop_of(text: str | None) -> dict[str, Any]:
         try:
-            doc = yaml.safe_load(text or "")
-        except yaml.YAMLError:
+            doc = bounded_yaml(text or "")
+        except yaml.YAMLError:  # DocumentRefused too
             return {}
         loop = doc.get("loop") if isinstance(doc, dict) else None
         return loop if isinstance(loop, dict) else {}

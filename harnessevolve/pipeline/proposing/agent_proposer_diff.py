@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from harnessevolve.core.text import folded
 from harnessevolve.harness.editable import change_allowed
 from harnessevolve.pipeline.proposing.agent_proposer_workspace import HARNESS_DIR, PROTECTED
 
@@ -152,13 +153,9 @@ MIN_COPIED_CHARS = 24
 """Added lines shorter than this (normalized) are too generic to call a copy (``}``, ``return x``)."""
 
 
-def _norm(text: str) -> str:
-    return " ".join(text.lower().split())
-
-
 def _line_text(line: str) -> str:
     """A line as prose: lower case, one space between words, without list or quote markers."""
-    return _norm(re.sub(r"^[\s>*#+-]+", "", line))
+    return folded(re.sub(r"^[\s>*#+-]+", "", line))
 
 
 def copied_example(
@@ -169,7 +166,7 @@ def copied_example(
     copies the optimizer's example instead of saying something of its own. None otherwise, and
     when the edit adds no substantive line (a deletion or a small code change)."""
     known = {_line_text(line) for text in original.values() for line in text.splitlines()}
-    taught = _norm("\n".join(instructions.values()))
+    taught = folded("\n".join(instructions.values()))
     added = [
         text
         for new in changes.values()

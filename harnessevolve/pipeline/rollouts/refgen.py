@@ -11,12 +11,12 @@ difference (regret: solvable but not yet solved), go to ``regret.json`` beside t
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.tasks import Task
+from harnessevolve.core.text import folded
 from harnessevolve.evaluate.checkers import run_checks
 from harnessevolve.execute.runners import runner_for
 from harnessevolve.execute.workspace import create_workspace, remove_workspace
@@ -50,10 +50,6 @@ def hint_for(task: Task) -> str:
     return f"one solution is: {steps}" if steps else "no hint available"
 
 
-def _norm(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip().lower()
-
-
 def is_genuine(trajectory: Trajectory, task: Task) -> bool:
     """The answer came from the workspace: it appears in a tool observation before the submit
     (tasks checked on their effect need at least one tool call that did not fail)."""
@@ -65,7 +61,7 @@ def is_genuine(trajectory: Trajectory, task: Task) -> bool:
         if c.function_name != "submit"
     ]
     if task.answer:
-        return bool(answer) and any(_norm(str(answer)) in _norm(o) for o in observations)
+        return bool(answer) and any(folded(answer) in folded(o) for o in observations)
     worked = [s for s in trajectory.agent_steps if s.tool_calls and not s.extra.get("error")]
     return any(c.function_name != "submit" for s in worked for c in s.tool_calls)
 
