@@ -43,7 +43,7 @@ from harnessevolve.core.transcript import NO_TOOL_NUDGE, PARSE_NUDGE, Transcript
 from harnessevolve.execute.rollout_tools import OfferedTool, dispatch, rollout_tools
 from harnessevolve.execute.simulated_user import next_user_turn
 from harnessevolve.execute.tool_server import ToolServer, ToolServerError, agent_view, with_read_only
-from harnessevolve.harness.model import FINAL_SUBMIT_ASK, Harness
+from harnessevolve.harness.model import ANSWER_CHECK_REPLY, FINAL_SUBMIT_ASK, Harness
 from harnessevolve.models import ModelReply, acomplete
 from harnessevolve.sandbox.base import Sandbox, resolve_sandbox
 
@@ -369,11 +369,41 @@ class AgentLoop:
                 output = result.output
                 if result.error:
                     errors.append(f"tool_error: {result.error}")
-                if result.submitted is not None:
+                turned_back = (
+                    self.check_answer(result.submitted, calls, call.name)
+                    if result.submitted is not None
+                    else None
+                )
+                if turned_back is not None:
+                    output = turned_back
+                    errors.append("answer_check: not one of the run's calls")
+                elif result.submitted is not None:
                     self.rollout.answer = result.submitted
                     submitted = True
             observations.append(ObservationResult(call.id, output))
         return Actions(tuple(calls), tuple(observations), tuple(errors), submitted)
+
+    def check_answer(self, answer: str, calls: list[ToolCall], submit: str) -> str | None:
+        """``loop.answer_check``: the result that turns back a submitted ``answer`` that is none of
+        the ARGUMENT values this run passed to TOOL (``calls``: this reply's calls so far), or None
+        when it is taken -- the setting is off, the run made no such call, the answer is one of
+        them, or a submit was already turned back once in this run."""
+        if not self.loop.answer_check or self.multi_turn or "answer_check" in self.rollout.extra:
+            return None
+        tool, _, argument = self.loop.answer_check.partition(".")
+        made = [c for step in self.rollout.steps() for c in step.tool_calls] + calls[:-1]
+        given = [
+            str(c.arguments[argument]) for c in made if c.function_name == tool and argument in c.arguments
+        ]
+        if not given or answer.strip() in {g.strip() for g in given}:
+            return None
+        self.rollout.extra["answer_check"] = {
+            "setting": self.loop.answer_check,
+            "step": len(self.rollout.steps()) + 1,
+            "answer": answer[:200],
+        }
+        last = given[-1] if len(given[-1]) <= 500 else given[-1][:500] + " [cut]"
+        return ANSWER_CHECK_REPLY.format(tool=tool, argument=argument, last=last, submit=submit)
 
     def record(self, reply: ModelReply, actions: Actions) -> None:
         """The reply and its results join the transcript; raises when the turn or rollout ends."""

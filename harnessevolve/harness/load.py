@@ -202,14 +202,15 @@ def load_harness(root: Path) -> Harness:
                 ) from None
     known = {f.name for f in fields(LoopSettings)}
     loop = LoopSettings(**{k: v for k, v in doc.get("loop", {}).items() if k in known})
-    source = loop.answer_from.partition(".")[0]
-    if source and agent.kind == "builtin" and source not in {t.name for t in tools}:
-        raise HarnessError(
-            f"names tool {source!r}, which is not one of this harness's tools",
-            file="harness.yaml",
-            field="loop.answer_from",
-            hint=f"use TOOL.ARGUMENT with one of: {', '.join(t.name for t in tools)}",
-        )
+    for setting in ("answer_from", "answer_check"):
+        source = getattr(loop, setting).partition(".")[0]
+        if source and agent.kind == "builtin" and source not in {t.name for t in tools}:
+            raise HarnessError(
+                f"names tool {source!r}, which is not one of this harness's tools",
+                file="harness.yaml",
+                field=f"loop.{setting}",
+                hint=f"use TOOL.ARGUMENT with one of: {', '.join(t.name for t in tools)}",
+            )
     return Harness(
         root=root,
         name=doc["name"],

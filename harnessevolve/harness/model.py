@@ -66,9 +66,23 @@ class LoopSettings:
     """``TOOL.ARGUMENT`` (e.g. ``bash.command``): when the run still ends without an answer, the
     last call of TOOL's ARGUMENT is submitted (tasks whose answer is a call the agent made);
     recorded as ``extra.answer_from``. Empty: off."""
+    answer_check: str = ""
+    """``TOOL.ARGUMENT`` (e.g. ``bash.command``): a submit whose answer is none of the arguments
+    this run passed to TOOL (when it made such calls) is turned back once: its result says the
+    answer must be one of them, naming the last, and the run goes on; a second such submit is
+    taken. For tasks whose answer is a call the agent made, not its output or a description of
+    the work. Recorded as ``extra.answer_check``. Empty: off."""
 
 
 FINAL_SUBMIT_ASK = "You have used all your steps. Call submit now with your final answer."
+
+ANSWER_CHECK_REPLY = (
+    "error: not submitted. The answer must be the exact {argument} you passed to {tool}, not its "
+    "output or a description of what you did. Your last {tool} {argument} was:\n{last}\n"
+    "Call {submit} again with the {argument} that does what the task asks (run a new one with "
+    "{tool} first if none does)."
+)
+"""``loop.answer_check``'s result for a submit turned back (the last argument cut to 500 characters)."""
 """``loop.final_submit``'s last message to the model (only the submit tool is offered with it); the
 behaviour proposer's code lever writes the same ask into an agent's own loop."""
 

@@ -19,7 +19,9 @@ Per pattern (agent code / loop / tools):
 * never_submits: at the step limit, one last call offering only submit, then the answer the
   references' pattern gives / the same as ``final_submit`` and ``answer_from`` (else
   ``observation_note``) / submit says when to call it;
-* wrong_submission: -- / -- / submit's answer is the argument the references submit, not a result;
+* wrong_submission: a submit that is none of the run's calls' arguments the references submit is
+  turned back once, naming the last / the same as ``answer_check`` / submit's answer is that
+  argument, not a result;
 * unknown_tool: an unknown name goes to the closest tool / -- / the closest tool names itself;
 * malformed_call: a tool call written as JSON text is run / ``json_grammar`` (local model) / --.
 
@@ -35,7 +37,7 @@ from typing import Any
 
 from harnessevolve.core.documents import bounded_yaml
 from harnessevolve.core.signals import Cause, Cluster
-from harnessevolve.harness.model import FINAL_SUBMIT_ASK
+from harnessevolve.harness.model import ANSWER_CHECK_REPLY, FINAL_SUBMIT_ASK
 from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed
 from harnessevolve.optimize.trajectory_patterns import Pattern, find_patterns, harness_tools
 
@@ -253,6 +255,59 @@ def _reference_answer_pattern(context: ProposalContext) -> tuple[str, str] | Non
     return None
 
 
+RUN_TOOL = (
+    "                    output, submitted = run_tool(call.function.name, args)\n"
+    "                    answer = submitted if submitted is not None else answer\n"
+)
+
+
+@_code_lever("wrong_submission", "answer_checked = ")
+def _answer_check_code(context: ProposalContext, pattern: Pattern, path: str) -> CodeEdit:
+    detail = pattern.detail
+    tool, argument = detail["tool"], detail["argument"]
+    reply = ANSWER_CHECK_REPLY.format(tool=tool, argument=argument, submit=detail["submit"], last="{last}")
+    function = (
+        "def made_arguments(messages: list) -> list:\n"
+        f'    """The {argument} of every {tool} call the run made so far (the references submit one)."""\n'
+        "    found = []\n"
+        "    for earlier in messages:\n"
+        '        for made in earlier.get("tool_calls") or []:\n'
+        f'            if made["function"]["name"] != {tool!r}:\n'
+        "                continue\n"
+        "            try:\n"
+        '                args = json.loads(made["function"].get("arguments") or "{}")\n'
+        "            except json.JSONDecodeError:\n"
+        "                continue\n"
+        f"            if isinstance(args, dict) and {argument!r} in args:\n"
+        f"                found.append(str(args[{argument!r}]))\n"
+        "    return found\n\n\n"
+    )
+    check = (
+        "                    output, submitted = run_tool(call.function.name, args)\n"
+        "                    made = made_arguments(messages) if submitted is not None else []\n"
+        "                    wrong = bool(made) and submitted.strip() not in {m.strip() for m in made}\n"
+        "                    if wrong and not answer_checked:  # turned back once\n"
+        "                        answer_checked = True\n"
+        f"                        output, submitted = {reply!r}.format(last=made[-1][:500]), None\n"
+        "                    answer = submitted if submitted is not None else answer\n"
+    )
+    steps = [
+        (MESSAGES_START, MESSAGES_START + "    answer_checked = False\n"),
+        (RUN_TOOL, check),
+        (MAIN, function + MAIN),
+    ]
+    why = (
+        f"the runs called {tool}, then submitted something else than the {argument} they passed to it, "
+        f"where the reference runs submit that {argument}; the loop now turns such a submit back once, "
+        f"naming the last {argument}."
+    )
+    return (
+        steps,
+        f"turn back a {detail['submit']} that is not a {tool} {argument} the run made in {path}",
+        why,
+    )
+
+
 @_code_lever("unknown_tool", "get_close_matches(name")
 def _unknown_code(context: ProposalContext, pattern: Pattern, path: str) -> CodeEdit:
     branch = (
@@ -328,6 +383,17 @@ def _loop_edit(context: ProposalContext, pattern: Pattern, settings: dict[str, A
                 {"op": "set_loop", "setting": "answer_from", "value": f"{fallback[0]}.{fallback[1]}"}
             )
         return edits, f"ask for {tools.submit} at the step limit", _final_submit_why(tools.submit, fallback)
+    if pattern.kind == "wrong_submission" and not loop.get("answer_check"):
+        detail = pattern.detail
+        source = f"{detail['tool']}.{detail['argument']}"
+        edit: dict[str, Any] = {"op": "set_loop", "setting": "answer_check", "value": source}
+        why = (
+            f"the runs called {detail['tool']}, then submitted something else than the "
+            f"{detail['argument']} they passed to it (its result, a description of the work), where "
+            f"the reference runs submit that {detail['argument']}; the loop now turns such a "
+            f"{detail['submit']} back once, naming the last {detail['argument']}."
+        )
+        return [edit], f"turn back a {detail['submit']} that is not a {source} the run made", why
     if pattern.kind == "repeated_call" and not loop.get("stop_on_repeat"):
         edit = {"op": "set_loop", "setting": "stop_on_repeat", "value": 2}
         return (
@@ -464,6 +530,7 @@ def _tool_edit(context: ProposalContext, pattern: Pattern, settings: dict[str, A
 LEVERS: tuple[Lever, ...] = (
     _final_submit_code,
     _repeat_code,
+    _answer_check_code,
     _unknown_code,
     _text_call_code,
     _loop_edit,

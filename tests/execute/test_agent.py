@@ -464,6 +464,66 @@ def test_answer_from_with_no_such_call_leaves_the_run_unanswered(model: str, wor
     assert trajectory.extra["stop_reason"] == "step_limit" and trajectory.extra["answer"] is None
 
 
+# --- loop.answer_check: a submit that is none of the run's calls' arguments is turned back once ------
+
+
+def test_answer_check_turns_back_a_description_once_naming_the_last_command(
+    model: str, workspace: Path
+) -> None:
+    replies = [
+        call("bash", {"command": "ls"}),
+        call("bash", {"command": "ls -1 | wc -l"}),
+        call("submit", {"answer": "The command ran successfully."}),
+        call("submit", {"answer": " ls -1 | wc -l"}),
+    ]
+    harness = with_loop(answer_check="bash.command", max_steps=6, stop_on_repeat=0)
+    trajectory = run(model, replies, workspace, harness=harness)
+    assert trajectory.extra["stop_reason"] == "submitted" and trajectory.extra["answer"] == " ls -1 | wc -l"
+    assert trajectory.extra["answer_check"] == {
+        "setting": "bash.command",
+        "step": agent_steps(trajectory)[2].step_id,
+        "answer": "The command ran successfully.",
+    }
+    turned = agent_steps(trajectory)[2]
+    assert turned.extra["error"] == "answer_check: not one of the run's calls"
+    shown = turned.observations[0].content
+    assert shown.startswith("error: not submitted.") and "was:\nls -1 | wc -l\n" in shown
+    atif.from_dict(trajectory.to_dict())
+
+
+@pytest.mark.parametrize(
+    "replies, answer",
+    [
+        # the answer is a command the run ran: taken at once
+        ([call("bash", {"command": "du -sh ."}), call("submit", {"answer": "du -sh ."})], "du -sh ."),
+        # no bash call before the submit: nothing to hold it to
+        ([call("submit", {"answer": "du -sh ."})], "du -sh ."),
+        # turned back once; the second answer that is not a command run is taken
+        (
+            [
+                call("bash", {"command": "ls"}),
+                call("submit", {"answer": "3"}),
+                call("submit", {"answer": "4"}),
+            ],
+            "4",
+        ),
+    ],
+)
+def test_answer_check_takes_a_run_command_an_unchecked_run_and_a_second_answer(
+    model: str, workspace: Path, replies: list[dict[str, Any]], answer: str
+) -> None:
+    harness = with_loop(answer_check="bash.command", max_steps=6, stop_on_repeat=0)
+    trajectory = run(model, replies, workspace, harness=harness)
+    assert trajectory.extra["stop_reason"] == "submitted" and trajectory.extra["answer"] == answer
+    assert ("answer_check" in trajectory.extra) == (answer == "4")
+
+
+def test_answer_check_is_off_by_default(model: str, workspace: Path) -> None:
+    replies = [call("bash", {"command": "ls"}), call("submit", {"answer": "done"})]
+    trajectory = run(model, replies, workspace)
+    assert trajectory.extra["answer"] == "done" and "answer_check" not in trajectory.extra
+
+
 def test_a_multi_turn_task_is_left_as_it_is(model: str, workspace: Path) -> None:
     task = Task(id="t-turns", instruction="first", split="train", checks=(), turns=("first", "second"))
     harness = with_loop(final_submit=True, answer_from="bash.command", max_steps=2, stop_on_repeat=0)

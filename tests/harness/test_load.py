@@ -173,6 +173,9 @@ def test_answer_from_must_name_a_tool_of_the_harness(harness_dir: Path) -> None:
     assert "'shell'" in error.message and "bash" in error.hint
     edit(harness_dir / "harness.yaml", "answer_from: shell.command", "answer_from: bash.command")
     assert load_harness(harness_dir).loop.answer_from == "bash.command"
+    edit(harness_dir / "harness.yaml", "loop:\n", "loop:\n  answer_check: shell.command\n")
+    error = load_error(harness_dir)
+    assert (error.file, error.field) == ("harness.yaml", "loop.answer_check")
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import importlib.util
+import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,7 +23,10 @@ from suite_files import answer_task, write_suite
 
 from harnessevolve.core.signals import Cause, Cluster, ErrorSignal
 from harnessevolve.core.tasks import Task, load_benchmark
+from harnessevolve.execute.runners import runner_for
+from harnessevolve.execute.workspace import create_workspace, remove_workspace
 from harnessevolve.harness.load import load_harness, read_files
+from harnessevolve.models.scripted import register_script, unregister_script
 from harnessevolve.optimize.behaviour_proposer import BehaviourProposer
 from harnessevolve.optimize.proposal import ProposalContext, ReferenceAction
 from harnessevolve.optimize.registry import DEFAULT_PROPOSERS, make_proposer
@@ -215,6 +220,10 @@ def test_malformed_calls_get_a_text_call_parser_or_a_json_grammar(bench: str) ->
 # --- the wrong thing submitted ----------------------------------------------------------------------
 
 
+FILES_ONLY = tuple(p for p in load_harness(SHELL_AGENT).editable if "#" not in p)
+"""shell-agent's editable files without its loop section: the tool lever is the one left."""
+
+
 def command_tasks(tmp_path: Path) -> list[Task]:
     """A small benchmark of its own kind: write the command that does X (gold: run it, submit it)."""
     tasks = [
@@ -250,7 +259,7 @@ def nl2bash_tasks() -> list[Task]:
 def test_submitting_the_output_instead_of_the_command_sharpens_submit(source: str, tmp_path: Path) -> None:
     tasks = command_tasks(tmp_path) if source == "write-the-command" else nl2bash_tasks()
     failed = {t.id: submits_output(t) for t in tasks}
-    ctx = context(SHELL_AGENT, tasks, lambda t: failed[t.id], cause=Cause.WRONG_ARGUMENT)
+    ctx = context(SHELL_AGENT, tasks, lambda t: failed[t.id], cause=Cause.WRONG_ARGUMENT, editable=FILES_ONLY)
     (pattern,) = find_patterns(ctx)
     assert pattern.kind == "wrong_submission"
     assert pattern.detail == {"submit": "submit", "answer": "answer", "tool": "bash", "argument": "command"}
@@ -275,12 +284,64 @@ def test_submitting_a_description_of_the_work_is_a_wrong_submission(source: str,
     tasks = command_tasks(tmp_path) if source == "write-the-command" else nl2bash_tasks()
     failed = {t.id: submits_description(t) for t in tasks}
     failed[tasks[-1].id] = misnamed(tasks[-1])
-    ctx = context(SHELL_AGENT, tasks, lambda t: failed[t.id], cause=Cause.WRONG_ARGUMENT)
+    ctx = context(SHELL_AGENT, tasks, lambda t: failed[t.id], cause=Cause.WRONG_ARGUMENT, editable=FILES_ONLY)
     found = {p.kind: p.tasks for p in find_patterns(ctx)}
     assert found["wrong_submission"] == tuple(t.id for t in tasks[:-1])
     assert found["unknown_tool"] == (tasks[-1].id,)
     doc = tool_doc(propose(ctx), "submit")
     assert "Its answer is the exact command you passed to bash, not the bash output." in doc["description"]
+
+
+def test_a_builtin_loop_whose_settings_are_editable_checks_the_answer(tmp_path: Path) -> None:
+    """With the loop editable (the shell-agent template) the loop lever comes first: a submit that
+    is none of the run's bash commands is turned back (``loop.answer_check``); submit is left as it is."""
+    tasks = command_tasks(tmp_path)
+    failed = {t.id: submits_description(t) for t in tasks}
+    ctx = context(SHELL_AGENT, tasks, lambda t: failed[t.id], cause=Cause.WRONG_ARGUMENT)
+    candidate = propose(ctx)
+    assert candidate.edits == ({"op": "set_loop", "setting": "answer_check", "value": "bash.command"},)
+    assert yaml.safe_load(candidate.changes["harness.yaml"])["loop"]["answer_check"] == "bash.command"
+    assert "tools/submit.yaml" not in candidate.changes
+
+
+@pytest.mark.skipif(not os.access("/usr/bin/bwrap", os.X_OK), reason="needs bubblewrap")
+def test_a_command_agents_loop_turns_back_a_description_and_takes_the_command(tmp_path: Path) -> None:
+    """The code lever on python-agent's agent.py, run for real (sandboxed, scripted model): the
+    description is turned back once with the last command named, the command then submitted is taken."""
+    tasks = command_tasks(tmp_path)
+    failed = {t.id: submits_description(t) for t in tasks}
+    candidate = propose(context(PY_AGENT, tasks, lambda t: failed[t.id], cause=Cause.WRONG_ARGUMENT))
+    code = code_of(candidate)
+    assert "answer_checked = False" in code and "def made_arguments(messages: list)" in code
+    root = tmp_path / "patched"
+    shutil.copytree(PY_AGENT, root)
+    (root / "agent.py").write_text(code)
+    register_script(
+        "answercheck",
+        [
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "ls -1 | wc -l"}}]},
+            {"tool_calls": [{"name": "submit", "arguments": {"answer": "The command ran."}}]},
+            {"tool_calls": [{"name": "submit", "arguments": {"answer": "ls -1 | wc -l"}}]},
+        ],
+    )
+
+    async def go():
+        harness = load_harness(root)
+        workspace = await create_workspace(tasks[0])
+        try:
+            return await runner_for(harness).run(
+                harness, tasks[0], workspace, model="scripted/answercheck", seed=0
+            )
+        finally:
+            remove_workspace(workspace)
+
+    try:
+        trajectory = asyncio.run(go())
+    finally:
+        unregister_script("answercheck")
+    assert trajectory.extra["answer"] == "ls -1 | wc -l", trajectory.extra.get("error")
+    turned = [o.content for s in trajectory.steps for o in s.observations if "not submitted" in o.content]
+    assert len(turned) == 1 and "Your last bash command was:\nls -1 | wc -l\n" in turned[0]
 
 
 def test_never_submitting_with_references_that_submit_an_argument_falls_back_to_it(tmp_path: Path) -> None:

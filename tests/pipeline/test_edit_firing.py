@@ -137,6 +137,8 @@ def test_a_loop_setting_that_acted_in_later_runs_fired() -> None:
     assert loop_settings_turned_on({}, {"harness.yaml": "loop:\n  answer_from: bash.command\n"}) == (
         "answer_from",
     )
+    checked = "loop:\n  answer_check: bash.command\n"
+    assert loop_settings_turned_on({}, {"harness.yaml": checked}) == ("answer_check",)
 
 
 def test_an_edit_with_nothing_after_it_is_not_observed() -> None:

@@ -16,7 +16,8 @@ kinds of evidence, both stated in terms of trajectories, never of a benchmark:
 
 - **loop setting acted**: for an edit that turns on a loop setting whose action shows in a
   trajectory (``loop.final_submit``: the loop's last ask to submit; ``loop.answer_from``: an answer
-  taken from a call; ``loop.stop_on_repeat``: a run ended for repeating), the later runs where
+  taken from a call; ``loop.answer_check``: a submit turned back; ``loop.stop_on_repeat``: a run
+  ended for repeating), the later runs where
   the loop did so. Such an action cannot show before the setting is on, so one run is enough.
 
 An edit **fired** at the first generation with a gone/changed targeted step, a reused pattern or a
@@ -118,6 +119,7 @@ HARNESS_FILE = "harness.yaml"
 LOOP_ACTIONS: dict[str, Callable[[Trajectory], bool]] = {
     "final_submit": lambda t: any(s.extra.get("nudge") == FINAL_SUBMIT_ASK for s in t.steps),
     "answer_from": lambda t: bool(t.extra.get("answer_from")),
+    "answer_check": lambda t: bool(t.extra.get("answer_check")),
     "stop_on_repeat": lambda t: t.extra.get("stop_reason") == StopReason.REPEATED,
 }
 """Loop settings whose action a trajectory shows, and how to see it there."""
