@@ -369,26 +369,28 @@ class AgentLoop:
                 output = result.output
                 if result.error:
                     errors.append(f"tool_error: {result.error}")
-                turned_back = (
-                    self.check_answer(result.submitted, calls, call.name)
-                    if result.submitted is not None
+                submitted_answer = result.submitted
+                checked = (
+                    self.check_answer(submitted_answer, calls, call.name)
+                    if submitted_answer is not None
                     else None
                 )
-                if turned_back is not None:
-                    output = turned_back
+                if checked is not None:
+                    output, submitted_answer = checked
                     errors.append("answer_check: not one of the run's calls")
-                elif result.submitted is not None:
-                    self.rollout.answer = result.submitted
+                if submitted_answer is not None:
+                    self.rollout.answer = submitted_answer
                     submitted = True
             observations.append(ObservationResult(call.id, output))
         return Actions(tuple(calls), tuple(observations), tuple(errors), submitted)
 
-    def check_answer(self, answer: str, calls: list[ToolCall], submit: str) -> str | None:
-        """``loop.answer_check``: the result that turns back a submitted ``answer`` that is none of
-        the ARGUMENT values this run passed to TOOL (``calls``: this reply's calls so far), or None
-        when it is taken -- the setting is off, the run made no such call, the answer is one of
-        them, or a submit was already turned back once in this run."""
-        if not self.loop.answer_check or self.multi_turn or "answer_check" in self.rollout.extra:
+    def check_answer(self, answer: str, calls: list[ToolCall], submit: str) -> tuple[str, str | None] | None:
+        """``loop.answer_check``: for a submitted ``answer`` that is none of the ARGUMENT values this
+        run passed to TOOL (``calls``: this reply's calls so far), the submit's result and the answer
+        taken instead: the first time, a result that turns it back and no answer; after that, the
+        last such argument. None when the answer stands -- the setting is off, the run made no such
+        call, or the answer is one of them."""
+        if not self.loop.answer_check or self.multi_turn:
             return None
         tool, _, argument = self.loop.answer_check.partition(".")
         made = [c for step in self.rollout.steps() for c in step.tool_calls] + calls[:-1]
@@ -397,13 +399,17 @@ class AgentLoop:
         ]
         if not given or answer.strip() in {g.strip() for g in given}:
             return None
+        checked = self.rollout.extra.get("answer_check")
+        if checked is not None:  # turned back once already: the last argument is the answer
+            checked["taken"] = {"step": len(self.rollout.steps()) + 1, "answer": answer[:200]}
+            return f"submitted: your last {tool} {argument} (not {answer[:100]!r})", given[-1]
         self.rollout.extra["answer_check"] = {
             "setting": self.loop.answer_check,
             "step": len(self.rollout.steps()) + 1,
             "answer": answer[:200],
         }
         last = given[-1] if len(given[-1]) <= 500 else given[-1][:500] + " [cut]"
-        return ANSWER_CHECK_REPLY.format(tool=tool, argument=argument, last=last, submit=submit)
+        return ANSWER_CHECK_REPLY.format(tool=tool, argument=argument, last=last, submit=submit), None
 
     def record(self, reply: ModelReply, actions: Actions) -> None:
         """The reply and its results join the transcript; raises when the turn or rollout ends."""

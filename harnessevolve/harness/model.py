@@ -69,9 +69,10 @@ class LoopSettings:
     answer_check: str = ""
     """``TOOL.ARGUMENT`` (e.g. ``bash.command``): a submit whose answer is none of the arguments
     this run passed to TOOL (when it made such calls) is turned back once: its result says the
-    answer must be one of them, naming the last, and the run goes on; a second such submit is
-    taken. For tasks whose answer is a call the agent made, not its output or a description of
-    the work. Recorded as ``extra.answer_check``. Empty: off."""
+    answer must be one of them, naming the last, and the run goes on; a second such submit ends
+    the run with the last of them as the answer. For tasks whose answer is a call the agent made,
+    not its output or a description of the work. Recorded as ``extra.answer_check`` (``taken``:
+    the second time). Empty: off."""
 
 
 FINAL_SUBMIT_ASK = "You have used all your steps. Call submit now with your final answer."

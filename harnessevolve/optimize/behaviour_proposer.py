@@ -20,8 +20,8 @@ Per pattern (agent code / loop / tools):
   references' pattern gives / the same as ``final_submit`` and ``answer_from`` (else
   ``observation_note``) / submit says when to call it;
 * wrong_submission: a submit that is none of the run's calls' arguments the references submit is
-  turned back once, naming the last / the same as ``answer_check`` / submit's answer is that
-  argument, not a result;
+  turned back once, naming the last, and replaced by the last the second time / ``answer_check`` /
+  submit's answer is that argument, not a result;
 * unknown_tool: an unknown name goes to the closest tool / -- / the closest tool names itself;
 * malformed_call: a tool call written as JSON text is run / ``json_grammar`` (local model) / --.
 
@@ -286,7 +286,9 @@ def _answer_check_code(context: ProposalContext, pattern: Pattern, path: str) ->
         "                    output, submitted = run_tool(call.function.name, args)\n"
         "                    made = made_arguments(messages) if submitted is not None else []\n"
         "                    wrong = bool(made) and submitted.strip() not in {m.strip() for m in made}\n"
-        "                    if wrong and not answer_checked:  # turned back once\n"
+        "                    if wrong and answer_checked:  # turned back once already: the last one\n"
+        f"                        output, submitted = 'submitted: your last {tool} {argument}', made[-1]\n"
+        "                    elif wrong:\n"
         "                        answer_checked = True\n"
         f"                        output, submitted = {reply!r}.format(last=made[-1][:500]), None\n"
         "                    answer = submitted if submitted is not None else answer\n"
@@ -299,7 +301,7 @@ def _answer_check_code(context: ProposalContext, pattern: Pattern, path: str) ->
     why = (
         f"the runs called {tool}, then submitted something else than the {argument} they passed to it, "
         f"where the reference runs submit that {argument}; the loop now turns such a submit back once, "
-        f"naming the last {argument}."
+        f"naming the last {argument}, and takes that {argument} the second time."
     )
     return (
         steps,
@@ -391,7 +393,8 @@ def _loop_edit(context: ProposalContext, pattern: Pattern, settings: dict[str, A
             f"the runs called {detail['tool']}, then submitted something else than the "
             f"{detail['argument']} they passed to it (its result, a description of the work), where "
             f"the reference runs submit that {detail['argument']}; the loop now turns such a "
-            f"{detail['submit']} back once, naming the last {detail['argument']}."
+            f"{detail['submit']} back once, naming the last {detail['argument']}, and takes that "
+            f"{detail['argument']} the second time."
         )
         return [edit], f"turn back a {detail['submit']} that is not a {source} the run made", why
     if pattern.kind == "repeated_call" and not loop.get("stop_on_repeat"):

@@ -498,24 +498,29 @@ def test_answer_check_turns_back_a_description_once_naming_the_last_command(
         ([call("bash", {"command": "du -sh ."}), call("submit", {"answer": "du -sh ."})], "du -sh ."),
         # no bash call before the submit: nothing to hold it to
         ([call("submit", {"answer": "du -sh ."})], "du -sh ."),
-        # turned back once; the second answer that is not a command run is taken
+        # turned back once; a second answer that is not a command run: the last command is taken
         (
             [
                 call("bash", {"command": "ls"}),
                 call("submit", {"answer": "3"}),
                 call("submit", {"answer": "4"}),
             ],
-            "4",
+            "ls",
         ),
     ],
 )
-def test_answer_check_takes_a_run_command_an_unchecked_run_and_a_second_answer(
+def test_answer_check_takes_a_run_command_an_unchecked_run_and_the_last_command_second(
     model: str, workspace: Path, replies: list[dict[str, Any]], answer: str
 ) -> None:
     harness = with_loop(answer_check="bash.command", max_steps=6, stop_on_repeat=0)
     trajectory = run(model, replies, workspace, harness=harness)
     assert trajectory.extra["stop_reason"] == "submitted" and trajectory.extra["answer"] == answer
-    assert ("answer_check" in trajectory.extra) == (answer == "4")
+    assert ("answer_check" in trajectory.extra) == (answer == "ls")
+    if answer == "ls":
+        assert trajectory.extra["answer_check"]["answer"] == "3"
+        assert trajectory.extra["answer_check"]["taken"]["answer"] == "4"
+        last = agent_steps(trajectory)[-1]
+        assert last.observations[0].content == "submitted: your last bash command (not '4')"
 
 
 def test_answer_check_is_off_by_default(model: str, workspace: Path) -> None:

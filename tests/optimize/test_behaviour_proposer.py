@@ -307,7 +307,7 @@ def test_a_builtin_loop_whose_settings_are_editable_checks_the_answer(tmp_path: 
 @pytest.mark.skipif(not os.access("/usr/bin/bwrap", os.X_OK), reason="needs bubblewrap")
 def test_a_command_agents_loop_turns_back_a_description_and_takes_the_command(tmp_path: Path) -> None:
     """The code lever on python-agent's agent.py, run for real (sandboxed, scripted model): the
-    description is turned back once with the last command named, the command then submitted is taken."""
+    description is turned back once with the last command named; a second one is replaced by it."""
     tasks = command_tasks(tmp_path)
     failed = {t.id: submits_description(t) for t in tasks}
     candidate = propose(context(PY_AGENT, tasks, lambda t: failed[t.id], cause=Cause.WRONG_ARGUMENT))
@@ -319,9 +319,10 @@ def test_a_command_agents_loop_turns_back_a_description_and_takes_the_command(tm
     register_script(
         "answercheck",
         [
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "ls"}}]},
             {"tool_calls": [{"name": "bash", "arguments": {"command": "ls -1 | wc -l"}}]},
             {"tool_calls": [{"name": "submit", "arguments": {"answer": "The command ran."}}]},
-            {"tool_calls": [{"name": "submit", "arguments": {"answer": "ls -1 | wc -l"}}]},
+            {"tool_calls": [{"name": "submit", "arguments": {"answer": "It printed 3."}}]},
         ],
     )
 
@@ -339,6 +340,7 @@ def test_a_command_agents_loop_turns_back_a_description_and_takes_the_command(tm
         trajectory = asyncio.run(go())
     finally:
         unregister_script("answercheck")
+    # the model never submitted the command: its second description was replaced by the last one
     assert trajectory.extra["answer"] == "ls -1 | wc -l", trajectory.extra.get("error")
     turned = [o.content for s in trajectory.steps for o in s.observations if "not submitted" in o.content]
     assert len(turned) == 1 and "Your last bash command was:\nls -1 | wc -l\n" in turned[0]
