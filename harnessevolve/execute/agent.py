@@ -327,18 +327,25 @@ class AgentLoop:
                     "model_name": self.model,
                 }
                 self.rollout.transcript.add_reply(reply.content, extra={"error": error}, **meta)
-        if self.rollout.answer is None and self.loop.answer_from:
-            tool, _, argument = self.loop.answer_from.partition(".")
-            for step in reversed(self.rollout.steps()):
-                made = next((c for c in reversed(step.tool_calls) if c.function_name == tool), None)
-                if made is not None and argument in made.arguments:
-                    self.rollout.answer = str(made.arguments[argument])
-                    self.rollout.extra["answer_from"] = {
-                        "setting": self.loop.answer_from,
-                        "step": step.step_id,
-                    }
-                    return StopReason.SUBMITTED
+        given = self.arguments_made(self.loop.answer_from) if self.loop.answer_from else []
+        if self.rollout.answer is None and given:
+            step, self.rollout.answer = given[-1]
+            self.rollout.extra["answer_from"] = {"setting": self.loop.answer_from, "step": step}
+            return StopReason.SUBMITTED
         return stop
+
+    def arguments_made(self, source: str, pending: list[ToolCall] | None = None) -> list[tuple[int, str]]:
+        """(step id, value) of every ARGUMENT this run passed to TOOL (``source``: ``TOOL.ARGUMENT``),
+        oldest first; ``pending``: the calls of the reply being run, which is not a step yet."""
+        tool, _, argument = source.partition(".")
+        steps = self.rollout.steps()
+        made = [(s.step_id, c) for s in steps for c in s.tool_calls]
+        made += [(len(steps) + 1, c) for c in pending or []]
+        return [
+            (step, str(c.arguments[argument]))
+            for step, c in made
+            if c.function_name == tool and argument in c.arguments
+        ]
 
     async def execute_actions(self, reply: ModelReply) -> Actions:
         """Run the reply's tool calls; unknown tools and bad arguments become error observations."""
@@ -386,28 +393,22 @@ class AgentLoop:
 
     def check_answer(self, answer: str, calls: list[ToolCall], submit: str) -> tuple[str, str | None] | None:
         """``loop.answer_check``: for a submitted ``answer`` that is none of the ARGUMENT values this
-        run passed to TOOL (``calls``: this reply's calls so far), the submit's result and the answer
-        taken instead: the first time, a result that turns it back and no answer; after that, the
-        last such argument. None when the answer stands -- the setting is off, the run made no such
-        call, or the answer is one of them."""
+        run passed to TOOL (``calls``: this reply's calls, the submit last), the submit's result and
+        the answer taken instead: the first time, a result that turns it back and no answer; after
+        that, the last such argument. None when the answer stands -- the setting is off, the run
+        made no such call, or the answer is one of them."""
         if not self.loop.answer_check or self.multi_turn:
             return None
-        tool, _, argument = self.loop.answer_check.partition(".")
-        made = [c for step in self.rollout.steps() for c in step.tool_calls] + calls[:-1]
-        given = [
-            str(c.arguments[argument]) for c in made if c.function_name == tool and argument in c.arguments
-        ]
+        given = [value for _, value in self.arguments_made(self.loop.answer_check, calls[:-1])]
         if not given or answer.strip() in {g.strip() for g in given}:
             return None
+        tool, _, argument = self.loop.answer_check.partition(".")
+        record = {"step": len(self.rollout.steps()) + 1, "answer": answer[:200]}
         checked = self.rollout.extra.get("answer_check")
         if checked is not None:  # turned back once already: the last argument is the answer
-            checked["taken"] = {"step": len(self.rollout.steps()) + 1, "answer": answer[:200]}
+            checked["taken"] = record
             return f"submitted: your last {tool} {argument} (not {answer[:100]!r})", given[-1]
-        self.rollout.extra["answer_check"] = {
-            "setting": self.loop.answer_check,
-            "step": len(self.rollout.steps()) + 1,
-            "answer": answer[:200],
-        }
+        self.rollout.extra["answer_check"] = {"setting": self.loop.answer_check, **record}
         last = given[-1] if len(given[-1]) <= 500 else given[-1][:500] + " [cut]"
         return ANSWER_CHECK_REPLY.format(tool=tool, argument=argument, last=last, submit=submit), None
 

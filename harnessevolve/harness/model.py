@@ -77,6 +77,9 @@ class LoopSettings:
 
 FINAL_SUBMIT_ASK = "You have used all your steps. Call submit now with your final answer."
 
+"""``loop.final_submit``'s last message to the model (only the submit tool is offered with it); the
+behaviour proposer's code lever writes the same ask into an agent's own loop."""
+
 ANSWER_CHECK_REPLY = (
     "error: not submitted. The answer must be the exact {argument} you passed to {tool}, not its "
     "output or a description of what you did. Your last {tool} {argument} was:\n{last}\n"
@@ -84,8 +87,6 @@ ANSWER_CHECK_REPLY = (
     "{tool} first if none does)."
 )
 """``loop.answer_check``'s result for a submit turned back (the last argument cut to 500 characters)."""
-"""``loop.final_submit``'s last message to the model (only the submit tool is offered with it); the
-behaviour proposer's code lever writes the same ask into an agent's own loop."""
 
 
 AGENT_KINDS = ("builtin", "command", "mini-swe-agent")

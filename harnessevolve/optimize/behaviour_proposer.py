@@ -172,6 +172,30 @@ def _repeat_code(context: ProposalContext, pattern: Pattern, path: str) -> CodeE
     return steps, f"answer a repeated call in {path} with a submit nudge", why
 
 
+CALL_ARGUMENTS = (
+    "def call_arguments(messages: list, tool: str, argument: str) -> list:\n"
+    '    """The ``argument`` of every ``tool`` call in the conversation so far, oldest first."""\n'
+    "    found = []\n"
+    "    for earlier in messages:\n"
+    '        for made in earlier.get("tool_calls") or []:\n'
+    '            if made["function"]["name"] != tool:\n'
+    "                continue\n"
+    "            try:\n"
+    '                args = json.loads(made["function"].get("arguments") or "{}")\n'
+    "            except json.JSONDecodeError:\n"
+    "                continue\n"
+    "            if isinstance(args, dict) and argument in args:\n"
+    "                found.append(str(args[argument]))\n"
+    "    return found\n\n\n"
+)
+"""Written into the agent script once, by the first code lever that reads the run's own calls."""
+
+
+def _call_arguments_step(context: ProposalContext, path: str) -> list[tuple[str, str]]:
+    """The step that adds ``call_arguments`` to the script, unless an earlier edit did."""
+    return [] if CALL_ARGUMENTS.splitlines()[0] in context.files[path] else [(MAIN, CALL_ARGUMENTS + MAIN)]
+
+
 @_code_lever("never_submits", "def final_submit(")
 def _final_submit_code(context: ProposalContext, pattern: Pattern, path: str) -> CodeEdit | None:
     tools = harness_tools(context)
@@ -180,17 +204,11 @@ def _final_submit_code(context: ProposalContext, pattern: Pattern, path: str) ->
     fallback = _reference_answer_pattern(context)
     fallback_code = ""
     if fallback is not None:
-        tool, argument = fallback
         fallback_code = (
-            "    for earlier in reversed(messages):  # the references submit this call's argument\n"
-            '        for made in earlier.get("tool_calls") or []:\n'
-            f'            if made["function"]["name"] == {tool!r}:\n'
-            "                try:\n"
-            '                    args = json.loads(made["function"].get("arguments") or "{}")\n'
-            "                except json.JSONDecodeError:\n"
-            "                    continue\n"
-            f"                if isinstance(args, dict) and {argument!r} in args:\n"
-            f"                    return str(args[{argument!r}])\n"
+            "    # what the references submit\n"
+            f"    made = call_arguments(messages, {fallback[0]!r}, {fallback[1]!r})\n"
+            "    if made:\n"
+            "        return made[-1]\n"
         )
     function = (
         "def final_submit(messages: list) -> str | None:\n"
@@ -222,6 +240,7 @@ def _final_submit_code(context: ProposalContext, pattern: Pattern, path: str) ->
             STEP_LOOP_END + "        if answer is None:\n            answer = final_submit(messages)\n",
         ),
         (MAIN, function + MAIN),
+        *(_call_arguments_step(context, path) if fallback else []),
     ]
     why = _final_submit_why(tools.submit, fallback)
     return steps, f"make {path} ask for submit at the step limit", why
@@ -266,25 +285,11 @@ def _answer_check_code(context: ProposalContext, pattern: Pattern, path: str) ->
     detail = pattern.detail
     tool, argument = detail["tool"], detail["argument"]
     reply = ANSWER_CHECK_REPLY.format(tool=tool, argument=argument, submit=detail["submit"], last="{last}")
-    function = (
-        "def made_arguments(messages: list) -> list:\n"
-        f'    """The {argument} of every {tool} call the run made so far (the references submit one)."""\n'
-        "    found = []\n"
-        "    for earlier in messages:\n"
-        '        for made in earlier.get("tool_calls") or []:\n'
-        f'            if made["function"]["name"] != {tool!r}:\n'
-        "                continue\n"
-        "            try:\n"
-        '                args = json.loads(made["function"].get("arguments") or "{}")\n'
-        "            except json.JSONDecodeError:\n"
-        "                continue\n"
-        f"            if isinstance(args, dict) and {argument!r} in args:\n"
-        f"                found.append(str(args[{argument!r}]))\n"
-        "    return found\n\n\n"
-    )
     check = (
         "                    output, submitted = run_tool(call.function.name, args)\n"
-        "                    made = made_arguments(messages) if submitted is not None else []\n"
+        "                    made = []\n"
+        "                    if submitted is not None:\n"
+        f"                        made = call_arguments(messages, {tool!r}, {argument!r})\n"
         "                    wrong = bool(made) and submitted.strip() not in {m.strip() for m in made}\n"
         "                    if wrong and answer_checked:  # turned back once already: the last one\n"
         f"                        output, submitted = 'submitted: your last {tool} {argument}', made[-1]\n"
@@ -296,17 +301,19 @@ def _answer_check_code(context: ProposalContext, pattern: Pattern, path: str) ->
     steps = [
         (MESSAGES_START, MESSAGES_START + "    answer_checked = False\n"),
         (RUN_TOOL, check),
-        (MAIN, function + MAIN),
+        *_call_arguments_step(context, path),
     ]
-    why = (
-        f"the runs called {tool}, then submitted something else than the {argument} they passed to it, "
-        f"where the reference runs submit that {argument}; the loop now turns such a submit back once, "
-        f"naming the last {argument}, and takes that {argument} the second time."
-    )
+    summary = f"turn back a {detail['submit']} that is not a {tool} {argument} the run made in {path}"
+    return steps, summary, _answer_check_why(detail)
+
+
+def _answer_check_why(detail: dict[str, Any]) -> str:
+    """Why an answer-check edit (code or loop setting) was made for a ``wrong_submission`` pattern."""
     return (
-        steps,
-        f"turn back a {detail['submit']} that is not a {tool} {argument} the run made in {path}",
-        why,
+        f"the runs called {detail['tool']}, then submitted something else than the {detail['argument']} "
+        f"they passed to it (its result, a description of the work), where the reference runs submit "
+        f"that {detail['argument']}; the loop now turns such a {detail['submit']} back once, naming the "
+        f"last {detail['argument']}, and takes that {detail['argument']} the second time."
     )
 
 
@@ -389,14 +396,8 @@ def _loop_edit(context: ProposalContext, pattern: Pattern, settings: dict[str, A
         detail = pattern.detail
         source = f"{detail['tool']}.{detail['argument']}"
         edit: dict[str, Any] = {"op": "set_loop", "setting": "answer_check", "value": source}
-        why = (
-            f"the runs called {detail['tool']}, then submitted something else than the "
-            f"{detail['argument']} they passed to it (its result, a description of the work), where "
-            f"the reference runs submit that {detail['argument']}; the loop now turns such a "
-            f"{detail['submit']} back once, naming the last {detail['argument']}, and takes that "
-            f"{detail['argument']} the second time."
-        )
-        return [edit], f"turn back a {detail['submit']} that is not a {source} the run made", why
+        summary = f"turn back a {detail['submit']} that is not a {source} the run made"
+        return [edit], summary, _answer_check_why(detail)
     if pattern.kind == "repeated_call" and not loop.get("stop_on_repeat"):
         edit = {"op": "set_loop", "setting": "stop_on_repeat", "value": 2}
         return (

@@ -42,7 +42,8 @@ Edit operations (applied in order, all or nothing; only on editable files):
 "command_timeout_s"|"json_grammar"|"stop_on_repeat"|"observation_note"|"final_submit"|"answer_from"|\
 "answer_check", "value": V} (final_submit: at the step limit ask once more offering only submit; \
 answer_from: "TOOL.ARGUMENT", a run still without an answer submits its last such argument; \
-answer_check: "TOOL.ARGUMENT", a submit that is none of the run's such arguments is turned back once)
+answer_check: "TOOL.ARGUMENT", a submit that is none of the run's such arguments is turned back once, \
+then replaced by the last)
 - {"op": "set_recovery", "rules": [{"event": "tool_error"|"repeated_call"|"step_limit_near"|\
 "malformed_call", "action": "note"|"retry"|"stop", "note": "<text>"}]} (replaces the recovery rules)
 - {"op": "patch_hook", "path": "hooks/<name>.py", "old": O, "new": N} or \

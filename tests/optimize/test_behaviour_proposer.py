@@ -312,7 +312,7 @@ def test_a_command_agents_loop_turns_back_a_description_and_takes_the_command(tm
     failed = {t.id: submits_description(t) for t in tasks}
     candidate = propose(context(PY_AGENT, tasks, lambda t: failed[t.id], cause=Cause.WRONG_ARGUMENT))
     code = code_of(candidate)
-    assert "answer_checked = False" in code and "def made_arguments(messages: list)" in code
+    assert "answer_checked = False" in code and "call_arguments(messages, 'bash', 'command')" in code
     root = tmp_path / "patched"
     shutil.copytree(PY_AGENT, root)
     (root / "agent.py").write_text(code)
@@ -346,10 +346,25 @@ def test_a_command_agents_loop_turns_back_a_description_and_takes_the_command(tm
     assert len(turned) == 1 and "Your last bash command was:\nls -1 | wc -l\n" in turned[0]
 
 
+def test_two_code_levers_that_read_the_runs_calls_share_one_helper(tmp_path: Path) -> None:
+    """The final-submit fallback and the answer check both read the run's bash commands through
+    ``call_arguments``: the second lever applied to the first one's script does not define it again."""
+    tasks = command_tasks(tmp_path)
+    first = propose(context(PY_AGENT, tasks, without_submit))
+    failed = {t.id: submits_description(t) for t in tasks}
+    patched = dataclasses.replace(
+        context(PY_AGENT, tasks, lambda t: failed[t.id], cause=Cause.WRONG_ARGUMENT),
+        files={**read_files(PY_AGENT), **first.changes},
+    )
+    code = code_of(propose(patched))
+    assert "answer_checked = False" in code and "def final_submit(" in code
+    assert code.count("def call_arguments(") == 1
+
+
 def test_never_submitting_with_references_that_submit_an_argument_falls_back_to_it(tmp_path: Path) -> None:
     tasks = command_tasks(tmp_path)
     code = code_of(propose(context(PY_AGENT, tasks, without_submit)))
-    assert 'if made["function"]["name"] == \'bash\':' in code and "return str(args['command'])" in code
+    assert "made = call_arguments(messages, 'bash', 'command')" in code and "return made[-1]" in code
     loop = propose(context(SHELL_AGENT, tasks, without_submit))  # the builtin loop: a setting does it
     assert loop.edits == (
         {"op": "set_loop", "setting": "final_submit", "value": True},
