@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -47,6 +48,11 @@ def progress_hooks(enabled: bool = True) -> Iterator[RunHooks]:
     if not enabled:
         yield RunHooks()
         return
+    if not console.is_terminal:
+        # piped output (CI logs): a live bar is drawn only when it stops, so a long gate or run would
+        # print nothing for as long as it works; plain lines instead
+        yield RunHooks(on_progress=progress_lines, log=lambda m: console.print(m))
+        return
     progress = progress_bars()
 
     def on_progress(label: str, total: int) -> Callable[[], None]:
@@ -60,6 +66,36 @@ def progress_hooks(enabled: bool = True) -> Iterator[RunHooks]:
     finally:
         if progress.live.is_started:
             progress.stop()
+
+
+LINE_EVERY_S = 30.0
+"""Piped output: the least time between two progress lines of one label."""
+
+
+def _now() -> float:
+    return time.monotonic()
+
+
+def progress_lines(label: str, total: int, clock: Callable[[], float] | None = None) -> Callable[[], None]:
+    """Progress of piped output: a line ``label: done/total (H:MM:SS)`` when a rollout ends at least
+    LINE_EVERY_S after the label's last line (or its start), and the last one once any was shown.
+    Quick work prints nothing; a 20-minute gate prints a line about every half minute."""
+    clock = clock or _now
+    started = last = clock()
+    done = 0
+    shown = False
+
+    def advance() -> None:
+        nonlocal done, last, shown
+        done += 1
+        now = clock()
+        if now - last >= LINE_EVERY_S or (shown and done == total):
+            last, shown = now, True
+            elapsed = int(now - started)
+            hours, rest = divmod(elapsed, 3600)
+            console.print(f"{label}: {done}/{total} ({hours}:{rest // 60:02d}:{rest % 60:02d})", markup=False)
+
+    return advance
 
 
 def mark(value: bool | None) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -232,3 +233,39 @@ def test_gate_on_the_test_split_is_recorded(harness_dir: Path, cli, learner) -> 
     event = json.loads(lines[0])
     assert event["event"] == "test_evaluated" and event["revisions"] == {"baseline": base, "candidate": cand}
     assert not git.Repo(harness_dir).is_dirty(untracked_files=True)
+
+
+def test_gate_piped_output_shows_progress_lines(harness_dir: Path, cli, learner, monkeypatch) -> None:
+    """Piped (CI) output of slow work gets plain progress lines, not a bar drawn at the end (the
+    clock advances a minute at each look, so every rollout counts as slow)."""
+    from harnessevolve.cli import ui
+
+    ticks = iter(range(0, 10**6, 60))
+    monkeypatch.setattr(ui, "_now", lambda: float(next(ticks)))
+    base = git.Repo(harness_dir).head.commit.hexsha
+    cand = commit_examples(harness_dir, DEMO, "add a demonstration")
+    result = cli.invoke(app, gate_args(harness_dir, learner, base, cand))
+    assert result.exit_code == 0, result.output
+    lines = re.findall(r"^(.+): (\d+)/(\d+) \((\d+):(\d\d):(\d\d)\)$", result.output, re.M)
+    assert len({label for label, *_ in lines}) >= 2  # baseline and candidate are scored apart
+    assert any(done == total for _, done, total, *_ in lines)
+    assert not re.search(r"━ +\d+/\d+ \d+:\d\d:\d\d", result.output)  # no bar
+
+
+def test_progress_lines_wait_for_slow_work_and_end_with_the_last(capsys) -> None:
+    from harnessevolve.cli.ui import progress_lines
+
+    now = [0.0]
+    advance = progress_lines("score", 6, clock=lambda: now[0])
+    for step in (5, 5, 25, 40, 1, 1):  # seconds each rollout took
+        now[0] += step
+        advance()
+    assert capsys.readouterr().out.splitlines() == [
+        "score: 3/6 (0:00:35)",
+        "score: 4/6 (0:01:15)",
+        "score: 6/6 (0:01:17)",
+    ]
+    quick = progress_lines("quick", 3, clock=lambda: 0.0)
+    for _ in range(3):
+        quick()
+    assert capsys.readouterr().out == ""
