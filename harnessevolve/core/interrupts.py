@@ -10,6 +10,9 @@ too; a service manager (or ``kill``) sends SIGTERM to the main process. Both are
   raised mid-clean-up (a third stops at once);
 * :func:`saving` (around the clean-up after an interrupt) defers further SIGINT/SIGTERM, so a
   second Ctrl-C cannot break off writing where the run stopped; they are counted, not lost;
+* :func:`stopping` tells work in other threads that a stop signal came (set by the first one): a
+  local model's completion checks it at each token and ends there, so a stopped command does not
+  wait out a completion whose reply nobody will read;
 * :func:`received` lists the SIGTERMs and the deferred signals that arrived, :func:`signal_name`
   the one that stopped the command.
 
@@ -38,6 +41,7 @@ FORCE_AFTER = 3
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _received: list[str] = []
+_stopping = threading.Event()
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,12 @@ def received() -> tuple[str, ...]:
     return tuple(_received)
 
 
+def stopping() -> bool:
+    """Whether a stop signal reached the command running now (thread-safe; cleared when the next
+    command's :func:`stop_signals` or :func:`run_async` begins)."""
+    return _stopping.is_set()
+
+
 def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
@@ -69,6 +79,7 @@ def _main_thread() -> bool:
 def _stop(signum: int, _frame: FrameType | None) -> None:
     name = signal.Signals(signum).name
     _received.append(name)
+    _stopping.set()
     raise KeyboardInterrupt(name)
 
 
@@ -99,6 +110,7 @@ def stop_signals() -> Iterator[None]:
     :func:`signal_name`); outside the main thread this does nothing."""
     if _main_thread():
         _received.clear()
+        _stopping.clear()
     with _handled_by(_stop):
         yield
 
@@ -120,6 +132,7 @@ def run_async(main: Coroutine[Any, Any, T]) -> T:
     third stops at once."""
     if not _main_thread():
         return asyncio.run(main)
+    _stopping.clear()
     with asyncio.Runner() as runner:
         loop = runner.get_loop()
         task = loop.create_task(main)
@@ -130,6 +143,7 @@ def run_async(main: Coroutine[Any, Any, T]) -> T:
             seen.append(name)
             _received.append(name)
             if len(seen) == 1:
+                _stopping.set()
                 loop.call_soon_threadsafe(task.cancel)
             elif len(seen) >= FORCE_AFTER:
                 raise KeyboardInterrupt(name)

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harnessevolve.core import interrupts
 from harnessevolve.core.errors import ModelError
 from harnessevolve.models.local_pool import ModelPool, available_memory, pool_size, requested_size
 from harnessevolve.models.tool_text import call_finished
@@ -417,7 +418,7 @@ def generate(
             grammar = LlamaGrammar.from_string(grammar_gbnf, verbose=False)
         with loaded.lock:
             tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
-            stopping = _call_end_criteria(llama, len(tokens), prefill) if stop_after_call else None
+            stopping = _stopping_criteria(llama, len(tokens), prefill, stop_after_call)
             result = llama.create_completion(
                 prompt=tokens,
                 max_tokens=max(1, min(sampling.max_tokens, config.n_ctx - len(tokens))),
@@ -442,15 +443,21 @@ def generate(
     )
 
 
-def _call_end_criteria(llama: Any, n_prompt: int, prefill: str) -> Any:
-    """llama.cpp stopping criteria: stop once prefill + reply holds a complete tool call."""
+def _stopping_criteria(llama: Any, n_prompt: int, prefill: str, stop_after_call: bool) -> Any:
+    """llama.cpp stopping criteria, checked at each token: stop once the command got a stop signal
+    (``interrupts.stopping``: Ctrl-C or SIGTERM would otherwise wait out the whole completion, 10-25 s
+    for the 1.5B on one thread), and with ``stop_after_call`` once prefill + reply holds a complete
+    tool call."""
     from llama_cpp import StoppingCriteriaList
+
+    def stopped(_input_ids: Any, _logits: Any) -> bool:
+        return interrupts.stopping()
 
     def closed(input_ids: Any, _logits: Any) -> bool:
         generated = llama.detokenize(list(input_ids[n_prompt:])).decode("utf-8", errors="ignore")
         return call_finished(prefill + generated)
 
-    return StoppingCriteriaList([closed])
+    return StoppingCriteriaList([stopped, closed] if stop_after_call else [stopped])
 
 
 def make_local_handler(config: LocalModelConfig | None = None) -> CustomLLM:

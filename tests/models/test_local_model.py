@@ -324,3 +324,18 @@ def test_models_are_freed_at_exit_before_llama_cpp_is_torn_down() -> None:
     assert not local._POOLS
     again = local.load_model("local/smollm2-135m")
     assert again is not loaded and again.llama._model.model is not None
+
+
+@pytest.mark.slow
+@needs_model
+def test_real_model_completion_ends_at_its_next_token_once_the_command_is_stopping(monkeypatch) -> None:
+    """Ctrl-C or SIGTERM (``interrupts.stopping``) ends a completion at its next token: a stopped
+    command does not wait out a reply nobody will read."""
+    from harnessevolve.core import interrupts
+    from harnessevolve.models.local import generate
+
+    turns = [{"role": "user", "content": "Count from one to fifty in words."}]
+    full = generate("local/smollm2-135m", turns, max_tokens=48, temperature=0.0)
+    monkeypatch.setattr(interrupts, "stopping", lambda: True)
+    cut = generate("local/smollm2-135m", turns, max_tokens=48, temperature=0.0)
+    assert full.completion_tokens > 10 and cut.completion_tokens <= 1

@@ -1,0 +1,46 @@
+"""Stop signals: the first one tells other threads (``stopping``), and the next command starts clear."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from harnessevolve.core import interrupts
+
+
+def watch(seen: list[bool]) -> None:
+    """A worker thread, as a local model's completion: waits until it is told to stop."""
+    started = time.monotonic()
+    while not interrupts.stopping() and time.monotonic() - started < 60:
+        time.sleep(0.01)
+    seen.append(interrupts.stopping())
+
+
+def test_the_first_stop_signal_tells_other_threads_and_the_next_command_starts_clear() -> None:
+    seen: list[bool] = []
+    worker = threading.Thread(target=watch, args=(seen,))
+
+    async def main() -> None:
+        assert not interrupts.stopping()
+        worker.start()
+        os.kill(os.getpid(), signal.SIGTERM)
+        await asyncio.Event().wait()  # cancelled by the signal
+
+    with interrupts.stop_signals(), pytest.raises(KeyboardInterrupt):
+        interrupts.run_async(main())
+    worker.join()
+    assert seen == [True] and interrupts.stopping()
+    with interrupts.stop_signals():
+        assert not interrupts.stopping()
+
+
+def test_stop_signals_alone_sets_it_too() -> None:
+    with pytest.raises(KeyboardInterrupt), interrupts.stop_signals():
+        os.kill(os.getpid(), signal.SIGINT)
+    assert interrupts.stopping()
+    assert interrupts.run_async(asyncio.sleep(0, "ok")) == "ok" and not interrupts.stopping()
