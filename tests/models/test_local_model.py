@@ -329,13 +329,22 @@ def test_models_are_freed_at_exit_before_llama_cpp_is_torn_down() -> None:
 @pytest.mark.slow
 @needs_model
 def test_real_model_completion_ends_at_its_next_token_once_the_command_is_stopping(monkeypatch) -> None:
-    """Ctrl-C or SIGTERM (``interrupts.stopping``) ends a completion at its next token: a stopped
-    command does not wait out a reply nobody will read."""
+    """Ctrl-C or SIGTERM (``interrupts.stopping``) ends a completion at its next token and raises:
+    a stopped command does not wait out a reply nobody will read."""
+    import time
+
     from harnessevolve.core import interrupts
-    from harnessevolve.models.local import generate
+    from harnessevolve.models.local import CompletionStoppedError, generate
 
     turns = [{"role": "user", "content": "Count from one to fifty in words."}]
     full = generate("local/smollm2-135m", turns, max_tokens=48, temperature=0.0)
+    assert full.completion_tokens > 10
+    looks = iter([False] + [True] * 100)  # not yet stopping when the call begins; then at once
+    monkeypatch.setattr(interrupts, "stopping", lambda: next(looks))
+    started = time.monotonic()
+    with pytest.raises(CompletionStoppedError):  # never a truncated reply a check or cache could keep
+        generate("local/smollm2-135m", turns, max_tokens=48, temperature=0.0)
+    assert time.monotonic() - started < 30
     monkeypatch.setattr(interrupts, "stopping", lambda: True)
-    cut = generate("local/smollm2-135m", turns, max_tokens=48, temperature=0.0)
-    assert full.completion_tokens > 10 and cut.completion_tokens <= 1
+    with pytest.raises(CompletionStoppedError):
+        generate("local/smollm2-135m", turns, max_tokens=48, temperature=0.0)
