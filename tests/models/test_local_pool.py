@@ -130,7 +130,9 @@ def test_generate_borrows_from_a_pool_of_one_thread_instances(
 ) -> None:
     model = tmp_path / "tiny.gguf"
     model.write_bytes(b"GGUF")
-    monkeypatch.setitem(sys.modules, "llama_cpp", types.SimpleNamespace(Llama=FakeLlama, StoppingCriteriaList=list))
+    monkeypatch.setitem(
+        sys.modules, "llama_cpp", types.SimpleNamespace(Llama=FakeLlama, StoppingCriteriaList=list)
+    )
     monkeypatch.setattr(local, "_POOLS", {})
     monkeypatch.setattr(local_pool.os, "cpu_count", lambda: 2)
     monkeypatch.setenv(local_pool.POOL_ENV, "2")
