@@ -28,6 +28,21 @@ def _console() -> Console:
 console = _console()
 
 
+def live_display() -> bool:
+    """Whether progress is drawn as live bars: only on a terminal that can redraw them. Rich's
+    ``is_interactive`` is False for TERM=dumb and TTY_INTERACTIVE=0; FORCE_COLOR (set by many CI
+    systems for colour) makes rich treat a log file as a terminal, where a bar is drawn only when it
+    stops, so standard output must also be a real terminal unless TTY_INTERACTIVE=1 asks for bars."""
+    if not console.is_interactive:
+        return False
+    if os.environ.get("TTY_INTERACTIVE") == "1":
+        return True
+    try:
+        return console.file.isatty()
+    except ValueError:  # a closed stream
+        return False
+
+
 def progress_bars(*, disable: bool = False) -> Progress:
     """The progress display every long command uses: label, bar, done/total, elapsed."""
     return Progress(
@@ -48,9 +63,9 @@ def progress_hooks(enabled: bool = True) -> Iterator[RunHooks]:
     if not enabled:
         yield RunHooks()
         return
-    if not console.is_terminal:
-        # piped output (CI logs): a live bar is drawn only when it stops, so a long gate or run would
-        # print nothing for as long as it works; plain lines instead
+    if not live_display():
+        # piped output (CI logs), a dumb terminal: a live bar is drawn only when it stops, so a long
+        # gate or run would print nothing for as long as it works; plain lines instead
         yield RunHooks(on_progress=progress_lines, log=lambda m: console.print(m))
         return
     progress = progress_bars()

@@ -8,6 +8,7 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import git
+import pytest
 
 from harnessevolve.cli.app import app
 
@@ -269,3 +270,34 @@ def test_progress_lines_wait_for_slow_work_and_end_with_the_last(capsys) -> None
     for _ in range(3):
         quick()
     assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize(
+    ("env", "tty", "live"),
+    [
+        ({}, True, True),
+        ({}, False, False),
+        ({"TERM": "dumb"}, True, False),
+        ({"FORCE_COLOR": "1"}, False, False),  # a CI log with colours forced: lines, not a bar
+        ({"TTY_INTERACTIVE": "0"}, True, False),
+        ({"TTY_INTERACTIVE": "1"}, False, True),
+    ],
+)
+def test_live_bars_only_on_a_terminal_that_can_redraw_them(monkeypatch, env, tty, live) -> None:
+    import io
+
+    from rich.console import Console
+
+    from harnessevolve.cli import ui
+
+    class Stream(io.StringIO):
+        def isatty(self) -> bool:
+            return tty
+
+    for name in ("TERM", "FORCE_COLOR", "TTY_INTERACTIVE", "TTY_COMPATIBLE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(ui, "console", Console(file=Stream()))
+    assert ui.live_display() is live
