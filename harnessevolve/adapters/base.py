@@ -23,7 +23,8 @@ example).
 ``load_benchmark_spec`` resolves a spec in this order: ``NAME:REST`` with a registered NAME goes
 to that adapter; a bare adapter name is ``NAME:`` (``nl2bash``); otherwise the first adapter whose
 ``detect`` says yes, trying the native format (a built-in benchmark name or a folder with
-benchmark.yaml) first. Anything else is an unknown benchmark.
+benchmark.yaml) first. Anything else is an unknown benchmark. ``subset:LIMITS@SPEC`` (a fixed slice
+of SPEC, ``adapters/subset.py``) is read before all of them and SPEC resolved as above.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from typing import Any, Protocol, runtime_checkable
 from harnessevolve.adapters.bfcl import BFCLAdapter
 from harnessevolve.adapters.harbor import HarborAdapter, builtin_suites
 from harnessevolve.adapters.nl2bash import NL2BashAdapter
+from harnessevolve.adapters.subset import cut_benchmark, parse_slice
 from harnessevolve.core.errors import BenchmarkError, HarnessEvolveError
 from harnessevolve.core.files import read_yaml
 from harnessevolve.core.schema import check
@@ -98,7 +100,8 @@ def formats_hint() -> str:
     extra = f"; registered adapters: {', '.join(f'{n}:...' for n in others)}" if others else ""
     return (
         f"built-in benchmarks: {builtin}; or a folder with benchmark.yaml; a Harbor task folder "
-        f"(or harbor:PATH); nl2bash[:SUBSET]; bfcl[:CATEGORY[:INDEXES]]{extra}"
+        f"(or harbor:PATH); nl2bash[:SUBSET]; bfcl[:CATEGORY[:INDEXES]]; a fixed slice of any of them, "
+        f"subset:validation=N,test=N@BENCHMARK{extra}"
     )
 
 
@@ -185,6 +188,10 @@ def load_benchmark_spec(spec: str, adapters: tuple[str, ...] = ()) -> Benchmark:
     ``adapters``: ``module:attr`` references (``--adapter``) imported and tried first, under their
     own ``name``; then ``ADAPTERS``; installed (entry-point) adapters only when none fits.
     """
+    sliced = parse_slice(spec)
+    if sliced is not None:  # subset:LIMITS@SPEC, a fixed slice of any benchmark (adapters/subset.py)
+        limits, inner = sliced
+        return cut_benchmark(load_benchmark_spec(inner, adapters), limits, source=spec)
     if adapters:
         from harnessevolve.adapters.external import import_adapter
 

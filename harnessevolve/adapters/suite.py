@@ -37,6 +37,10 @@ class AdaptedBenchmark(Benchmark):
     shared_references: bool = False
     """``references`` holds the references of every subset the adapter loads (task ids are unique
     across them): a subset reads those of its own tasks and skips the rest."""
+    references_name: str = ""
+    """The name of the user's reference folder (``refs import``/``generate`` write there when
+    ``references`` is read-only); default: the shared folder's name, else the benchmark's name.
+    A slice (``adapters/subset.py``) names the folder of the benchmark it cuts."""
 
     @property
     def references_dir(self) -> Path:

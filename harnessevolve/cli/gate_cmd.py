@@ -45,7 +45,8 @@ def gate(
         typer.Option(
             "--benchmark",
             "-b",
-            help="A built-in benchmark's name, a folder, harbor:PATH or nl2bash[:N] "
+            help="A built-in benchmark's name, a folder, harbor:PATH, nl2bash[:N] or a fixed slice of one, "
+            "subset:validation=N@SPEC "
             "(default: the benchmark of the harness's latest run).",
         ),
     ] = None,

@@ -82,7 +82,8 @@ def run(
         typer.Option(
             "--benchmark",
             "-b",
-            help="A built-in benchmark's name (e.g. shell-onecall), a folder, harbor:PATH or nl2bash[:N].",
+            help="A built-in benchmark's name (e.g. shell-onecall), a folder, harbor:PATH, nl2bash[:N], or a "
+            "fixed slice of one: subset:validation=N,test=N@SPEC.",
             rich_help_panel=INPUTS,
         ),
     ] = None,

@@ -150,7 +150,7 @@ class RunConfig:
 
     harness_dir: Path
     benchmark: str
-    """A built-in benchmark's name, a folder, ``harbor:PATH`` or ``nl2bash[:N]``."""
+    """A built-in benchmark's name, a folder, ``harbor:PATH``, ``nl2bash[:N]`` or ``subset:LIMITS@SPEC``."""
     adapters: tuple[str, ...] = ()
     """``module:attr`` adapters to load the benchmark with (``--adapter``)."""
     allow_dirty: bool = False

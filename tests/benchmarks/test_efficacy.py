@@ -32,14 +32,17 @@ def scripted():
 
 def test_subset_is_fixed_and_keeps_the_references() -> None:
     from harnessevolve.adapters import load_benchmark_spec
+    from harnessevolve.pipeline.rollouts.references import load_references
 
     spec = "efficacy-subset:validation=3,test=2@shell-onecall"
     first, again = load_benchmark_spec(spec), load_benchmark_spec(spec)
     full = load_benchmark("shell-onecall")
     assert [len(first.split(s)) for s in ("train", "validation", "test")] == [len(full.split("train")), 3, 2]
     assert [t.id for t in first.tasks] == [t.id for t in again.tasks]
-    refs = sorted(p.stem for p in first.references_dir.glob("*.json"))
+    refs = load_references(first)  # read from the whole benchmark's folder, its own tasks' only
     assert refs and set(refs) <= {t.id for t in first.tasks}
+    assert first.references_dir == full.references_dir
+    assert first.adapter == load_benchmark_spec("shell-onecall").adapter  # one rollout cache
     for bad in ("validation=3@", "valid=3@shell-onecall", "test=x@shell-onecall"):
         with pytest.raises(BenchmarkError):
             load_benchmark_spec(f"efficacy-subset:{bad}")

@@ -51,11 +51,9 @@ def user_references_dir(benchmark: Benchmark) -> Path:
 
 
 def _folder_name(benchmark: Benchmark) -> str:
-    from harnessevolve.adapters.suite import AdaptedBenchmark
+    from harnessevolve.adapters.subset import reference_folder_name
 
-    if isinstance(benchmark, AdaptedBenchmark) and benchmark.shared_references:
-        return benchmark.references_dir.name  # every subset shares the adapter's folder
-    return benchmark.name
+    return reference_folder_name(benchmark)  # every subset shares the adapter's folder
 
 
 def _shared(benchmark: Benchmark) -> bool:
