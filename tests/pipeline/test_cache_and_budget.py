@@ -89,6 +89,24 @@ def test_provider_failures_are_not_cached(tmp_path: Path, harness_dir: Path, she
     assert not list((tmp_path / "cache").rglob("*.json"))
 
 
+def test_a_rollout_that_ends_while_the_command_is_stopping_is_not_cached(
+    tmp_path: Path, harness_dir: Path, shell_basics: Benchmark, counting: Counting, monkeypatch
+) -> None:
+    """A stop signal cuts a local model's reply (a judge check's call fails, failing the check):
+    whatever a rollout scored while the command is stopping stays out of the cache."""
+    from harnessevolve.core import interrupts
+
+    monkeypatch.setattr(interrupts, "stopping", lambda: True)
+    tasks = shell_basics.split("validation")[:2]
+    cache = RolloutCache(tmp_path / "cache")
+    results = asyncio.run(scorer(cache, shell_basics).score(load_harness(harness_dir), tasks, "x"))
+    assert len(results) == 2 and counting.calls >= 2
+    assert not list((tmp_path / "cache").rglob("*.json"))
+    monkeypatch.undo()  # not stopping: the same rollouts are cached
+    asyncio.run(scorer(cache, shell_basics).score(load_harness(harness_dir), tasks, "x"))
+    assert list((tmp_path / "cache").rglob("*.json"))
+
+
 def test_a_corrupt_cache_entry_is_a_miss(tmp_path: Path, harness_dir: Path, shell_basics, counting) -> None:
     harness = load_harness(harness_dir)
     task = shell_basics.split("validation")[:1]

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from harnessevolve.core import atif
+from harnessevolve.core import atif, interrupts
 from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.errors import SandboxError
 from harnessevolve.core.files import atomic_write_json
@@ -235,7 +235,9 @@ class Scorer:
         self.tokens += tokens
         record = {**evaluation.to_dict(), **({"infra": infra} if infra else {})}
         self._save(task, trajectory, record, harness_hash)
-        if self.cache is not None and infra is None:
+        # a rollout that ended while the command is stopping may hold a cut reply (a judge check's
+        # model call ends with an error, failing the check): it is scored, never cached
+        if self.cache is not None and infra is None and not interrupts.stopping():
             self.cache.put(self._cache_key(task, harness_hash, model), trajectory, evaluation.to_dict())
         return TaskResult(
             task.id, evaluation.score, evaluation.passed, evaluation.signal, trajectory, tokens, infra
