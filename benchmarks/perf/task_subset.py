@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from harnessevolve.adapters import load_benchmark_spec
 from harnessevolve.adapters.base import ADAPTERS
-from harnessevolve.adapters.subset import cut_benchmark, parse_slice
+from harnessevolve.adapters.subset import cut_benchmark, split_slice
 from harnessevolve.core.tasks import Benchmark
 
 SUBSET = "efficacy-subset"
@@ -24,11 +24,9 @@ class SubsetAdapter:
         return False
 
     def load(self, spec: str) -> Benchmark:
-        sliced = parse_slice(f"{SUBSET}:{spec}", prefix=SUBSET)
-        assert sliced is not None  # the prefix is ours
-        limits, inner = sliced
-        full = load_benchmark_spec(inner)
-        return cut_benchmark(full, limits, source=f"{SUBSET}:{spec}", salt=SUBSET_SALT)
+        source = f"{SUBSET}:{spec}"
+        limits, inner = split_slice(spec, source)
+        return cut_benchmark(load_benchmark_spec(inner), limits, source=source, salt=SUBSET_SALT)
 
 
 ADAPTERS.setdefault(SUBSET, SubsetAdapter())  # type: ignore[arg-type]

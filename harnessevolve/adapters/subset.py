@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from harnessevolve.adapters.suite import AdaptedBenchmark, split_fraction
+from harnessevolve.adapters.suite import AdaptedBenchmark, reference_folder_name, split_fraction
 from harnessevolve.core.errors import BenchmarkError
 from harnessevolve.core.tasks import SPLITS, Benchmark, Split
 
@@ -28,12 +28,15 @@ SALT = "subset"
 HINT = "write subset:SPLIT=N[,SPLIT=N]@BENCHMARK, e.g. subset:validation=8,test=12@nl2bash"
 
 
-def parse_slice(spec: str, prefix: str = PREFIX) -> tuple[dict[Split, int], str] | None:
-    """``(limits, inner spec)`` of ``PREFIX:LIMITS@SPEC``; ``None`` for a spec without the prefix."""
+def parse_slice(spec: str) -> tuple[dict[Split, int], str] | None:
+    """``(limits, inner spec)`` of ``subset:LIMITS@SPEC``; ``None`` for a spec without the prefix."""
     head, colon, rest = spec.partition(":")
-    if head != prefix or not colon:
-        return None
-    limits_text, at, inner = rest.partition("@")
+    return split_slice(rest, spec) if head == PREFIX and colon else None
+
+
+def split_slice(text: str, spec: str) -> tuple[dict[Split, int], str]:
+    """``LIMITS@SPEC`` -> ``(limits, SPEC)``; ``spec`` (the whole value) names it in errors."""
+    limits_text, at, inner = text.partition("@")
     limits = parse_limits(limits_text, spec)
     if not at or not inner.strip():
         raise BenchmarkError(f"{spec}: no benchmark after '@'", field="--benchmark", hint=HINT)
@@ -77,14 +80,3 @@ def cut_benchmark(
         shared_references=True,
         references_name=reference_folder_name(full),
     )
-
-
-def reference_folder_name(benchmark: Benchmark) -> str:
-    """The name of the user's reference folder of ``benchmark`` (``pipeline.rollouts.references``):
-    what it says, else its shared folder's name (every subset of an adapter), else its own name."""
-    if isinstance(benchmark, AdaptedBenchmark):
-        if benchmark.references_name:
-            return benchmark.references_name
-        if benchmark.shared_references:
-            return benchmark.references_dir.name
-    return benchmark.name

@@ -47,6 +47,19 @@ class AdaptedBenchmark(Benchmark):
         return self.references if self.references is not None else super().references_dir
 
 
+def shares_references(benchmark: Benchmark) -> bool:
+    """Whether ``benchmark``'s reference folder also holds other subsets' tasks (skipped, not errors)."""
+    return isinstance(benchmark, AdaptedBenchmark) and benchmark.shared_references
+
+
+def reference_folder_name(benchmark: Benchmark) -> str:
+    """The name of the user's reference folder of ``benchmark`` (``pipeline.rollouts.references``):
+    what it says, else its shared folder's name (every subset of an adapter), else its own name."""
+    if isinstance(benchmark, AdaptedBenchmark) and benchmark.references_name:
+        return benchmark.references_name
+    return benchmark.references_dir.name if shares_references(benchmark) else benchmark.name
+
+
 def split_fraction(task_id: str, seed: str = SPLIT_SEED) -> float:
     """The task's place in [0, 1), from a seeded hash of its id."""
     digest = hashlib.sha256(f"{seed}:{task_id}".encode()).digest()

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harnessevolve.adapters.suite import AdaptedBenchmark
+from harnessevolve.adapters.suite import shares_references
 from harnessevolve.core import atif
 from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.core.files import read_yaml
@@ -193,7 +193,7 @@ def _references(benchmark: Benchmark, task_ids: set[str]) -> tuple[set[str], lis
         return set(), []
     found: set[str] = set()
     problems: list[Problem] = []
-    shared = isinstance(benchmark, AdaptedBenchmark) and benchmark.shared_references
+    shared = shares_references(benchmark)
     for path in sorted(p for p in folder.glob("*.json") if p.name != "regret.json"):
         if path.stem not in task_ids and shared:
             continue  # a folder every subset of the adapter shares (nl2bash:5): another subset's task

@@ -36,6 +36,7 @@ def test_a_slice_keeps_n_tasks_of_each_named_split_the_same_every_time() -> None
     assert wider.split("test") == full.split("test")
     salted = cut_benchmark(full, {"validation": 2}, source="x", salt="another")
     assert len(salted.split("validation")) == 2  # another salt: a seeded choice of its own
+    assert set(ids(salted.split("validation"))) != set(ids(cut.split("validation")))
     bigger = load_benchmark_spec("subset:validation=999@shell-basics")
     assert bigger.tasks == full.tasks  # a limit above the split's size keeps it whole
 

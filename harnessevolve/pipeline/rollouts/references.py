@@ -22,6 +22,7 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
+from harnessevolve.adapters.suite import reference_folder_name, shares_references
 from harnessevolve.core import atif
 from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.errors import BenchmarkError, TrajectoryError
@@ -45,21 +46,9 @@ def user_references_dir(benchmark: Benchmark) -> Path:
     """The user's own reference folder for ``benchmark`` (see the module docstring)."""
     override = os.environ.get(REFERENCES_ENV, "").strip()
     if override:
-        return Path(override) / _folder_name(benchmark)
+        return Path(override) / reference_folder_name(benchmark)
     base = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
-    return Path(base) / "harnessevolve" / "references" / _folder_name(benchmark)
-
-
-def _folder_name(benchmark: Benchmark) -> str:
-    from harnessevolve.adapters.subset import reference_folder_name
-
-    return reference_folder_name(benchmark)  # every subset shares the adapter's folder
-
-
-def _shared(benchmark: Benchmark) -> bool:
-    from harnessevolve.adapters.suite import AdaptedBenchmark
-
-    return isinstance(benchmark, AdaptedBenchmark) and benchmark.shared_references
+    return Path(base) / "harnessevolve" / "references" / reference_folder_name(benchmark)
 
 
 def load_references(benchmark: Benchmark) -> dict[str, Trajectory]:
@@ -76,7 +65,7 @@ def _load_folder(benchmark: Benchmark, folder: Path) -> dict[str, Trajectory]:
     if not folder.is_dir():
         return {}
     known = {t.id for t in benchmark.tasks}
-    shared = _shared(benchmark)
+    shared = shares_references(benchmark)
     out: dict[str, Trajectory] = {}
     for path in sorted(p for p in folder.glob("*.json") if p.name != "regret.json"):
         if path.stem not in known and shared:
