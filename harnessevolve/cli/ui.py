@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -66,7 +68,9 @@ def progress_hooks(enabled: bool = True) -> Iterator[RunHooks]:
     if not live_display():
         # piped output (CI logs), a dumb terminal: a live bar is drawn only when it stops, so a long
         # gate or run would print nothing for as long as it works; plain lines instead
-        yield RunHooks(on_progress=progress_lines, log=lambda m: console.print(m))
+        lines = ProgressLines()
+        with heartbeat(lines):
+            yield RunHooks(on_progress=lines, log=lambda m: console.print(m))
         return
     progress = progress_bars()
 
@@ -91,26 +95,79 @@ def _now() -> float:
     return time.monotonic()
 
 
+@dataclass
+class _Label:
+    label: str
+    total: int
+    started: float
+    last: float
+    done: int = 0
+    shown: bool = False
+
+
+class ProgressLines:
+    """Progress of piped output (an ``on_progress`` hook): a line ``label: done/total (H:MM:SS)``
+    when a rollout ends at least LINE_EVERY_S after the label's last line (or its start), and the
+    last one once any was shown. Quick work prints nothing; a 20-minute gate prints a line about
+    every half minute. ``tick`` (called every few seconds by ``heartbeat``) prints the line of the
+    newest unfinished label when none was printed for LINE_EVERY_S, so rollouts that each take
+    minutes (a large model on a CPU) do not leave the log silent until the first one ends."""
+
+    def __init__(self, clock: Callable[[], float] | None = None) -> None:
+        self.clock = clock or _now
+        self._lock = threading.Lock()
+        self._newest: _Label | None = None
+
+    def __call__(self, label: str, total: int) -> Callable[[], None]:
+        now = self.clock()
+        line = _Label(label, total, started=now, last=now)
+        with self._lock:
+            self._newest = line
+
+        def advance() -> None:
+            with self._lock:
+                line.done += 1
+                now = self.clock()
+                if now - line.last >= LINE_EVERY_S or (line.shown and line.done == line.total):
+                    self._print(line, now)
+
+        return advance
+
+    def tick(self) -> None:
+        with self._lock:
+            line, now = self._newest, self.clock()
+            if line is not None and line.done < line.total and now - line.last >= LINE_EVERY_S:
+                self._print(line, now)
+
+    @staticmethod
+    def _print(line: _Label, now: float) -> None:
+        line.last, line.shown = now, True
+        hours, rest = divmod(int(now - line.started), 3600)
+        text = f"{line.label}: {line.done}/{line.total} ({hours}:{rest // 60:02d}:{rest % 60:02d})"
+        console.print(text, markup=False)
+
+
 def progress_lines(label: str, total: int, clock: Callable[[], float] | None = None) -> Callable[[], None]:
-    """Progress of piped output: a line ``label: done/total (H:MM:SS)`` when a rollout ends at least
-    LINE_EVERY_S after the label's last line (or its start), and the last one once any was shown.
-    Quick work prints nothing; a 20-minute gate prints a line about every half minute."""
-    clock = clock or _now
-    started = last = clock()
-    done = 0
-    shown = False
+    """One label's progress lines (``ProgressLines`` without a heartbeat)."""
+    return ProgressLines(clock)(label, total)
 
-    def advance() -> None:
-        nonlocal done, last, shown
-        done += 1
-        now = clock()
-        if now - last >= LINE_EVERY_S or (shown and done == total):
-            last, shown = now, True
-            elapsed = int(now - started)
-            hours, rest = divmod(elapsed, 3600)
-            console.print(f"{label}: {done}/{total} ({hours}:{rest // 60:02d}:{rest % 60:02d})", markup=False)
 
-    return advance
+@contextmanager
+def heartbeat(lines: ProgressLines, every_s: float = 5.0) -> Iterator[None]:
+    """Call ``lines.tick`` every ``every_s`` seconds in a daemon thread until the block ends."""
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(every_s):
+            lines.tick()
+
+    thread = threading.Thread(target=beat, name="harnessevolve-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def mark(value: bool | None) -> str:

@@ -272,6 +272,48 @@ def test_progress_lines_wait_for_slow_work_and_end_with_the_last(capsys) -> None
     assert capsys.readouterr().out == ""
 
 
+def test_progress_lines_beat_while_a_slow_rollout_runs(capsys) -> None:
+    """Rollouts of minutes each: the newest unfinished label gets a line every LINE_EVERY_S from the
+    heartbeat's ticks, before any rollout ends; a finished label and an older one get none."""
+    from harnessevolve.cli.ui import ProgressLines
+
+    now = [0.0]
+    lines = ProgressLines(clock=lambda: now[0])
+    lines("earlier", 2)()  # left unfinished (a batch cut by a stop): no heartbeat for it
+    advance = lines("score", 2)
+    for second in (10, 29, 31, 45, 62):
+        now[0] = second
+        lines.tick()
+    now[0] = 70
+    advance()  # 8 s after the last line: quiet
+    now[0] = 75
+    advance()  # the last, shown because a line was
+    now[0] = 200
+    lines.tick()  # finished: nothing more
+    assert capsys.readouterr().out.splitlines() == [
+        "score: 0/2 (0:00:31)",
+        "score: 0/2 (0:01:02)",
+        "score: 2/2 (0:01:15)",
+    ]
+
+
+def test_heartbeat_ticks_until_its_block_ends() -> None:
+    import threading
+
+    from harnessevolve.cli.ui import heartbeat
+
+    ticked = threading.Event()
+
+    class Lines:
+        def tick(self) -> None:
+            ticked.set()
+
+    with heartbeat(Lines(), every_s=0.01):  # type: ignore[arg-type]
+        assert ticked.wait(30)
+    ticked.clear()
+    assert not ticked.wait(0.05)  # the thread is gone with the block
+
+
 @pytest.mark.parametrize(
     ("env", "tty", "live"),
     [
