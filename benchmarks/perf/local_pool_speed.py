@@ -6,7 +6,10 @@ of NL2Bash with the pipeline's scorer (sandboxed rollouts, effect checks), once 
 shared by two rollouts, two instances), each in its own process (the pool is sized when the model
 is first loaded). Every process first scores ``--warmup`` other tasks untimed, so the instances are
 loaded before the clock starts. Each llama.cpp instance has 1 thread. The configurations run in
-the order given, alternating ``--rounds`` times; a figure is the median over rounds. Target: a pool
+the order given, alternating ``--rounds`` times; a figure is the median over rounds. A ``-lifo``
+suffix (``2x2-lifo``) turns off the pool's cache preference in that child (every call takes the free
+instance given back last, as before ``borrow(prefer=...)``): ``--configs 1x1,2x2-lifo,2x2`` measures
+what the preference gives, side by side in one run. Target: a pool
 of 2 on 2 cores gives >= 1.7x the rollouts/s of the best pool-of-1 configuration. Pass counts are
 printed too: at temperature 0 the pool must not change what the agent does.
 
@@ -33,12 +36,18 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 TARGET = 1.7
 
 
-def one(model: str, benchmark: str, tasks: int, warmup: int, concurrency: int) -> dict[str, float]:
+def one(
+    model: str, benchmark: str, tasks: int, warmup: int, concurrency: int, prefer: bool = True
+) -> dict[str, float]:
     """In a child process whose environment holds the pool size: score, time, report as JSON."""
     from harness_arms import init_harness, make_scorer, score_split
 
     from harnessevolve.adapters import load_benchmark_spec
     from harnessevolve.harness.load import load_harness
+    from harnessevolve.models import local
+
+    if not prefer:  # every free instance scores the same: the last given back is lent
+        local._LoadedModel.reuse_score = lambda _self, _conversation: 0  # type: ignore[method-assign]
 
     bench = load_benchmark_spec(benchmark)
     test = sorted(bench.split("test"), key=lambda t: t.id)
@@ -67,7 +76,23 @@ def one(model: str, benchmark: str, tasks: int, warmup: int, concurrency: int) -
     }
 
 
-def measure(args: argparse.Namespace, pool: int, concurrency: int) -> dict[str, float]:
+Config = tuple[int, int, bool]
+"""(pool size, rollouts at once, cache preference on)."""
+
+
+def parse_config(text: str) -> Config:
+    sizes, _, variant = text.strip().partition("-")
+    if variant not in ("", "lifo"):
+        raise SystemExit(f"--configs: {text!r}: the only suffix is -lifo")
+    pool, concurrency = (int(n) for n in sizes.split("x"))
+    return pool, concurrency, variant != "lifo"
+
+
+def pool_label(config: Config) -> str:
+    return f"{config[0]}" + ("" if config[2] else " lifo")
+
+
+def measure(args: argparse.Namespace, pool: int, concurrency: int, prefer: bool = True) -> dict[str, float]:
     env = {**os.environ, "HARNESSEVOLVE_LOCAL_POOL": str(pool), "HARNESSEVOLVE_LOCAL_THREADS": "1"}
     child = [sys.executable, __file__, "--child", "--model", args.model, "--benchmark", args.benchmark]
     child += [
@@ -77,6 +102,7 @@ def measure(args: argparse.Namespace, pool: int, concurrency: int) -> dict[str, 
         str(args.warmup),
         "--concurrency",
         str(concurrency),
+        *([] if prefer else ["--no-prefer"]),
     ]
     done = subprocess.run(child, env=env, check=True, capture_output=True, text=True)
     lines = done.stdout.strip().splitlines()
@@ -106,25 +132,34 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=2, help="untimed tasks first (loads the instances)")
     parser.add_argument("--configs", default="1x1,1x2,2x2", help="POOLxCONCURRENCY, comma-separated")
     parser.add_argument("--concurrency", type=int, default=1, help=argparse.SUPPRESS)  # the child's
+    parser.add_argument("--no-prefer", action="store_true", help=argparse.SUPPRESS)  # the child's
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--check", action="store_true", help="exit 1 when the largest pool is under target")
-    parser.add_argument("--smoke", action="store_true", help="smollm2-135m, 2 tasks, 1 warm-up (no target)")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="smollm2-135m, 2 tasks, 1 warm-up, configs 1x1,2x2-lifo,2x2 (no target)",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.smoke:
         args.model, args.tasks, args.warmup, args.check = "local/smollm2-135m", 2, 1, False
+        args.configs = "1x1,2x2-lifo,2x2"  # the preference off and on: both paths run
     if args.child:
         # flushed at once: a child whose llama.cpp instances end with it has lost an unflushed line
         print(
-            json.dumps(one(args.model, args.benchmark, args.tasks, args.warmup, args.concurrency)), flush=True
+            json.dumps(
+                one(args.model, args.benchmark, args.tasks, args.warmup, args.concurrency, not args.no_prefer)
+            ),
+            flush=True,
         )
         return 0
-    configs = [tuple(int(n) for n in c.split("x")) for c in args.configs.split(",")]
+    configs = [parse_config(c) for c in args.configs.split(",")]
     load_before = os.getloadavg()[0]
-    runs: dict[tuple[int, ...], list[dict[str, float]]] = {c: [] for c in configs}
+    runs: dict[Config, list[dict[str, float]]] = {c: [] for c in configs}
     for _ in range(args.rounds):
-        for pool, concurrency in configs:
-            runs[(pool, concurrency)].append(measure(args, pool, concurrency))
+        for pool, concurrency, prefer in configs:
+            runs[(pool, concurrency, prefer)].append(measure(args, pool, concurrency, prefer))
     print(
         f"{args.model} on {args.benchmark}: {args.tasks} tasks x {args.rounds} round(s), "
         f"1 thread per instance, {os.cpu_count()} cores; "
@@ -133,17 +168,17 @@ def main() -> int:
     rates = {c: statistics.median(r["rollouts"] / r["wall_s"] for r in runs[c]) for c in configs}
     single = max((c for c in configs if c[0] == 1), key=lambda c: rates[c], default=configs[0])
     print(
-        f"{'pool':>4} {'at once':>8} {'rollouts/s':>11} {'s/rollout':>10} {'passed':>7} "
+        f"{'pool':>9} {'at once':>8} {'rollouts/s':>11} {'s/rollout':>10} {'passed':>7} "
         f"{'vs best pool 1':>15}  per round (rollouts/s; tokens)"
     )
     for c in configs:
         passed = "/".join(str(int(r["passed"])) for r in runs[c])
         each = ", ".join(f"{r['rollouts'] / r['wall_s']:.3f}; {int(r['tokens'])}" for r in runs[c])
         print(
-            f"{c[0]:>4} {runs[c][0]['at_once']:>8} {rates[c]:>11.3f} {1 / rates[c]:>10.1f} {passed:>7} "
-            f"{rates[c] / rates[single]:>14.2f}x  {each}"
+            f"{pool_label(c):>9} {runs[c][0]['at_once']:>8} {rates[c]:>11.3f} {1 / rates[c]:>10.1f} "
+            f"{passed:>7} {rates[c] / rates[single]:>14.2f}x  {each}"
         )
-    largest = max(configs, key=lambda c: (c[0], rates[c]))
+    largest = max(configs, key=lambda c: (c[0], c[2], rates[c]))  # the default: preference on
     top = rates[largest] / rates[single]
     verdict = "met" if top >= TARGET else "MISSED"
     print(

@@ -49,7 +49,13 @@ from typing import TYPE_CHECKING, Any
 
 from harnessevolve.core import interrupts
 from harnessevolve.core.errors import ModelError
-from harnessevolve.models.local_pool import ModelPool, available_memory, pool_size, requested_size
+from harnessevolve.models.local_pool import (
+    ModelPool,
+    available_memory,
+    common_prefix_length,
+    pool_size,
+    requested_size,
+)
 from harnessevolve.models.tool_text import call_finished
 
 if TYPE_CHECKING:
@@ -172,10 +178,21 @@ class Generation:
     """Old turns left out so the prompt fits the context window."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class _LoadedModel:
     llama: Any
     lock: threading.Lock
+    conversation: str = ""
+    """The last conversation this instance completed, as ChatML (its KV cache holds that prompt)."""
+
+    def reuse_score(self, conversation: str) -> int:
+        """How well ``conversation`` fits this instance: the prefix it reuses from the cache, less
+        what it would overwrite (the rest of the cached conversation, which another rollout may be
+        about to continue). A continuation scores its whole cached prefix, an empty instance 0, and
+        a conversation that shares only the system prompt with a long cached one scores below 0, so
+        it goes to an empty instance rather than evict another rollout's history."""
+        shared = common_prefix_length(self.conversation, conversation)
+        return shared - (len(self.conversation) - shared)
 
 
 _POOLS: dict[tuple[str, LocalModelConfig], ModelPool[_LoadedModel]] = {}
@@ -413,8 +430,10 @@ def generate(
         )
     if interrupts.stopping():
         raise CompletionStoppedError("completion stopped by a stop signal")
-    with model_pool(model, config).borrow() as loaded:
+    conversation = "".join(chatml_turn(t["role"], t["content"]) for t in turns)
+    with model_pool(model, config).borrow(prefer=lambda loaded: loaded.reuse_score(conversation)) as loaded:
         llama = loaded.llama
+        loaded.conversation = conversation
 
         def count(text: str) -> int:
             return len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))

@@ -5,6 +5,9 @@ so with one instance concurrent rollouts on ``local/...`` take turns however man
 ``HARNESSEVOLVE_LOCAL_POOL`` turns on a pool: up to N instances of the same model, each loaded on
 first need (when every loaded one is busy) and then kept, each with 1 llama.cpp thread; a call
 borrows a free instance and gives it back (llama.cpp releases the GIL, so they do run at once).
+A caller may say which free instance it prefers (``borrow(prefer=...)``): ``generate`` takes the one
+whose cached prompt its conversation continues, so a rollout's next call reuses that instance's
+evaluated prefix instead of evaluating its whole prompt again on the other one.
 
 - unset or ``1``: off, one instance (with ``HARNESSEVOLVE_LOCAL_THREADS`` threads), as before;
 - ``N`` (>= 2): at most N instances, and never more than the cores or what the free memory holds;
@@ -85,6 +88,26 @@ def pool_size(
     return max(1, size)
 
 
+def best_index(free: list[Instance], prefer: Callable[[Instance], int] | None) -> int:
+    """The free instance to lend: ``prefer``'s highest score, the last given back among equals."""
+    if prefer is None or len(free) == 1:
+        return len(free) - 1
+    scores = [prefer(instance) for instance in free]
+    return max(range(len(free)), key=lambda i: (scores[i], i))
+
+
+def common_prefix_length(a: str, b: str) -> int:
+    """Characters ``a`` and ``b`` share from their start (binary search over C-level slice compares)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
 class ModelPool(Generic[Instance]):
     """Up to ``size`` instances made by ``load`` (called with no lock held, on first need), lent out
     one caller at a time by ``borrow``; thread-safe."""
@@ -104,8 +127,10 @@ class ModelPool(Generic[Instance]):
         return self.instances[0] if self.instances else instance
 
     @contextlib.contextmanager
-    def borrow(self) -> Iterator[Instance]:
-        instance = self._take()
+    def borrow(self, prefer: Callable[[Instance], int] | None = None) -> Iterator[Instance]:
+        """Lend a free instance (waiting for one, or loading one while the pool is not full).
+        ``prefer`` scores the free ones: the highest is lent (ties: the one given back last)."""
+        instance = self._take(prefer)
         try:
             yield instance
         finally:
@@ -113,11 +138,11 @@ class ModelPool(Generic[Instance]):
                 self._free.append(instance)
                 self._cond.notify()
 
-    def _take(self) -> Instance:
+    def _take(self, prefer: Callable[[Instance], int] | None) -> Instance:
         with self._cond:
             while True:
                 if self._free:
-                    return self._free.pop()
+                    return self._free.pop(best_index(self._free, prefer))
                 if len(self.instances) + self._loading < self.size:
                     self._loading += 1
                     break

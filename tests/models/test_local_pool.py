@@ -173,3 +173,61 @@ def test_two_instances_are_never_loaded_at_once(tmp_path: Path, monkeypatch: pyt
     for thread in loads:
         thread.join()
     assert OverlapLlama.most == 1
+
+
+def test_a_free_instance_is_chosen_by_preference_then_last_given_back() -> None:
+    free = ["a", "b", "c"]
+    assert local_pool.best_index(free, None) == 2  # no preference: the last given back
+    assert local_pool.best_index(free, {"a": 5, "b": 1, "c": 1}.__getitem__) == 0
+    assert local_pool.best_index(free, {"a": 1, "b": 3, "c": 3}.__getitem__) == 2  # ties: the last
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("", ""),
+        ("abc", ""),
+        ("abc", "abd"),
+        ("abc", "abcdef"),
+        ("same", "same"),
+        ("x" * 999 + "y", "x" * 999),
+    ],
+)
+def test_common_prefix_length(a: str, b: str) -> None:
+    import os.path
+
+    assert local_pool.common_prefix_length(a, b) == len(os.path.commonprefix([a, b]))
+
+
+def test_each_conversation_keeps_to_the_instance_that_holds_its_prefix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two rollouts take turns on a pool of two: each call goes back to the instance whose cache
+    holds its conversation so far; a new conversation that shares only the system prompt goes to
+    the instance nobody is continuing rather than evict the other's history."""
+    model = tmp_path / "tiny.gguf"
+    model.write_bytes(b"GGUF")
+    monkeypatch.setitem(
+        sys.modules, "llama_cpp", types.SimpleNamespace(Llama=FakeLlama, StoppingCriteriaList=list)
+    )
+    monkeypatch.setattr(local, "_POOLS", {})
+    monkeypatch.setattr(local_pool.os, "cpu_count", lambda: 2)
+    monkeypatch.setenv(local_pool.POOL_ENV, "2")
+    pool = local.model_pool(str(model))
+    with pool.borrow(), pool.borrow():  # both instances loaded, both free again
+        pass
+    system = {"role": "system", "content": "You run shell commands."}
+
+    def turns(task: str, steps: int) -> list[dict[str, str]]:
+        history = [system, {"role": "user", "content": f"Task: {task}. " * 20}]
+        for step in range(steps):
+            history += [{"role": "assistant", "content": f"call {step}"}, {"role": "user", "content": "ok"}]
+        return history
+
+    served: dict[str, set[int]] = {"one": set(), "two": set()}
+    for step in range(3):
+        for task in ("one", "two"):
+            local.generate(str(model), turns(task, step), max_tokens=4)
+            holder = next(i for i, m in enumerate(pool.instances) if f"Task: {task}" in m.conversation)
+            served[task].add(holder)
+    assert len(served["one"]) == len(served["two"]) == 1 and served["one"] != served["two"]
