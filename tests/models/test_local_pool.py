@@ -125,9 +125,9 @@ class FakeLlama:
         }
 
 
-def test_generate_borrows_from_a_pool_of_one_thread_instances(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def fake_pool_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A GGUF path served by ``FakeLlama`` with a pool of 2 on 2 cores."""
     model = tmp_path / "tiny.gguf"
     model.write_bytes(b"GGUF")
     monkeypatch.setitem(
@@ -136,6 +136,11 @@ def test_generate_borrows_from_a_pool_of_one_thread_instances(
     monkeypatch.setattr(local, "_POOLS", {})
     monkeypatch.setattr(local_pool.os, "cpu_count", lambda: 2)
     monkeypatch.setenv(local_pool.POOL_ENV, "2")
+    return model
+
+
+def test_generate_borrows_from_a_pool_of_one_thread_instances(fake_pool_model: Path) -> None:
+    model = fake_pool_model
     FakeLlama.made.clear()
     reply = local.generate(str(model), [{"role": "user", "content": "hi"}], max_tokens=4)
     pool = local.model_pool(str(model))
@@ -199,20 +204,11 @@ def test_common_prefix_length(a: str, b: str) -> None:
     assert local_pool.common_prefix_length(a, b) == len(os.path.commonprefix([a, b]))
 
 
-def test_each_conversation_keeps_to_the_instance_that_holds_its_prefix(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_each_conversation_keeps_to_the_instance_that_holds_its_prefix(fake_pool_model: Path) -> None:
     """Two rollouts take turns on a pool of two: each call goes back to the instance whose cache
     holds its conversation so far; a new conversation that shares only the system prompt goes to
     the instance nobody is continuing rather than evict the other's history."""
-    model = tmp_path / "tiny.gguf"
-    model.write_bytes(b"GGUF")
-    monkeypatch.setitem(
-        sys.modules, "llama_cpp", types.SimpleNamespace(Llama=FakeLlama, StoppingCriteriaList=list)
-    )
-    monkeypatch.setattr(local, "_POOLS", {})
-    monkeypatch.setattr(local_pool.os, "cpu_count", lambda: 2)
-    monkeypatch.setenv(local_pool.POOL_ENV, "2")
+    model = fake_pool_model
     pool = local.model_pool(str(model))
     with pool.borrow(), pool.borrow():  # both instances loaded, both free again
         pass
