@@ -14,6 +14,7 @@ from harnessevolve.cli.options import (
     AdapterOption,
     BatchSize,
     Concurrency,
+    ControlK,
     GatesFile,
     HarnessDir,
     JsonOut,
@@ -77,15 +78,7 @@ def gate(
             "Without it the control is still scored and reported.",
         ),
     ] = False,
-    control_k: Annotated[
-        int | None,
-        typer.Option(
-            "--control-k",
-            min=0,
-            help="With --split test: the control's samples per test task when no run of this harness ended "
-            "at the candidate (then not matched); 0 leaves the control out.",
-        ),
-    ] = None,
+    control_k: ControlK = None,
     as_json: JsonOut = False,
 ) -> None:
     """Evaluate two revisions of a harness; exit 0 when the candidate passes every gate, 1 when not.

@@ -75,6 +75,16 @@ AdapterOption = Annotated[
         "directory without installing it (repeatable).",
     ),
 ]
+ControlK = Annotated[
+    int | None,
+    typer.Option(
+        "--control-k",
+        min=0,
+        help="Samples per test task of the matched-budget control, given by hand instead of matched to "
+        "the run's rollouts (then marked 'not matched'); 0 leaves the control out. Only where the "
+        "control is scored: gate --split test, report --final.",
+    ),
+]
 SandboxReadOnly = Annotated[
     list[Path] | None,
     typer.Option(

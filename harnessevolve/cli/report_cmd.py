@@ -13,7 +13,7 @@ from rich.table import Table
 
 from harnessevolve.cli._errors import handle_errors
 from harnessevolve.cli.final_view import print_final
-from harnessevolve.cli.options import HarnessDir, JsonOut, Model, Seed
+from harnessevolve.cli.options import ControlK, HarnessDir, JsonOut, Model, Seed
 from harnessevolve.cli.ui import console, progress_hooks, score
 from harnessevolve.core.containment import check_output_path
 from harnessevolve.pipeline.final import load_run, score_test_split
@@ -49,15 +49,7 @@ def report(
             "tasks); self-consistency pick, and the pass@k oracle marked as such), with 95% intervals.",
         ),
     ] = False,
-    control_k: Annotated[
-        int | None,
-        typer.Option(
-            "--control-k",
-            min=0,
-            help="With --final: samples per test task of the control instead of the matched k (then marked "
-            "'not matched'); 0 leaves the control out.",
-        ),
-    ] = None,
+    control_k: ControlK = None,
     control_temperature: Annotated[
         float | None,
         typer.Option(
