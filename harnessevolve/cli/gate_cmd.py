@@ -24,6 +24,7 @@ from harnessevolve.cli.options import (
     SandboxReadOnly,
     Seed,
     UnsafeNoSandbox,
+    chosen_sandbox,
     read_only_paths,
 )
 from harnessevolve.cli.ui import console, mark, progress_hooks
@@ -108,7 +109,7 @@ def gate(
         seed=seed,
         gates_file=gates,
         execution=ExecutionConfig(
-            sandbox=SandboxName.NONE if unsafe_no_sandbox else SandboxName(sandbox),
+            sandbox=chosen_sandbox(sandbox, unsafe_no_sandbox),
             unsafe_no_sandbox=unsafe_no_sandbox,
             sandbox_limits=sandbox_limits,
             concurrency=concurrency,

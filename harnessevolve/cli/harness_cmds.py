@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from harnessevolve.cli._errors import EXIT_BAD_INPUT, handle_errors
-from harnessevolve.cli.options import JsonOut, Sandbox, UnsafeNoSandbox
+from harnessevolve.cli.options import JsonOut, Sandbox, UnsafeNoSandbox, chosen_sandbox
 from harnessevolve.cli.ui import console
 from harnessevolve.core import paths
 from harnessevolve.core.containment import check_output_path
@@ -122,7 +122,7 @@ def validate(
     if report is not None and floor and not report.problems:
         from harnessevolve.cli.floor_view import floor_of_suite
 
-        floor_of_suite(str(directory), "none" if unsafe_no_sandbox else sandbox, unsafe_no_sandbox, as_json)
+        floor_of_suite(str(directory), chosen_sandbox(sandbox, unsafe_no_sandbox), unsafe_no_sandbox, as_json)
         return
     if report is not None:
         if as_json:

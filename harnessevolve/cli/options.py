@@ -95,6 +95,11 @@ SandboxReadOnly = Annotated[
 ]
 
 
+def chosen_sandbox(sandbox: SandboxName, unsafe_no_sandbox: bool) -> SandboxName:
+    """The sandbox agent commands run in: ``--sandbox``, or none with ``--unsafe-no-sandbox``."""
+    return SandboxName.NONE if unsafe_no_sandbox else SandboxName(sandbox)
+
+
 def read_only_paths(paths: list[Path] | None, *, harness: Path | None = None) -> tuple[str, ...]:
     """``--sandbox-ro`` values as absolute paths; ``/``, the temp folder, the ``harness``, its run
     folder or a folder above one of them is refused (``SandboxError``: exit 2, with why)."""

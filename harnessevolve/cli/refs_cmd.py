@@ -20,6 +20,7 @@ from harnessevolve.cli.options import (
     SandboxReadOnly,
     Seed,
     UnsafeNoSandbox,
+    chosen_sandbox,
     read_only_paths,
 )
 from harnessevolve.cli.ui import console
@@ -127,7 +128,7 @@ def import_gold(
 
     box = benchmark_sandbox(
         make_sandbox(
-            "none" if unsafe_no_sandbox else sandbox,
+            chosen_sandbox(sandbox, unsafe_no_sandbox),
             limits=parse_limits(sandbox_limits),
             unsafe=unsafe_no_sandbox,
         ),

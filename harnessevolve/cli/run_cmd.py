@@ -324,7 +324,7 @@ def run(
     converted = {
         "benchmark": benchmark or "",
         "proposer": tuple(p.strip() for p in proposer.split(",") if p.strip()),
-        "sandbox": SandboxName.NONE if unsafe_no_sandbox else sandbox,
+        "sandbox": shared.chosen_sandbox(sandbox, unsafe_no_sandbox),
         "sandbox_ro": shared.read_only_paths(sandbox_ro, harness=harness),
         "adapter": tuple(adapter or ()),
     }

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from harnessevolve.cli._errors import fail, handle_errors
-from harnessevolve.cli.options import JsonOut, Sandbox, SandboxLimitsOption, UnsafeNoSandbox
+from harnessevolve.cli.options import JsonOut, Sandbox, SandboxLimitsOption, UnsafeNoSandbox, chosen_sandbox
 from harnessevolve.cli.ui import console
 from harnessevolve.core.enums import SandboxName
 from harnessevolve.sandbox.base import make_sandbox
@@ -69,7 +69,7 @@ def synthesize_cmd(
     if out.resolve().is_relative_to(repo.resolve()):
         raise fail(f"--out: {out} lies inside --repo", hint="write the tasks outside the repository")
     box = make_sandbox(
-        "none" if unsafe_no_sandbox else sandbox,
+        chosen_sandbox(sandbox, unsafe_no_sandbox),
         limits=SandboxLimits.parse(sandbox_limits) if sandbox_limits else None,
         unsafe=unsafe_no_sandbox,
     )
