@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 import yaml
+from one_rollout import run_rollout
 
 from harnessevolve.core import paths
 from harnessevolve.core.tasks import Benchmark, load_benchmark
 from harnessevolve.execute.agent import run_agent
-from harnessevolve.execute.runners import runner_for
 from harnessevolve.execute.tool_server import benchmark_sandbox
 from harnessevolve.execute.workspace import create_workspace, remove_workspace, tool_env
 from harnessevolve.harness.load import load_harness
@@ -264,18 +264,7 @@ def external_rollout(
 ) -> dict:
     harness = load_harness(harness_root)
     task = bench.task(task_id)
-    sandbox = benchmark_sandbox(None, bench)
-
-    async def go() -> Any:
-        workspace = await create_workspace(task, sandbox=sandbox)
-        try:
-            return await runner_for(harness).run(
-                harness, task, workspace, model=model, seed=0, sandbox=sandbox
-            )
-        finally:
-            remove_workspace(workspace)
-
-    return asyncio.run(go()).to_dict()
+    return run_rollout(harness, task, model=model, sandbox=benchmark_sandbox(None, bench)).to_dict()
 
 
 def command_harness(tmp_path: Path, agent_py: str, args: list[str]) -> Path:

@@ -18,13 +18,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from one_rollout import run_rollout
 from reference_actions import then_submit
 from suite_files import answer_task, write_suite
 
 from harnessevolve.core.signals import Cause, Cluster, ErrorSignal
 from harnessevolve.core.tasks import Task, load_benchmark
-from harnessevolve.execute.runners import runner_for
-from harnessevolve.execute.workspace import create_workspace, remove_workspace
 from harnessevolve.harness.load import load_harness, read_files
 from harnessevolve.models.scripted import register_script, unregister_script
 from harnessevolve.optimize.behaviour_proposer import BehaviourProposer
@@ -325,19 +324,8 @@ def test_a_command_agents_loop_turns_back_a_description_and_takes_the_command(tm
             {"tool_calls": [{"name": "submit", "arguments": {"answer": "It printed 3."}}]},
         ],
     )
-
-    async def go():
-        harness = load_harness(root)
-        workspace = await create_workspace(tasks[0])
-        try:
-            return await runner_for(harness).run(
-                harness, tasks[0], workspace, model="scripted/answercheck", seed=0
-            )
-        finally:
-            remove_workspace(workspace)
-
     try:
-        trajectory = asyncio.run(go())
+        trajectory = run_rollout(load_harness(root), tasks[0], model="scripted/answercheck")
     finally:
         unregister_script("answercheck")
     # the model never submitted the command: its second description was replaced by the last one

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from one_rollout import run_rollout
 
 from harnessevolve.core.tasks import Benchmark
 from harnessevolve.execute.runners import RUNNERS, runner_for, runner_identity
@@ -227,15 +228,7 @@ def test_missing_program_at_run_time_is_a_failed_rollout(tmp_path: Path, task, s
     harness = load_harness(root)
     (root / "agent.py").unlink()  # loaded fine, gone before the rollout: copied from memory
     harness = harness.__class__(**{**harness.__dict__, "files": {}})
-
-    async def go():
-        workspace = await create_workspace(task)
-        try:
-            return await runner_for(harness).run(harness, task, workspace, model="scripted/cmd", seed=0)
-        finally:
-            remove_workspace(workspace)
-
-    trajectory = asyncio.run(go())
+    trajectory = run_rollout(harness, task, model="scripted/cmd")
     assert trajectory.extra["stop_reason"] == "agent_crashed" and "agent.py" in trajectory.extra["error"]
 
 

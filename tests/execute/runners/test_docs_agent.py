@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 from pathlib import Path
 
 import pytest
 import yaml
+from one_rollout import run_rollout
 
 from harnessevolve.core.tasks import Benchmark
-from harnessevolve.execute.runners import runner_for
-from harnessevolve.execute.workspace import create_workspace, remove_workspace
 from harnessevolve.harness.load import load_harness
 from harnessevolve.models.scripted import register_script, unregister_script
 
@@ -39,18 +37,8 @@ def test_the_documented_agent_runs(tmp_path: Path, shell_basics: Benchmark) -> N
     register_script(
         "docs-agent", [{"tool_calls": [{"name": "bash", "arguments": {"command": "wc -l < list.txt"}}]}, "11"]
     )
-
-    async def go():
-        workspace = await create_workspace(task)
-        try:
-            return await runner_for(harness).run(
-                harness, task, workspace, model="scripted/docs-agent", seed=0
-            )
-        finally:
-            remove_workspace(workspace)
-
     try:
-        trajectory = asyncio.run(go())
+        trajectory = run_rollout(harness, task, model="scripted/docs-agent")
     finally:
         unregister_script("docs-agent")
     assert trajectory.extra["stop_reason"] == "submitted" and trajectory.extra["answer"] == "11"

@@ -6,7 +6,6 @@ scripted."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import shutil
@@ -17,13 +16,12 @@ from typing import Any
 
 import pytest
 import yaml
+from one_rollout import run_rollout
 
 from harnessevolve.core import paths
 from harnessevolve.core.atif import Step, Trajectory
 from harnessevolve.core.tasks import Check, Task
 from harnessevolve.execute.runners import rollout_bounds as bounds
-from harnessevolve.execute.runners import runner_for
-from harnessevolve.execute.workspace import create_workspace, remove_workspace
 from harnessevolve.harness.load import load_harness
 
 pytestmark = pytest.mark.skipif(not os.access("/usr/bin/bwrap", os.X_OK), reason="needs bubblewrap")
@@ -45,16 +43,7 @@ def harness_with(tmp_path: Path, agent_py: str, *args: str) -> Path:
 
 
 def rollout(harness_root: Path, model: str = "scripted/out-probe") -> Trajectory:
-    harness = load_harness(harness_root)
-
-    async def go() -> Trajectory:
-        workspace = await create_workspace(TASK)
-        try:
-            return await runner_for(harness).run(harness, TASK, workspace, model=model, seed=0)
-        finally:
-            remove_workspace(workspace)
-
-    return asyncio.run(go())
+    return run_rollout(load_harness(harness_root), TASK, model=model)
 
 
 LINK_AGENT = """
