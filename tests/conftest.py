@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
+
+# Piped CLI output is 240 columns wide unless COLUMNS says otherwise (harnessevolve.cli.ui); the
+# tests read that output, so a COLUMNS from the shell or from pytest-xdist's workers (which set 80)
+# must not reach the console built at import below.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
 
 import pytest
 from typer.testing import CliRunner
