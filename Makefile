@@ -45,17 +45,22 @@ demo: install
 		--generations $(DEMO_GENERATIONS) --batch-size $(DEMO_BATCH) || test $$? -eq 1
 	$(BIN)/harnessevolve report --harness $(DEMO_DIR)/harness --final
 
+# pytest-xdist spreads the tests over the cores (auto: one worker per core, 8 at most); JOBS=0 runs
+# them in this one process.
+JOBS ?= auto
+PYTEST := $(BIN)/python -m pytest -q -n $(JOBS) --maxprocesses 8
+
 test: install
-	$(BIN)/python -m pytest -q
+	$(PYTEST)
 
 test-fast: install
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(PYTEST) -m "not slow"
 
 # The suite under artificial load (two busy processes per core), REPEAT times in a row: no test may
 # depend on timing. Part of it: .venv/bin/python tests/under_load.py -- tests/cli -k interrupt
 REPEAT ?= 3
 test-under-load: install
-	$(BIN)/python tests/under_load.py --repeat $(REPEAT)
+	$(BIN)/python tests/under_load.py --repeat $(REPEAT) -- -n $(JOBS) --maxprocesses 8
 
 lint: install
 	$(BIN)/ruff check .

@@ -6,14 +6,18 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+from typer.testing import CliRunner
+
 # Piped CLI output is 240 columns wide unless COLUMNS says otherwise (harnessevolve.cli.ui); the
 # tests read that output, so a COLUMNS from the shell or from pytest-xdist's workers (which set 80)
 # must not reach the console built at import below.
 for _name in ("COLUMNS", "LINES"):
     os.environ.pop(_name, None)
-
-import pytest
-from typer.testing import CliRunner
+# Under pytest-xdist (``make test``) the embedded model shares the cores with the other workers,
+# where llama.cpp runs fastest on one thread (harnessevolve.models.local.default_threads).
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("HARNESSEVOLVE_LOCAL_THREADS", "1")
 
 sys.path.insert(0, str(Path(__file__).parent))
 
