@@ -16,6 +16,7 @@ import argparse
 import os
 import subprocess
 import sys
+import time
 
 SPIN = """
 import ctypes, os, signal, sys
@@ -64,10 +65,16 @@ def main(argv: list[str]) -> int:
     try:
         for attempt in range(1, options.repeat + 1):
             print(f"under load: pytest run {attempt} of {options.repeat}", flush=True)
+            started = time.monotonic()
             code = subprocess.call([sys.executable, "-m", "pytest", "-q", *pytest_args])
+            minutes = (time.monotonic() - started) / 60
             if code != 0:
-                print(f"under load: pytest run {attempt} failed (exit {code})", flush=True)
+                print(
+                    f"under load: pytest run {attempt} failed (exit {code}) after {minutes:.1f} min",
+                    flush=True,
+                )
                 return code
+            print(f"under load: pytest run {attempt} passed in {minutes:.1f} min", flush=True)
     finally:
         stop_load(busy)
     print(f"under load: {options.repeat} pytest run(s) in a row passed", flush=True)
