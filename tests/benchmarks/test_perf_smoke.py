@@ -117,14 +117,16 @@ def test_helper_module_imports(name: str, monkeypatch: pytest.MonkeyPatch) -> No
 @pytest.mark.parametrize("name", sorted(SMOKE))
 def test_smoke_mode_runs_and_prints_its_figures(name: str) -> None:
     argv, figures = SMOKE[name]
-    run_smoke(name, argv, figures, timeout_s=240)
+    run_smoke(name, argv, figures, timeout_s=900)
 
 
+# The timeouts are hang guards, not timing checks: under `make test-under-load` (4 busy processes
+# and 2 xdist workers on 2 cores) train_gain --smoke took 856 s, and past 900 s with a demo beside it.
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SLOW_SMOKE))
 def test_smoke_mode_of_a_model_script(name: str) -> None:
     argv, figures = SLOW_SMOKE[name]
-    run_smoke(name, argv, figures, timeout_s=900)
+    run_smoke(name, argv, figures, timeout_s=2400)
 
 
 def test_local_pool_speed_refuses_a_figure_that_timed_no_model() -> None:
