@@ -48,7 +48,8 @@ demo: install
 # pytest-xdist spreads the tests over the cores (auto: one worker per core, 8 at most); JOBS=0 runs
 # them in this one process.
 JOBS ?= auto
-PYTEST := $(BIN)/python -m pytest -q -n $(JOBS) --maxprocesses 8
+XDIST := -n $(JOBS) --maxprocesses 8
+PYTEST := $(BIN)/python -m pytest -q $(XDIST)
 
 test: install
 	$(PYTEST)
@@ -60,7 +61,7 @@ test-fast: install
 # depend on timing. Part of it: .venv/bin/python tests/under_load.py -- tests/cli -k interrupt
 REPEAT ?= 3
 test-under-load: install
-	$(BIN)/python tests/under_load.py --repeat $(REPEAT) -- -n $(JOBS) --maxprocesses 8
+	$(BIN)/python tests/under_load.py --repeat $(REPEAT) -- $(XDIST)
 
 lint: install
 	$(BIN)/ruff check .
