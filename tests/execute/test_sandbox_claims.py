@@ -34,6 +34,21 @@ NOBODY = 65534
 AS_NOBODY = ("setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups")
 
 
+@pytest.fixture(scope="module")
+def package_for_nobody():
+    """A PYTHONPATH holding the package, readable by nobody: the checkout may sit under a folder
+    nobody cannot enter (``mktemp -d`` makes one 0700), so the package is copied to one that it can."""
+    holder = Path(tempfile.mkdtemp(prefix="he-nobody-pkg-"))
+    holder.chmod(0o755)
+    shutil.copytree(
+        REPO / "harnessevolve", holder / "harnessevolve", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    for path in holder.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    yield str(holder)
+    shutil.rmtree(holder, ignore_errors=True)
+
+
 # --- uids of two concurrent harnessevolve processes --------------------------------------------------
 
 ALLOCATE = textwrap.dedent(
@@ -192,7 +207,7 @@ REMOVE_AS_NOBODY = textwrap.dedent(
     ("mode", "host_mode", "root_mode"), [("new", "0o600", "0o755"), ("old", "0o700", "0o700")]
 )
 def test_removal_as_a_non_root_user_never_chmods_through_a_symlink(
-    mode: str, host_mode: str, root_mode: str
+    mode: str, host_mode: str, root_mode: str, package_for_nobody: str
 ) -> None:
     """As nobody (the system Python, the package from the checkout): a workspace folder without
     write permission holding symlinks to a host file and folder. remove_tree removes it and leaves
@@ -206,7 +221,7 @@ def test_removal_as_a_non_root_user_never_chmods_through_a_symlink(
             capture_output=True,
             text=True,
             timeout=60,
-            env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+            env={"PYTHONPATH": package_for_nobody, "PATH": "/usr/bin:/bin"},
         )
         assert done.returncode == 0, done.stderr
         found_mode, ws_left, found_root_mode = done.stdout.split()
@@ -261,14 +276,14 @@ NON_ROOT_ROLLOUT = textwrap.dedent(
 
 
 @pytest.mark.skipif(not (AS_ROOT and HAS_BWRAP), reason="needs root to become nobody")
-def test_the_sandbox_as_a_non_root_user() -> None:
+def test_the_sandbox_as_a_non_root_user(package_for_nobody: str) -> None:
     done = subprocess.run(
         [*AS_NOBODY, "/usr/bin/python3", "-c", NON_ROOT_ROLLOUT],
         capture_output=True,
         text=True,
         timeout=120,
         cwd="/tmp",
-        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": "/nonexistent"},
+        env={"PYTHONPATH": package_for_nobody, "PATH": "/usr/bin:/bin", "HOME": "/nonexistent"},
     )
     if "cannot create a sandbox" in done.stderr:
         pytest.skip("unprivileged user namespaces are off here")
