@@ -227,3 +227,131 @@ def test_each_conversation_keeps_to_the_instance_that_holds_its_prefix(fake_pool
             holder = next(i for i, m in enumerate(pool.instances) if f"Task: {task}" in m.conversation)
             served[task].add(holder)
     assert len(served["one"]) == len(served["two"]) == 1 and served["one"] != served["two"]
+
+
+def test_serial_prefill_is_off_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(local_pool.PREFILL_ENV, raising=False)
+    assert local_pool.serial_prefill() is False
+    monkeypatch.setenv(local_pool.PREFILL_ENV, "Serial")
+    assert local_pool.serial_prefill() is True
+    monkeypatch.setenv(local_pool.PREFILL_ENV, "parallel")
+    assert local_pool.serial_prefill() is False
+    monkeypatch.setenv(local_pool.PREFILL_ENV, "sometimes")
+    with pytest.raises(LocalPoolError, match="HARNESSEVOLVE_LOCAL_PREFILL must be"):
+        local_pool.serial_prefill()
+
+
+class CacheLlama:
+    """The members of llama-cpp-python's ``Llama`` that ``prefill_prompt`` uses, over a KV cache
+    kept as a token list: ``eval`` appends at ``n_tokens``, ``kv_cache_seq_rm`` cuts."""
+
+    def __init__(self, can_cut: bool = True) -> None:
+        self.cache: list[int] = []
+        self.n_tokens = 0
+        self._requires_eval = True  # llama-cpp-python's: no logits yet for the cached tokens
+        self.evaluated: list[list[int]] = []
+        self.can_cut = can_cut
+        self._ctx = types.SimpleNamespace(kv_cache_seq_rm=self._cut)
+
+    @property
+    def _input_ids(self) -> list[int]:
+        return self.cache[: self.n_tokens]
+
+    def _cut(self, _seq: int, start: int, _end: int) -> bool:
+        if not self.can_cut:
+            return False
+        del self.cache[start:]
+        return True
+
+    def eval(self, tokens: list[int]) -> None:
+        del self.cache[self.n_tokens :]
+        self.cache.extend(tokens)
+        self.n_tokens = len(self.cache)
+        self._requires_eval = False
+        self.evaluated.append(list(tokens))
+
+
+def test_prefill_evaluates_the_prompt_as_the_completion_would_reusing_the_cached_prefix() -> None:
+    llama = CacheLlama()
+    assert local.prefill_prompt(llama, [1, 2, 3, 4]) == 4
+    assert llama.cache == [1, 2, 3, 4] and llama.n_tokens == 4  # the completion samples at once
+    assert local.prefill_prompt(llama, [1, 2, 3, 4, 5, 6]) == 2  # the next turn: only what is new
+    assert llama.evaluated[-1] == [5, 6]
+    assert local.prefill_prompt(llama, [1, 2, 3, 4, 5, 6]) == 0  # cached as it is, logits and all
+    llama._requires_eval = True  # a restored state: its logits must be made again
+    assert local.prefill_prompt(llama, [1, 2, 3, 4, 5, 6]) == 1 and llama.evaluated[-1] == [6]
+    assert local.prefill_prompt(llama, [1, 9, 9]) == 2  # another conversation: cut back, then evaluate
+    assert llama.cache == [1, 9, 9] and llama.evaluated[-1] == [9, 9]
+    assert local.prefill_prompt(llama, [1]) == 1  # a prefix of the cache: its last token again
+    assert llama.cache == [1] and llama.n_tokens == 1
+
+
+def test_prefill_leaves_the_cache_alone_when_it_cannot_cut_it_or_the_members_are_missing() -> None:
+    llama = CacheLlama()
+    local.prefill_prompt(llama, [1, 2, 3])
+    llama.can_cut = False
+    assert local.prefill_prompt(llama, [1, 2, 7]) == 0  # create_completion resets and evaluates it
+    assert llama.cache == [1, 2, 3] and llama.n_tokens == 3
+    assert local.prefill_prompt(object(), [1, 2, 3]) == 0
+
+
+class PrefillOverlapLlama(FakeLlama, CacheLlama):
+    """FakeLlama with a cache whose ``eval`` records how many run at once: each waits (``meet``'s
+    timeout) for a second to start, so that two unserialized evaluations meet."""
+
+    inside = 0
+    most = 0
+    guard = threading.Lock()
+    meet = threading.Barrier(2, timeout=0.5)
+
+    def __init__(self, **kwargs: object) -> None:
+        FakeLlama.__init__(self, **kwargs)
+        CacheLlama.__init__(self)
+
+    def eval(self, tokens: list[int]) -> None:
+        cls = PrefillOverlapLlama
+        with cls.guard:
+            cls.inside += 1
+            cls.most = max(cls.most, cls.inside)
+        with contextlib.suppress(threading.BrokenBarrierError):
+            cls.meet.wait()
+        with cls.guard:
+            cls.inside -= 1
+        CacheLlama.eval(self, tokens)
+
+
+@pytest.mark.parametrize(
+    ("setting", "locked", "most"),
+    [
+        ("serial", True, 1),
+        ("serial", False, 2),  # the positive control: without the lock the two evaluations meet
+        ("parallel", True, 0),  # generate leaves the prompt to create_completion
+    ],
+)
+def test_serial_prefill_lets_one_instance_evaluate_a_prompt_at_a_time(
+    fake_pool_model: Path, monkeypatch: pytest.MonkeyPatch, setting: str, locked: bool, most: int
+) -> None:
+    monkeypatch.setitem(
+        sys.modules,
+        "llama_cpp",
+        types.SimpleNamespace(Llama=PrefillOverlapLlama, StoppingCriteriaList=list),
+    )
+    monkeypatch.setenv(local_pool.PREFILL_ENV, setting)
+    if not locked:
+        monkeypatch.setattr(local, "_PREFILL_LOCK", contextlib.nullcontext())
+    PrefillOverlapLlama.most = 0
+    # a late second caller can only hide an overlap, never make one: short where none is expected,
+    # long for the control, whose two callers meet as soon as both are there
+    monkeypatch.setattr(PrefillOverlapLlama, "meet", threading.Barrier(2, timeout=0.5 if locked else 60))
+    both = threading.Barrier(2, timeout=30)
+
+    def call(word: str) -> None:
+        both.wait()  # both start together, on two instances of the pool
+        local.generate(str(fake_pool_model), [{"role": "user", "content": f"{word} a b c"}], max_tokens=4)
+
+    threads = [threading.Thread(target=call, args=(w,)) for w in ("one", "two")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert PrefillOverlapLlama.most == most
