@@ -450,7 +450,9 @@ def generate(
         with loaded.lock:
             tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
             if serial_prefill():
-                with _PREFILL_LOCK:
+                with _PREFILL_LOCK:  # its turn may come after a stop signal: not worth starting then
+                    if interrupts.stopping():
+                        raise CompletionStoppedError("completion stopped by a stop signal")
                     prefill_prompt(llama, tokens)
             stopping = _stopping_criteria(llama, len(tokens), prefill, stop_after_call)
             result = llama.create_completion(

@@ -355,3 +355,20 @@ def test_serial_prefill_lets_one_instance_evaluate_a_prompt_at_a_time(
     for thread in threads:
         thread.join(60)
     assert PrefillOverlapLlama.most == most
+
+
+def test_a_stop_signal_while_waiting_for_the_prefill_turn_ends_the_call_before_it(
+    fake_pool_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harnessevolve.core import interrupts
+
+    monkeypatch.setitem(
+        sys.modules, "llama_cpp", types.SimpleNamespace(Llama=PrefillOverlapLlama, StoppingCriteriaList=list)
+    )
+    monkeypatch.setenv(local_pool.PREFILL_ENV, "serial")
+    looks = iter([False] + [True] * 10)  # not yet stopping when the call begins; then at once
+    monkeypatch.setattr(interrupts, "stopping", lambda: next(looks))
+    PrefillOverlapLlama.most = 0
+    with pytest.raises(local.CompletionStoppedError):
+        local.generate(str(fake_pool_model), [{"role": "user", "content": "a b c"}], max_tokens=4)
+    assert PrefillOverlapLlama.most == 0  # its prompt was never evaluated
