@@ -245,6 +245,8 @@ class CacheLlama:
     """The members of llama-cpp-python's ``Llama`` that ``prefill_prompt`` uses, over a KV cache
     kept as a token list: ``eval`` appends at ``n_tokens``, ``kv_cache_seq_rm`` cuts."""
 
+    context = 16
+
     def __init__(self, can_cut: bool = True) -> None:
         self.cache: list[int] = []
         self.n_tokens = 0
@@ -262,6 +264,13 @@ class CacheLlama:
             return False
         del self.cache[start:]
         return True
+
+    def n_ctx(self) -> int:
+        return self.context
+
+    def reset(self) -> None:
+        self.n_tokens = 0
+        self._requires_eval = True
 
     def eval(self, tokens: list[int]) -> None:
         del self.cache[self.n_tokens :]
@@ -286,12 +295,17 @@ def test_prefill_evaluates_the_prompt_as_the_completion_would_reusing_the_cached
     assert llama.cache == [1] and llama.n_tokens == 1
 
 
-def test_prefill_leaves_the_cache_alone_when_it_cannot_cut_it_or_the_members_are_missing() -> None:
+def test_prefill_starts_over_when_the_cache_cannot_be_cut_and_leaves_what_it_cannot_do() -> None:
     llama = CacheLlama()
     local.prefill_prompt(llama, [1, 2, 3])
-    llama.can_cut = False
-    assert local.prefill_prompt(llama, [1, 2, 7]) == 0  # create_completion resets and evaluates it
-    assert llama.cache == [1, 2, 3] and llama.n_tokens == 3
+    llama.can_cut = False  # a recurrent model's state: evaluated again from the start, as generate does
+    assert local.prefill_prompt(llama, [1, 2, 7]) == 3 and llama.cache == [1, 2, 7]
+    assert llama._requires_eval is False
+    # left to create_completion, nothing changed: an empty prompt, one the context cannot hold, and a
+    # llama-cpp-python without the members used
+    assert local.prefill_prompt(llama, []) == 0
+    assert local.prefill_prompt(llama, list(range(CacheLlama.context))) == 0
+    assert llama.cache == [1, 2, 7] and llama.n_tokens == 3
     assert local.prefill_prompt(object(), [1, 2, 3]) == 0
 
 
