@@ -14,12 +14,12 @@ evaluated prefix instead of evaluating its whole prompt again on the other one.
 - ``auto``: as many as the cores, within the free memory.
 
 ``HARNESSEVOLVE_LOCAL_PREFILL=serial`` makes the instances of a process take turns evaluating their
-prompts (one prompt evaluation at a time; generation still runs at once): with the 1.5B, two
-processes evaluating a prompt at once on this project's 2 vCPUs were measured slower together than
-one after the other (docs/compare.md). As each instance has one thread, serial means one core
-evaluates prompts at any time, whatever the pool's size: meant for small pools on few cores.
-``parallel`` (the default) lets them overlap, as before. ``benchmarks/perf/local_pool_speed.py
---configs 1x1,2x2,2x2-serial`` measures the two side by side.
+prompts (one prompt evaluation at a time; generation still runs at once). Two prompt evaluations
+at once were measured slower together than one after the other (the 1.5B, 2 vCPUs), yet taking
+turns was slower still: 0.89x of ``parallel`` for the 1.5B on 2 cores (docs/compare.md). So
+``parallel``, the default, lets them overlap; ``benchmarks/perf/local_pool_speed.py --configs
+1x1,2x2,2x2-serial`` measures the two side by side on other hardware. With one thread per
+instance, serial means one core evaluates prompts at any time, whatever the pool's size.
 
 The memory check is an estimate made when the pool is made: an instance is counted as
 ``MEMORY_FACTOR`` x its GGUF file (weights, KV cache and scratch of a few-thousand-token context),
