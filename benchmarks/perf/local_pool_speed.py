@@ -9,10 +9,7 @@ loaded before the clock starts. Each llama.cpp instance has 1 thread. The config
 the order given, alternating ``--rounds`` times; a figure is the median over rounds. A ``-lifo``
 suffix (``2x2-lifo``) turns off the pool's cache preference in that child (every call takes the free
 instance given back last, as before ``borrow(prefer=...)``): ``--configs 1x1,2x2-lifo,2x2`` measures
-what the preference gives, side by side in one run. A ``-serial`` suffix sets
-``HARNESSEVOLVE_LOCAL_PREFILL=serial`` in that child (the instances take turns evaluating prompts):
-``--configs 1x1,2x2,2x2-serial``. The verdict is on the default configuration (no suffix); each
-variant's ratio is printed beside it. Target: a pool
+what the preference gives, side by side in one run. Target: a pool
 of 2 on 2 cores gives >= 1.7x the rollouts/s of the best pool-of-1 configuration. Pass counts are
 printed too: at temperature 0 the pool must not change what the agent does.
 
@@ -31,7 +28,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import NamedTuple
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -80,32 +76,24 @@ def one(
     }
 
 
-VARIANTS = ("", "lifo", "serial")
-
-
-class Config(NamedTuple):
-    pool: int
-    concurrency: int
-    variant: str = ""
-    """"": the defaults; "lifo": no cache preference; "serial": one prompt evaluation at a time."""
+Config = tuple[int, int, bool]
+"""(pool size, rollouts at once, cache preference on)."""
 
 
 def parse_config(text: str) -> Config:
     sizes, _, variant = text.strip().partition("-")
-    if variant not in VARIANTS:
-        raise SystemExit(f"--configs: {text!r}: the suffixes are -lifo and -serial")
+    if variant not in ("", "lifo"):
+        raise SystemExit(f"--configs: {text!r}: the only suffix is -lifo")
     pool, concurrency = (int(n) for n in sizes.split("x"))
-    return Config(pool, concurrency, variant)
+    return pool, concurrency, variant != "lifo"
 
 
 def pool_label(config: Config) -> str:
-    return f"{config.pool}" + (f" {config.variant}" if config.variant else "")
+    return f"{config[0]}" + ("" if config[2] else " lifo")
 
 
-def measure(args: argparse.Namespace, config: Config) -> dict[str, float]:
-    pool, concurrency = config.pool, config.concurrency
+def measure(args: argparse.Namespace, pool: int, concurrency: int, prefer: bool = True) -> dict[str, float]:
     env = {**os.environ, "HARNESSEVOLVE_LOCAL_POOL": str(pool), "HARNESSEVOLVE_LOCAL_THREADS": "1"}
-    env["HARNESSEVOLVE_LOCAL_PREFILL"] = "serial" if config.variant == "serial" else "parallel"
     child = [sys.executable, __file__, "--child", "--model", args.model, "--benchmark", args.benchmark]
     child += [
         "--tasks",
@@ -114,7 +102,7 @@ def measure(args: argparse.Namespace, config: Config) -> dict[str, float]:
         str(args.warmup),
         "--concurrency",
         str(concurrency),
-        *(["--no-prefer"] if config.variant == "lifo" else []),
+        *([] if prefer else ["--no-prefer"]),
     ]
     done = subprocess.run(child, env=env, check=True, capture_output=True, text=True)
     lines = done.stdout.strip().splitlines()
@@ -150,13 +138,13 @@ def main() -> int:
     parser.add_argument(
         "--smoke",
         action="store_true",
-        help="smollm2-135m, 2 tasks, 1 warm-up, configs 1x1,2x2-lifo,2x2,2x2-serial (no target)",
+        help="smollm2-135m, 2 tasks, 1 warm-up, configs 1x1,2x2-lifo,2x2 (no target)",
     )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.smoke:
         args.model, args.tasks, args.warmup, args.check = "local/smollm2-135m", 2, 1, False
-        args.configs = "1x1,2x2-lifo,2x2,2x2-serial"  # every path runs
+        args.configs = "1x1,2x2-lifo,2x2"  # the preference off and on: both paths run
     if args.child:
         # flushed at once: a child whose llama.cpp instances end with it has lost an unflushed line
         print(
@@ -170,15 +158,15 @@ def main() -> int:
     load_before = os.getloadavg()[0]
     runs: dict[Config, list[dict[str, float]]] = {c: [] for c in configs}
     for _ in range(args.rounds):
-        for config in configs:
-            runs[config].append(measure(args, config))
+        for pool, concurrency, prefer in configs:
+            runs[(pool, concurrency, prefer)].append(measure(args, pool, concurrency, prefer))
     print(
         f"{args.model} on {args.benchmark}: {args.tasks} tasks x {args.rounds} round(s), "
         f"1 thread per instance, {os.cpu_count()} cores; "
         f"loadavg {load_before:.2f} before, {os.getloadavg()[0]:.2f} after"
     )
     rates = {c: statistics.median(r["rollouts"] / r["wall_s"] for r in runs[c]) for c in configs}
-    single = max((c for c in configs if c.pool == 1), key=lambda c: rates[c], default=configs[0])
+    single = max((c for c in configs if c[0] == 1), key=lambda c: rates[c], default=configs[0])
     print(
         f"{'pool':>9} {'at once':>8} {'rollouts/s':>11} {'s/rollout':>10} {'passed':>7} "
         f"{'vs best pool 1':>15}  per round (rollouts/s; tokens)"
@@ -190,21 +178,13 @@ def main() -> int:
             f"{pool_label(c):>9} {runs[c][0]['at_once']:>8} {rates[c]:>11.3f} {1 / rates[c]:>10.1f} "
             f"{passed:>7} {rates[c] / rates[single]:>14.2f}x  {each}"
         )
-    biggest = [c for c in configs if c.pool == max(c.pool for c in configs)]
-    largest = max([c for c in biggest if not c.variant] or biggest, key=lambda c: rates[c])  # the default
+    largest = max(configs, key=lambda c: (c[0], c[2], rates[c]))  # the default: preference on
     top = rates[largest] / rates[single]
     verdict = "met" if top >= TARGET else "MISSED"
     print(
-        f"pool {pool_label(largest)} vs pool 1 (its best, {single.concurrency} at once): {top:.2f}x "
+        f"pool {largest[0]} vs pool 1 (its best, {single[1]} at once): {top:.2f}x "
         f"(target >= {TARGET}x: {verdict})"
     )
-    for c in biggest:
-        if c != largest:
-            ratio, beside = rates[c] / rates[single], rates[c] / rates[largest]
-            print(
-                f"  pool {pool_label(c)}, {c.concurrency} at once: {ratio:.2f}x "
-                f"({beside:.2f}x pool {pool_label(largest)} beside it)"
-            )
     return 1 if args.check and top < TARGET else 0
 
 

@@ -55,7 +55,6 @@ from harnessevolve.models.local_pool import (
     common_prefix_length,
     pool_size,
     requested_size,
-    serial_prefill,
 )
 from harnessevolve.models.tool_text import call_finished
 
@@ -202,8 +201,6 @@ _LOAD_LOCK = threading.Lock()
 """One llama.cpp load at a time in a process: two ``Llama(...)`` made at once in two threads end the
 process, silently and with exit status 0, on most tries (seen with llama-cpp-python 0.3 on 2 cores,
 two instances of the 0.5B; 3 of 4 tries, 0 of 4 with this lock)."""
-_PREFILL_LOCK = threading.Lock()
-"""Held while an instance evaluates a prompt, with ``HARNESSEVOLVE_LOCAL_PREFILL=serial``."""
 
 
 def resolve_model_path(model: str) -> Path:
@@ -449,11 +446,6 @@ def generate(
             grammar = LlamaGrammar.from_string(grammar_gbnf, verbose=False)
         with loaded.lock:
             tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
-            if serial_prefill():
-                with _PREFILL_LOCK:  # its turn may come after a stop signal: not worth starting then
-                    if interrupts.stopping():
-                        raise CompletionStoppedError("completion stopped by a stop signal")
-                    prefill_prompt(llama, tokens)
             stopping = _stopping_criteria(llama, len(tokens), prefill, stop_after_call)
             result = llama.create_completion(
                 prompt=tokens,
@@ -479,41 +471,6 @@ def generate(
         finish_reason=str(first.get("finish_reason") or "stop"),
         dropped_turns=dropped,
     )
-
-
-def prefill_prompt(llama: Any, tokens: Sequence[int]) -> int:
-    """Evaluate ``tokens`` into ``llama``'s KV cache as ``create_completion`` would (the same cached
-    prefix kept, the same rest evaluated in the same batches; from the start when the cache cannot be
-    cut back), so that ``create_completion`` finds the whole prompt cached and samples at once: the
-    prompt's evaluation can then hold a lock of its own, and the logits (so the text at temperature
-    0) are those of the usual path. Returns the tokens evaluated here; 0, with nothing changed, for
-    an empty prompt, one the context cannot hold (``create_completion`` refuses it), or a
-    llama-cpp-python without the members used (``create_completion`` then evaluates it)."""
-    try:
-        held = list(llama._input_ids)
-        cut = llama._ctx.kv_cache_seq_rm
-        evaluate, reset = llama.eval, llama.reset
-        stale = bool(llama._requires_eval)
-        room = int(llama.n_ctx())
-    except AttributeError:
-        return 0
-    wanted = list(tokens)
-    if not wanted or len(wanted) >= room:
-        return 0
-    pairs = enumerate(zip(held, wanted, strict=False))
-    shared = next((i for i, (a, b) in pairs if a != b), min(len(held), len(wanted)))
-    if shared == len(wanted) == len(held) and not stale:
-        return 0  # cached as it is, with its logits: create_completion samples at once
-    if shared == len(wanted):
-        shared -= 1  # one token is evaluated again, for its logits (as create_completion does)
-    if shared > 0 and cut(-1, shared, -1):
-        llama.n_tokens = shared
-        llama._requires_eval = True  # until evaluate has made logits again
-    else:
-        shared = 0
-        reset()  # the whole prompt again (a recurrent model's state cannot be cut back)
-    evaluate(wanted[shared:])
-    return len(wanted) - shared
 
 
 def _stopping_criteria(llama: Any, n_prompt: int, prefill: str, stop_after_call: bool) -> Any:

@@ -13,14 +13,6 @@ evaluated prefix instead of evaluating its whole prompt again on the other one.
 - ``N`` (>= 2): at most N instances, and never more than the cores or what the free memory holds;
 - ``auto``: as many as the cores, within the free memory.
 
-``HARNESSEVOLVE_LOCAL_PREFILL=serial`` makes the instances of a process take turns evaluating their
-prompts (one prompt evaluation at a time; generation still runs at once). Two prompt evaluations
-at once were measured slower together than one after the other (the 1.5B, 2 vCPUs), yet taking
-turns was slower still: 0.89x of ``parallel`` for the 1.5B on 2 cores (docs/compare.md). So
-``parallel``, the default, lets them overlap; ``benchmarks/perf/local_pool_speed.py --configs
-1x1,2x2,2x2-serial`` measures the two side by side on other hardware. With one thread per
-instance, serial means one core evaluates prompts at any time, whatever the pool's size.
-
 The memory check is an estimate made when the pool is made: an instance is counted as
 ``MEMORY_FACTOR`` x its GGUF file (weights, KV cache and scratch of a few-thousand-token context),
 against the memory available then (``psutil``); a pool never drops below one instance.
@@ -38,7 +30,6 @@ from typing import Generic, TypeVar
 from harnessevolve.core.errors import ModelError
 
 POOL_ENV = "HARNESSEVOLVE_LOCAL_POOL"
-PREFILL_ENV = "HARNESSEVOLVE_LOCAL_PREFILL"
 MEMORY_FACTOR = 1.5
 """Memory an instance needs, as a multiple of its model file (an estimate; see the module doc)."""
 
@@ -63,18 +54,6 @@ def requested_size() -> int | None:
             hint=f"e.g. {POOL_ENV}=2 to run two local-model calls at once",
         )
     return int(value)
-
-
-def serial_prefill() -> bool:
-    """Whether instances take turns evaluating prompts (``HARNESSEVOLVE_LOCAL_PREFILL=serial``)."""
-    value = os.environ.get(PREFILL_ENV, "").strip().lower() or "parallel"
-    if value not in ("serial", "parallel"):
-        raise LocalPoolError(
-            f"{PREFILL_ENV} must be 'serial' or 'parallel', not {value!r}",
-            field=PREFILL_ENV,
-            hint=f"{PREFILL_ENV}=serial: one prompt evaluation at a time across the pool's instances",
-        )
-    return value == "serial"
 
 
 def available_memory() -> int | None:

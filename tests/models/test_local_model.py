@@ -348,39 +348,3 @@ def test_real_model_completion_ends_at_its_next_token_once_the_command_is_stoppi
     monkeypatch.setattr(interrupts, "stopping", lambda: True)
     with pytest.raises(CompletionStoppedError):
         generate("local/smollm2-135m", turns, max_tokens=48, temperature=0.0)
-
-
-@pytest.mark.slow
-@needs_model
-def test_real_model_serial_prefill_gives_the_same_text_and_counts(monkeypatch) -> None:
-    """``HARNESSEVOLVE_LOCAL_PREFILL=serial`` evaluates the prompt before the completion, as the
-    completion would: at temperature 0 a first turn and its continuation (which reuses the cached
-    first turn) read the same, with the same token counts, as with the completion evaluating it."""
-    from harnessevolve.models import local
-
-    first = [
-        {"role": "system", "content": "You are a shell expert."},
-        {"role": "user", "content": "How do I count lines in a file? Answer with one command."},
-    ]
-
-    def two_turns(setting: str) -> list[tuple[str, int, int]]:
-        monkeypatch.setenv("HARNESSEVOLVE_LOCAL_PREFILL", setting)
-        monkeypatch.setattr(local, "_POOLS", {})  # a fresh instance: nothing cached
-        one = local.generate("local/smollm2-135m", first, max_tokens=24, temperature=0)
-        turns = [
-            *first,
-            {"role": "assistant", "content": one.text},
-            {"role": "user", "content": "And words?"},
-        ]
-        two = local.generate("local/smollm2-135m", turns, max_tokens=24, temperature=0)
-        return [(g.text, g.prompt_tokens, g.completion_tokens) for g in (one, two)]
-
-    evaluated: list[int] = []
-    prefill = local.prefill_prompt
-    monkeypatch.setattr(
-        local, "prefill_prompt", lambda llama, tokens: evaluated.append(prefill(llama, tokens))
-    )
-    serial = two_turns("serial")
-    assert serial == two_turns("parallel")
-    # the first prompt whole, then the continuation's new part only (the first turn stays cached)
-    assert evaluated[0] == serial[0][1] and 0 < evaluated[1] < serial[1][1]

@@ -24,13 +24,3 @@ def test_a_local_model_runs_as_many_rollouts_as_its_pool_serves(monkeypatch: pyt
     monkeypatch.setenv(local_pool.POOL_ENV, "two")
     with pytest.raises(LocalPoolError, match="HARNESSEVOLVE_LOCAL_POOL"):
         default_concurrency(None, "local/smollm2-135m")
-
-
-def test_a_malformed_prefill_setting_is_refused_before_anything_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(local_pool.POOL_ENV, raising=False)
-    monkeypatch.setenv(local_pool.PREFILL_ENV, "sometimes")
-    with pytest.raises(LocalPoolError, match="HARNESSEVOLVE_LOCAL_PREFILL"):
-        default_concurrency(3, "local/smollm2-135m")  # refused even with the concurrency given
-    assert default_concurrency(3, "openai/gpt-4o-mini") == 3  # the setting is the local model's only
-    monkeypatch.setenv(local_pool.PREFILL_ENV, "serial")
-    assert default_concurrency(None, "local/smollm2-135m") == 1

@@ -16,7 +16,7 @@ from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.core.tasks import Benchmark
 from harnessevolve.execute.executor import EXECUTORS, Executor
 from harnessevolve.execute.tool_server import benchmark_sandbox
-from harnessevolve.models.local_pool import capped_by_cores, requested_size, serial_prefill
+from harnessevolve.models.local_pool import capped_by_cores, requested_size
 from harnessevolve.pipeline.rollouts.rollout_cache import RolloutCache
 from harnessevolve.pipeline.rollouts.scoring import Scorer
 from harnessevolve.runs.run_config import ExecutionConfig
@@ -26,11 +26,10 @@ from harnessevolve.sandbox.base import SandboxLimits, make_sandbox
 def default_concurrency(requested: int | None, model: str) -> int:
     """Rollouts at once: as asked; else, for the embedded model, as many as its pool may hold
     (``HARNESSEVOLVE_LOCAL_POOL``, at most one per core: 1 when unset, one llama.cpp context);
-    4 otherwise. A malformed local-model setting is refused here, before anything runs."""
-    if not model.startswith("local/"):
-        return 4 if requested is None else requested
-    serial_prefill()
-    return capped_by_cores(requested_size()) if requested is None else requested
+    4 otherwise."""
+    if requested is not None:
+        return requested
+    return capped_by_cores(requested_size()) if model.startswith("local/") else 4
 
 
 def parse_limits(text: str | None) -> SandboxLimits | None:
