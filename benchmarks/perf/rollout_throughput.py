@@ -13,7 +13,11 @@ is the shell-agent harness on a one-file task, model ``openai/fake``: the server
   the same two LM calls and the same bash command) and harnessevolve/DSPy throughput ratios.
 
 * the whole machine's CPU per rollout and share of the cores busy at the top concurrency, each engine
-  (``/proc/stat``: every process, the fake server's included): a machine all busy caps any engine.
+  (``/proc/stat``: every process, the fake server's included): a machine all busy caps any engine;
+* the targets at the top concurrency, each with its verdict, from this run's own figures: >= 1.2x
+  DSPy, >= 90% of litellm's client ceiling (``litellm.acompletion`` alone, one process, the same
+  concurrency; two calls a rollout), cores used >= DSPy's. harnessevolve's figure is its faster
+  executor there.
 
     .venv/bin/python benchmarks/perf/rollout_throughput.py [--quick | --smoke] [--rounds N] [--ray]
                                                            [--workers N] [--sandbox none]
@@ -332,6 +336,49 @@ async def spawn_rate(concurrency: int, n: int, sandbox: Any) -> float:
     return n / wall
 
 
+def print_targets(
+    top: int,
+    rows: list[tuple[int, dict[str, Any], dict[str, Any] | None]],
+    procs: dict[int, Any],
+    ceiling: float,
+    sandbox_name: str,
+) -> None:
+    """The issue's targets at the top concurrency, from this run's own figures: >= 1.2x DSPy, >= 90%
+    of litellm's client ceiling (litellm alone in one process, 2 calls per rollout), cores used >= DSPy's.
+    harnessevolve's figure is its faster executor at that concurrency (usually ``processes``)."""
+    ours, theirs = next(((o, t) for c, o, t in rows if c == top), ({}, None))
+    engines = [("local", ours)] + ([("processes", procs[top])] if top in procs else [])
+    name, best = max(engines, key=lambda e: e[1]["n"] / e[1]["wall"])
+    rate = best["n"] / best["wall"]
+
+    def verdict(met: bool) -> str:
+        return "met" if met else "NOT met"
+
+    print(
+        f"\ntargets at {top} concurrent rollouts, sandbox {sandbox_name}",
+        f"(harnessevolve: --executor {name})",
+    )
+    share = rate / ceiling if ceiling else 0.0
+    print(
+        f"  of litellm's client ceiling ({ceiling:.1f} rollouts/s): {rate:.1f}/s = {share:.0%} "
+        f"(target >= 90%: {verdict(share >= 0.9)})"
+    )
+    if theirs is None:
+        print("  vs DSPy: not measured (--no-dspy)")
+        return
+    theirs_rate = theirs["n"] / theirs["wall"]
+    ratio = rate / theirs_rate
+    print(
+        f"  vs DSPy: {rate:.1f} / {theirs_rate:.1f} = {ratio:.2f}x",
+        f"(target >= 1.2x: {verdict(ratio >= 1.2)})",
+    )
+    cores, theirs_cores = best["cpu_s"] / best["wall"], theirs["cpu_s"] / theirs["wall"]
+    print(
+        f"  cores used: {cores:.2f} vs DSPy's {theirs_cores:.2f} "
+        f"(target >= DSPy's: {verdict(cores >= theirs_cores)})"
+    )
+
+
 # --- main -----------------------------------------------------------------------------------------------
 
 
@@ -541,6 +588,7 @@ def main() -> None:
             f"  litellm.acompletion:            {calls:6.0f}/s -> {calls / STEPS:6.0f} rollouts/s "
             f"({call_cpu:.1f} ms CPU per call)"
         )
+        print_targets(top, rows, procs, calls / STEPS, sandbox.name)
         print(
             f"\nmemory at {top} concurrent rollouts: RSS {m['baseline']:.0f} MiB after warm-up, "
             f"{m['peak']:.0f} MiB peak (+{(m['peak'] - m['baseline']) / top * 1024:.0f} KiB per rollout); "
