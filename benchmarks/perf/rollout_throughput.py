@@ -14,13 +14,17 @@ is the shell-agent harness on a one-file task, model ``openai/fake``: the server
 
 * the whole machine's CPU per rollout and share of the cores busy at the top concurrency, each engine
   (``/proc/stat``: every process, the fake server's included): a machine all busy caps any engine;
-* the targets at the top concurrency, each with its verdict, from this run's own figures: >= 1.2x
-  DSPy, >= 90% of litellm's client ceiling (``litellm.acompletion`` alone, one process, the same
-  concurrency; two calls a rollout), cores used >= DSPy's. harnessevolve's figure is its faster
-  executor there.
+* the targets at the top concurrency, each with its verdict: >= 1.2x DSPy, >= 90% of litellm's
+  client ceiling (``litellm.acompletion`` alone, in this one process, at the same concurrency, two
+  calls a rollout), cores used >= DSPy's (the whole machine's busy cores during each engine's batch,
+  ``/proc/stat``). They are measured side by side: ``--pairs N`` (default 3)
+  times over, a batch of harnessevolve (``--executor processes``; ``local`` with
+  ``--no-processes``), one of DSPy and one of litellm alone, in a rotating order; each run's ratios
+  are printed and the verdicts take their medians (the table's top row shows the median batches).
+  A shared machine's slow minute then weighs on one run of the three, not on one engine.
 
-    .venv/bin/python benchmarks/perf/rollout_throughput.py [--quick | --smoke] [--rounds N] [--ray]
-                                                           [--workers N] [--sandbox none]
+    .venv/bin/python benchmarks/perf/rollout_throughput.py [--quick | --smoke] [--rounds N] [--pairs N]
+                                                           [--ray] [--workers N] [--sandbox none]
 
 ``--rounds N``: rollouts per point = concurrency x N (default 6, ``--quick`` 2); more rounds weigh
 the ramp at the start of a batch less.
@@ -336,46 +340,47 @@ async def spawn_rate(concurrency: int, n: int, sandbox: Any) -> float:
     return n / wall
 
 
-def print_targets(
-    top: int,
-    rows: list[tuple[int, dict[str, Any], dict[str, Any] | None]],
-    procs: dict[int, Any],
-    ceiling: float,
-    sandbox_name: str,
-) -> None:
-    """The issue's targets at the top concurrency, from this run's own figures: >= 1.2x DSPy, >= 90%
-    of litellm's client ceiling (litellm alone in one process, 2 calls per rollout), cores used >= DSPy's.
-    harnessevolve's figure is its faster executor at that concurrency (usually ``processes``)."""
-    ours, theirs = next(((o, t) for c, o, t in rows if c == top), ({}, None))
-    engines = [("local", ours)] + ([("processes", procs[top])] if top in procs else [])
-    name, best = max(engines, key=lambda e: e[1]["n"] / e[1]["wall"])
-    rate = best["n"] / best["wall"]
+def print_targets(top: int, found: dict[str, list[Any]], engine: str, sandbox_name: str) -> None:
+    """The issue's targets at the top concurrency with verdicts, from ``paired_top``'s figures: >= 1.2x
+    DSPy, >= 90% of litellm's client ceiling, cores used >= DSPy's; each pair, then the medians."""
+
+    def rate(r: dict[str, Any]) -> float:
+        return r["n"] / r["wall"]
+
+    def cores(r: dict[str, Any]) -> float:
+        """The whole machine's cores busy during the batch (``/proc/stat``), else the process tree's:
+        the tree misses sandbox processes that outlive their parent and are reaped by init."""
+        if r.get("machine_busy") is not None:
+            return float(r["machine_busy"]) * (os.cpu_count() or 1)
+        return float(r["cpu_s"]) / r["wall"]
 
     def verdict(met: bool) -> str:
         return "met" if met else "NOT met"
 
+    ours, theirs, ceilings = found["ours"], found["dspy"], found["ceiling"]
     print(
-        f"\ntargets at {top} concurrent rollouts, sandbox {sandbox_name}",
-        f"(harnessevolve: --executor {name})",
+        f"\ntargets at {top} concurrent rollouts, sandbox {sandbox_name}, harnessevolve --executor {engine}; "
+        f"{len(ours)} alternating run(s) of each"
     )
-    share = rate / ceiling if ceiling else 0.0
-    print(
-        f"  of litellm's client ceiling ({ceiling:.1f} rollouts/s): {rate:.1f}/s = {share:.0%} "
-        f"(target >= 90%: {verdict(share >= 0.9)})"
-    )
-    if theirs is None:
+    for i, r in enumerate(ours):
+        line = f"  run {i + 1}: harnessevolve {rate(r):5.1f}/s, {cores(r):.2f} cores busy"
+        line += f" | litellm ceiling {ceilings[i][0]:5.1f} rollouts/s ({ceilings[i][1]:.1f} ms CPU a call)"
+        line += f" -> {rate(r) / ceilings[i][0]:4.0%}"
+        if theirs:
+            t = theirs[i]
+            line += f" | DSPy {rate(t):5.1f}/s, {cores(t):.2f} -> {rate(r) / rate(t):.2f}x"
+        print(line)
+    share = statistics.median(rate(r) / c[0] for r, c in zip(ours, ceilings, strict=True))
+    print(f"  of litellm's client ceiling, median: {share:.0%} (target >= 90%: {verdict(share >= 0.9)})")
+    if not theirs:
         print("  vs DSPy: not measured (--no-dspy)")
         return
-    theirs_rate = theirs["n"] / theirs["wall"]
-    ratio = rate / theirs_rate
+    ratio = statistics.median(rate(r) / rate(t) for r, t in zip(ours, theirs, strict=True))
+    print(f"  vs DSPy, median: {ratio:.2f}x (target >= 1.2x: {verdict(ratio >= 1.2)})")
+    used = statistics.median(cores(r) - cores(t) for r, t in zip(ours, theirs, strict=True))
     print(
-        f"  vs DSPy: {rate:.1f} / {theirs_rate:.1f} = {ratio:.2f}x",
-        f"(target >= 1.2x: {verdict(ratio >= 1.2)})",
-    )
-    cores, theirs_cores = best["cpu_s"] / best["wall"], theirs["cpu_s"] / theirs["wall"]
-    print(
-        f"  cores used: {cores:.2f} vs DSPy's {theirs_cores:.2f} "
-        f"(target >= DSPy's: {verdict(cores >= theirs_cores)})"
+        f"  cores busy (the machine's, /proc/stat) minus DSPy's, median: {used:+.2f} "
+        f"(target >= 0: {verdict(used >= 0)})"
     )
 
 
@@ -430,16 +435,78 @@ def process_rows(
     from harnessevolve.execute.process_executor import ProcessExecutor
 
     rows = {}
-    for c in concurrencies[1:]:
+    for c in concurrencies:
         executor = ProcessExecutor(c, sandbox=sandbox, workers=workers)
         try:
             asyncio.run(run_batch(c, c, f"pw{c}-", sandbox, executor))  # workers start, import litellm
-            before = worker_cpu(executor)
-            rows[c] = asyncio.run(run_batch(c * rounds, c, f"p{c}-", sandbox, executor))
-            rows[c]["cpu_s"] += worker_cpu(executor) - before
+            rows[c] = process_batch(executor, c * rounds, c, f"p{c}-", sandbox)
         finally:
             executor.close()
     return rows
+
+
+def process_batch(executor: Any, n: int, concurrency: int, prefix: str, sandbox: Any) -> dict[str, Any]:
+    """One batch on a started ProcessExecutor, its workers' CPU counted in ``cpu_s``."""
+    before = worker_cpu(executor)
+    result = asyncio.run(run_batch(n, concurrency, prefix, sandbox, executor))
+    result["cpu_s"] += worker_cpu(executor) - before
+    return result
+
+
+def paired_top(
+    top: int,
+    rounds: int,
+    pairs: int,
+    sandbox: Any,
+    api_base: str,
+    *,
+    dspy: bool,
+    processes: bool,
+    workers: int | None,
+) -> dict[str, list[Any]]:
+    """The targets' figures at ``top``, taken side by side: ``pairs`` times over, harnessevolve's
+    batch (``processes``, else ``local``), DSPy's batch and litellm's ceiling (``litellm.acompletion``
+    alone, two calls per rollout), each ``top x rounds`` rollouts, in an order that rotates each
+    time; the verdicts use the median of the paired ratios, so a slow minute of a shared machine
+    weighs on one pair, not on one engine."""
+    from harnessevolve.execute.process_executor import ProcessExecutor
+
+    n = top * rounds
+    executor = ProcessExecutor(top, sandbox=sandbox, workers=workers) if processes else None
+    found: dict[str, list[Any]] = {"ours": [], "dspy": [], "ceiling": []}
+    try:
+        if executor is not None:
+            asyncio.run(run_batch(top, top, f"pw{top}-", sandbox, executor))  # workers start
+
+        def ours(i: int) -> None:
+            if executor is not None:
+                found["ours"].append(process_batch(executor, n, top, f"p{top}-{i}-", sandbox))
+            else:
+                found["ours"].append(asyncio.run(run_batch(n, top, f"c{top}-{i}-", sandbox)))
+
+        def theirs(_i: int) -> None:
+            with MachineClock() as machine:
+                result = dspy_evaluate(HARNESS, MODEL, WORD, api_base, n, top, sandbox)
+            found["dspy"].append(machine_figures(result, machine))
+
+        def ceiling(_i: int) -> None:
+            calls, cpu_ms = asyncio.run(litellm_rate(top, STEPS * n))
+            found["ceiling"].append((calls / STEPS, cpu_ms))
+
+        parts = [ours, ceiling] + ([theirs] if dspy else [])
+        for i in range(pairs):
+            for part in parts[i % len(parts) :] + parts[: i % len(parts)]:
+                part(i)
+    finally:
+        if executor is not None:
+            executor.close()
+    return found
+
+
+def median_by_rate(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The batch with the median rollouts/s (the lower middle one of an even count)."""
+    ranked = sorted(results, key=lambda r: r["n"] / r["wall"])
+    return ranked[(len(ranked) - 1) // 2]
 
 
 def print_table(
@@ -521,8 +588,15 @@ def main() -> None:
     parser.add_argument(
         "--rounds", type=int, help="rollouts per point = concurrency x rounds (default 6; --quick 2)"
     )
+    parser.add_argument(
+        "--pairs",
+        type=int,
+        help="alternating runs of harnessevolve, DSPy and litellm's ceiling at the top concurrency "
+        "(default 3; --smoke 1)",
+    )
     args = parser.parse_args()
     rounds = args.rounds or (1 if args.smoke else 2 if args.quick else 6)
+    pairs = args.pairs or (1 if args.smoke else 3)
     concurrencies = (1, 4) if args.smoke else CONCURRENCIES
     top = concurrencies[-1]
     quick = args.quick or args.smoke
@@ -546,14 +620,33 @@ def main() -> None:
             n = c * rounds if c > 1 else (2 if args.smoke else 4 if args.quick else 10)
             ours = asyncio.run(run_batch(n, c, f"c{c}-", sandbox))
             theirs = None
-            if not args.no_dspy and not (quick and c == 1):
+            if not args.no_dspy and not (quick and c == 1) and c != top:  # top: in pairs, below
                 with MachineClock() as machine:
                     theirs = dspy_evaluate(HARNESS, MODEL, WORD, server.api_base, n, c, sandbox)
                 theirs = machine_figures(theirs, machine)
             rows.append((c, ours, theirs))
         ray = ray_rows(server.api_base, rounds, sandbox, concurrencies) if args.ray else {}
-        procs = {} if args.no_processes else process_rows(rounds, sandbox, concurrencies, args.workers)
+        below_top = concurrencies[1:-1]
+        procs = {} if args.no_processes else process_rows(rounds, sandbox, below_top, args.workers)
+        found = paired_top(
+            top,
+            rounds,
+            pairs,
+            sandbox,
+            server.api_base,
+            dspy=not args.no_dspy,
+            processes=not args.no_processes,
+            workers=args.workers,
+        )
+        if not args.no_processes:
+            procs[top] = median_by_rate(found["ours"])
+        if found["dspy"]:
+            rows[-1] = (top, rows[-1][1], median_by_rate(found["dspy"]))
         print_table(rows, ray, procs)
+        print(
+            f"(at {top}: DSPy{'' if args.no_processes else ' and processes'} are the median of the "
+            f"{pairs} alternating run(s) of the targets below)"
+        )
         print_machine(top, rows, procs)
 
         n_one = 2 if args.smoke else 4 if args.quick else 10
@@ -581,14 +674,15 @@ def main() -> None:
             print(f"  {label:<38}{seconds * 1000:8.2f} | {later * 1000:8.2f}  {note}".rstrip())
 
         spawns = asyncio.run(spawn_rate(top, top * rounds, sandbox))
-        calls, call_cpu = asyncio.run(litellm_rate(top, 2 * top * rounds))
+        calls = STEPS * statistics.median(rate for rate, _ in found["ceiling"])
+        call_cpu = statistics.median(cpu for _, cpu in found["ceiling"])
         print(f"\nceilings at concurrency {top}, each part alone (rollout = 1 tool command + 2 model calls)")
         print(f"  tool commands (run_shell, {sandbox.name}): {spawns:6.0f}/s -> {spawns:6.0f} rollouts/s")
         print(
-            f"  litellm.acompletion:            {calls:6.0f}/s -> {calls / STEPS:6.0f} rollouts/s "
+            f"  litellm.acompletion (median):   {calls:6.0f}/s -> {calls / STEPS:6.0f} rollouts/s "
             f"({call_cpu:.1f} ms CPU per call)"
         )
-        print_targets(top, rows, procs, calls / STEPS, sandbox.name)
+        print_targets(top, found, "local" if args.no_processes else "processes", sandbox.name)
         print(
             f"\nmemory at {top} concurrent rollouts: RSS {m['baseline']:.0f} MiB after warm-up, "
             f"{m['peak']:.0f} MiB peak (+{(m['peak'] - m['baseline']) / top * 1024:.0f} KiB per rollout); "

@@ -27,8 +27,9 @@ SMOKE: dict[str, tuple[list[str], str]] = {
     # script: (its smoke arguments, a regex its output must match: the figures it exists to print)
     "rollout_throughput": (
         ["--smoke"],
-        r"(?ms)^\s+4\s+4\s.*\d+\.\d+x$.*^targets at 4 .*ceiling .* = \d+% \(target >= 90%: (NOT )?met\)"
-        r".*vs DSPy: .* = \d+\.\d+x \(target >= 1\.2x: (NOT )?met\)",
+        r"(?ms)^\s+4\s+4\s.*\d+\.\d+x$.*^targets at 4 .*^  run 1: harnessevolve .* -> \d+\.\d+x$"
+        r".*ceiling, median: \d+% \(target >= 90%: (NOT )?met\)"
+        r".*vs DSPy, median: \d+\.\d+x \(target >= 1\.2x: (NOT )?met\)",
     ),
     "sandbox_launch_cost": (["--smoke"], r"(?m)^full\s+\d+\s+\d+\.\d+\s+[+-]\d+\.\d+$"),
     "endpoint_overhead": (["--smoke"], r"endpoint \(via relay\)\s+\d+\.\d+\s+\d+\.\d+\s+[+-]\d"),
