@@ -2,21 +2,21 @@
 
 The module does by hand what harnessevolve's agent loop does: the same two LM calls (with the
 harness's tools, against the same fake server) and the same tool command, run the blocking way in
-the same sandbox, in a fresh workspace per example.
+the same sandbox, in a fresh workspace per example, removed (its uid and cgroup given back) as the
+example ends, as harnessevolve's scorer removes a rollout's.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from harnessevolve.execute.workspace import tool_env
+from harnessevolve.execute.workspace import remove_workspace, tool_env
 from harnessevolve.harness.model import Harness
 
 
@@ -78,8 +78,8 @@ def dspy_evaluate(
                     )
                     messages.append({"role": "tool", "tool_call_id": call.id, "content": output})
                 return dspy.Prediction(answer="")
-            finally:
-                shutil.rmtree(workspace, ignore_errors=True)
+            finally:  # as harnessevolve's scorer does: its uid and cgroup are given back at once
+                remove_workspace(Path(workspace))
 
     devset = [
         dspy.Example(question="What word is in a.txt? Submit it.").with_inputs("question") for _ in range(n)
