@@ -40,6 +40,7 @@ from harnessevolve.core.tasks import Task
 from harnessevolve.execute.executor import Rollout, RunOn, SlotExecutor, failed_rollout, rollout_seed
 from harnessevolve.harness.model import Harness
 from harnessevolve.sandbox.base import Sandbox
+from harnessevolve.sandbox.launch import release_vanished
 from harnessevolve.sandbox.limits import adopt_mount, hand_over_mount
 
 # --- the worker side ------------------------------------------------------------------------------
@@ -103,6 +104,10 @@ async def _serve(conn: Connection, sandbox: Sandbox | None) -> None:
     for job in running:
         job.cancel()
     await asyncio.gather(*running, return_exceptions=True)
+    # the driver removed the workspaces of our last rollouts: give back their uids and cgroups now,
+    # since no later claim here will (else each worker leaves up to its share of --concurrency
+    # empty cgroups behind until another harnessevolve process sweeps them)
+    await asyncio.to_thread(release_vanished)
 
 
 # --- the driver side ------------------------------------------------------------------------------

@@ -234,6 +234,17 @@ def _pop_vanished() -> list[WorkspaceClaim]:
     return [_claims.pop(key) for key in gone]
 
 
+def release_vanished() -> int:
+    """Give back the claims of workspaces someone else removed (a driver process removes its rollout
+    workers' workspaces), as the next claim would: for a process about to end, which makes no next
+    claim, so that its last rollouts' cgroups are not left behind. How many were given back."""
+    with _claims_lock:
+        vanished = _pop_vanished()
+    for old in vanished:
+        old.give_back()
+    return len(vanished)
+
+
 def claim_workspace(workspace: Path, limits: SandboxLimits | None = None) -> tuple[Path, int | None]:
     """The workspace's resolved path and the uid its commands run as, the tree already handed over
     to that uid: what every sandbox does before it launches a command. With ``limits``, the

@@ -150,9 +150,21 @@ def cgroup_mode() -> str:
     return f"cgroup v{layout.version}" if layout else "none"
 
 
-@functools.lru_cache(maxsize=1)
+_layout_lock = threading.Lock()
+
+
 def cgroup_layout() -> CgroupLayout | None:
-    """Probed once per process; stale cgroups of dead harnessevolve processes are removed on the way."""
+    """Probed once per process; stale cgroups of dead harnessevolve processes are removed on the way.
+
+    Under a lock: the first launches of a process come from several threads at once, and two
+    probes at once made the same probe folder, so one saw it exist, judged the tree unusable, and
+    could leave the whole process without rollout cgroups (no memory or process limit per rollout)."""
+    with _layout_lock:
+        return _probe_layout()
+
+
+@functools.lru_cache(maxsize=1)
+def _probe_layout() -> CgroupLayout | None:
     if os.environ.get("HARNESSEVOLVE_NO_CGROUP") == "1":
         return None
     for layout in (_v2_layout(), _v1_layout()):

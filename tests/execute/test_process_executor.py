@@ -105,3 +105,26 @@ def test_a_workers_workspace_tmpfs_is_handed_to_the_driver(
         cleanup(rollouts)
     assert count_mountinfo_reads[0] == 0
     assert not any(os.path.lexists(w) or str(w) in limits._mounted for w in workspaces)
+
+
+def test_a_stopped_worker_leaves_no_cgroup_of_its_rollouts_behind() -> None:
+    """The driver removes a worker's workspaces; the worker gives back their uids and cgroups at its
+    next claim, or, for its last rollouts, when it stops (none were left before: each worker kept
+    its share of the batch's cgroups, empty, until another harnessevolve process swept them)."""
+    layout = limits.cgroup_layout()
+    if layout is None or os.geteuid() != 0:
+        pytest.skip("rollout cgroups need root and a writable cgroup tree")
+    executor = ProcessExecutor(concurrency=4, workers=2)
+    try:
+        cleanup(run(executor, TASKS[:4]))  # the driver removes every workspace, as the scorer does
+        pids = [w.process.pid for w in executor._workers if w is not None]
+        assert pids
+
+        def ours() -> list[str]:
+            names = {p.name for p in (layout.memory_parent, layout.pids_parent) for p in p.iterdir()}
+            return sorted(n for n in names if any(n.startswith(f"{limits.PREFIX}{pid}-") for pid in pids))
+
+        assert ours(), "the workers' claims are still held before they stop (the positive control)"
+    finally:
+        executor.close()
+    assert ours() == []

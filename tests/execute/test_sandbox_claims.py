@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -21,8 +22,15 @@ import pytest
 from harnessevolve.core.tasks import Check, Task
 from harnessevolve.execute.tools import run_shell
 from harnessevolve.execute.workspace import create_workspace, remove_workspace
+from harnessevolve.sandbox import launch
 from harnessevolve.sandbox.base import BwrapSandbox
-from harnessevolve.sandbox.launch import claim_workspace, hand_over, remove_tree
+from harnessevolve.sandbox.launch import (
+    SandboxLimits,
+    claim_workspace,
+    hand_over,
+    release_vanished,
+    remove_tree,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 HAS_BWRAP = os.access("/usr/bin/bwrap", os.X_OK)
@@ -383,3 +391,58 @@ def test_a_slow_cgroup_of_one_workspace_does_not_hold_up_another(monkeypatch, tm
     assert made[str(slow)].removed and workspace_cgroup(slow) is None
     release_workspace(fast)
     assert made[str(fast)].removed
+
+
+def test_release_vanished_gives_back_the_claims_of_removed_workspaces_only(tmp_path: Path) -> None:
+    """A process that makes no further claim (a rollout worker stopping) gives back the uid and
+    cgroup of each workspace someone else removed, and keeps those of workspaces still there."""
+    gone, kept = tmp_path / "gone", tmp_path / "kept"
+    gone.mkdir()
+    kept.mkdir()
+    gone, _ = claim_workspace(gone, SandboxLimits())
+    kept, _ = claim_workspace(kept, SandboxLimits())
+    claim = launch._claims[str(gone)]
+    cgroup = claim.cgroup
+    remove_tree(gone)  # as the driver removes a worker's workspace
+    assert str(gone) in launch._claims  # nobody gave it back yet: the next claim, or this, would
+    try:
+        assert release_vanished() >= 1
+        assert str(gone) not in launch._claims and claim.released
+        if cgroup is not None:
+            assert not cgroup.memory.exists() and not cgroup.pids.exists()
+        assert str(kept) in launch._claims and not launch._claims[str(kept)].released
+    finally:
+        remove_workspace(kept)
+
+
+def test_the_cgroup_tree_is_probed_by_one_thread_at_a_time(monkeypatch) -> None:
+    """A process's first launches come from several threads at once; two probes of the cgroup tree
+    at once made the same probe folder, so one judged the tree unusable and the process could run
+    with no rollout cgroup at all. ``cgroup_layout`` probes under a lock; the positive control calls
+    the same slow probe without it and sees two at once."""
+    from harnessevolve.sandbox import limits as sandbox_limits
+
+    inside, most = [0], [0]
+    count_lock = threading.Lock()
+
+    def slow_probe() -> None:
+        with count_lock:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+        time.sleep(0.05)
+        with count_lock:
+            inside[0] -= 1
+
+    def at_once(call) -> int:
+        most[0] = 0
+        start = threading.Barrier(6)
+        threads = [threading.Thread(target=lambda: (start.wait(10), call())) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        return most[0]
+
+    assert at_once(slow_probe) > 1  # the positive control: unguarded, the probes overlap
+    monkeypatch.setattr(sandbox_limits, "_probe_layout", slow_probe)
+    assert at_once(sandbox_limits.cgroup_layout) == 1
