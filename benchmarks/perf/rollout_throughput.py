@@ -282,6 +282,7 @@ async def litellm_rate(concurrency: int, n: int) -> tuple[float, float]:
         async with gate:
             await litellm.acompletion(model=MODEL, **first_request())
 
+    await asyncio.gather(*(one() for _ in range(concurrency)))  # untimed: this event loop's HTTP clients
     with CpuClock() as cpu:
         started = time.perf_counter()
         await asyncio.gather(*(one() for _ in range(n)))
@@ -539,10 +540,11 @@ def print_table(
         )
         if theirs:
             theirs_rate = theirs["n"] / theirs["wall"]
+            versus = ours.get("paired_ratio", rate / theirs_rate)
             line += (
                 f"{theirs_rate:>6.1f} {theirs['score']:>3.0f}% "
                 f"{theirs['cpu_s'] / (theirs['n'] * STEPS) * 1000:>11.1f} "
-                f"{theirs['cpu_s'] / theirs['wall']:>5.2f} | {rate / theirs_rate:>6.2f}x"
+                f"{theirs['cpu_s'] / theirs['wall']:>5.2f} | {versus:>6.2f}x"
             )
         else:
             line += f"{'-':>6} {'-':>4} {'-':>11} {'-':>5} | {'-':>7}"
@@ -553,12 +555,12 @@ def print_table(
             line += " | "
             if c in procs:
                 p_rate = procs[c]["n"] / procs[c]["wall"]
-                ratio = procs[c].get("paired_ratio") or (
-                    p_rate / (theirs["n"] / theirs["wall"]) if theirs else 0
-                )
-                versus = f"{ratio:>9.2f}x" if theirs else f"{'-':>10}"
+                p_versus = f"{'-':>10}"
+                if theirs:
+                    ratio = procs[c].get("paired_ratio", p_rate / (theirs["n"] / theirs["wall"]))
+                    p_versus = f"{ratio:>9.2f}x"
                 p_cores = procs[c]["cpu_s"] / procs[c]["wall"]
-                line += f"{p_rate:>6.1f} {p_rate / ideal:>6.0%} {p_cores:>5.2f} {versus}"
+                line += f"{p_rate:>6.1f} {p_rate / ideal:>6.0%} {p_cores:>5.2f} {p_versus}"
             else:
                 line += f"{'-':>6} {'-':>6} {'-':>5} {'-':>10}"
         print(line)
@@ -629,6 +631,9 @@ def main() -> None:
         rows = []
         for c in concurrencies:
             n = c * rounds if c > 1 else (2 if args.smoke else 4 if args.quick else 10)
+            if c == top and args.no_processes:  # local is the engine of the targets: measured in pairs
+                rows.append((c, {}, None))
+                continue
             ours = asyncio.run(run_batch(n, c, f"c{c}-", sandbox))
             theirs = None
             if not args.no_dspy and not (quick and c == 1) and c != top:  # top: in pairs, below
@@ -649,18 +654,20 @@ def main() -> None:
             processes=not args.no_processes,
             workers=args.workers,
         )
-        if not args.no_processes:
-            procs[top] = dict(median_by_rate(found["ours"]))
-            if found["dspy"]:  # the verdict's figure: the median of the paired ratios
-                procs[top]["paired_ratio"] = paired_median(found["ours"], found["dspy"])
+        engine = "local" if args.no_processes else "processes"
+        at_top = dict(median_by_rate(found["ours"]))
+        if found["dspy"]:  # the verdict's figure: the median of the paired ratios
+            at_top["paired_ratio"] = paired_median(found["ours"], found["dspy"])
+        if args.no_processes:
+            rows[-1] = (top, at_top, rows[-1][2])
+        else:
+            procs[top] = at_top
         if found["dspy"]:
             rows[-1] = (top, rows[-1][1], median_by_rate(found["dspy"]))
         print_table(rows, ray, procs)
         print(
-            f"(at {top}: DSPy{'' if args.no_processes else ' and processes'} are the median batches of the "
-            f"{pairs} alternating run(s) of the targets below"
-            + ("" if args.no_processes else "; procs/dspy is the median of their paired ratios")
-            + ")"
+            f"(at {top}: DSPy and {engine} are the median batches of the {pairs} alternating run(s) of the "
+            f"targets below; {engine}'s ratio to DSPy is the median of their paired ratios)"
         )
         print_machine(top, rows, procs)
 
@@ -697,7 +704,7 @@ def main() -> None:
             f"  litellm.acompletion (median):   {calls:6.0f}/s -> {calls / STEPS:6.0f} rollouts/s "
             f"({call_cpu:.1f} ms CPU per call)"
         )
-        print_targets(top, found, "local" if args.no_processes else "processes", sandbox.name)
+        print_targets(top, found, engine, sandbox.name)
         print(
             f"\nmemory at {top} concurrent rollouts: RSS {m['baseline']:.0f} MiB after warm-up, "
             f"{m['peak']:.0f} MiB peak (+{(m['peak'] - m['baseline']) / top * 1024:.0f} KiB per rollout); "

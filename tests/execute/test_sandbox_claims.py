@@ -6,6 +6,7 @@ also as a non-root user). Each with a positive control that shows the probe woul
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -351,8 +352,6 @@ class _FakeCgroup:
 
 
 def test_a_slow_cgroup_of_one_workspace_does_not_hold_up_another(monkeypatch, tmp_path: Path) -> None:
-    import threading
-
     from harnessevolve.sandbox import launch
     from harnessevolve.sandbox.launch import SandboxLimits, release_workspace, workspace_cgroup
 
@@ -418,31 +417,32 @@ def test_release_vanished_gives_back_the_claims_of_removed_workspaces_only(tmp_p
 def test_the_cgroup_tree_is_probed_by_one_thread_at_a_time(monkeypatch) -> None:
     """A process's first launches come from several threads at once; two probes of the cgroup tree
     at once made the same probe folder, so one judged the tree unusable and the process could run
-    with no rollout cgroup at all. ``cgroup_layout`` probes under a lock; the positive control calls
-    the same slow probe without it and sees two at once."""
+    with no rollout cgroup at all. ``cgroup_layout`` probes under a lock. Each probe below waits for
+    a second one to arrive: unguarded (the positive control) two meet; through the lock the first
+    waits in vain (a short timeout) and the second comes after it."""
     from harnessevolve.sandbox import limits as sandbox_limits
 
-    inside, most = [0], [0]
-    count_lock = threading.Lock()
+    def overlap(call, wait_s: float) -> int:
+        meet = threading.Barrier(2, timeout=wait_s)
+        inside, most, count_lock = [0], [0], threading.Lock()
 
-    def slow_probe() -> None:
-        with count_lock:
-            inside[0] += 1
-            most[0] = max(most[0], inside[0])
-        time.sleep(0.05)
-        with count_lock:
-            inside[0] -= 1
+        def probe() -> None:
+            with count_lock:
+                inside[0] += 1
+                most[0] = max(most[0], inside[0])
+            with contextlib.suppress(threading.BrokenBarrierError):
+                meet.wait()
+            with count_lock:
+                inside[0] -= 1
 
-    def at_once(call) -> int:
-        most[0] = 0
-        start = threading.Barrier(6)
-        threads = [threading.Thread(target=lambda: (start.wait(10), call())) for _ in range(6)]
+        monkeypatch.setattr(sandbox_limits, "_probe_layout", probe)
+        threads = [threading.Thread(target=call) for _ in range(2)]
         for thread in threads:
             thread.start()
         for thread in threads:
-            thread.join(30)
+            thread.join(60)
         return most[0]
 
-    assert at_once(slow_probe) > 1  # the positive control: unguarded, the probes overlap
-    monkeypatch.setattr(sandbox_limits, "_probe_layout", slow_probe)
-    assert at_once(sandbox_limits.cgroup_layout) == 1
+    # the control's two probes meet as soon as both are there (a late one can only hide an overlap)
+    assert overlap(lambda: sandbox_limits._probe_layout(), wait_s=30) == 2
+    assert overlap(sandbox_limits.cgroup_layout, wait_s=0.3) == 1
