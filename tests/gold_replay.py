@@ -17,7 +17,7 @@ from types import ModuleType
 from harnessevolve.core import paths
 from harnessevolve.core.tasks import SPLITS, Benchmark, Task
 from harnessevolve.evaluate.checkers import CheckResult, run_checks
-from harnessevolve.pipeline.rollouts.sandboxed_checks import sandboxed_runner
+from harnessevolve.scoring.sandboxed_checks import sandboxed_runner
 
 TOOLS = ("bash", "read_file", "write_file", "submit")
 PER_FAMILY = {"train": 4, "validation": 2, "test": 2}

@@ -217,13 +217,22 @@ ALLOWED: dict[str, set[str]] = {
     "synth": {"core", "sandbox", "adapters", "execute"},
     "train": {"core", "execute", "harness", "models", "runs"},
     "report": {"core", "gate", "harness", "runs"},  # never pipeline: the run folder is in runs/
+    # The three layers the generation loop drives, each below pipeline/ and above the stages: scoring
+    # runs and scores harnesses; judging takes a candidate through its gates (and scores to do so);
+    # proposing builds the evidence and runs the optimizer agent (it reads scored results).
+    "scoring": {"adapters", "core", "evaluate", "execute", "gate", "harness", "models", "runs", "sandbox"},
+    "judging": {
+        "core", "evaluate", "execute", "gate", "harness", "models", "optimize", "runs", "sandbox", "scoring",
+        "synth",
+    },
+    "proposing": {"core", "execute", "gate", "harness", "models", "optimize", "runs", "sandbox", "scoring"},
     "pipeline": {
-        "adapters", "core", "evaluate", "execute", "gate", "harness", "models", "optimize", "report",
-        "runs", "sandbox", "synth", "train",
+        "adapters", "core", "evaluate", "execute", "gate", "harness", "judging", "models", "optimize",
+        "proposing", "report", "runs", "sandbox", "scoring", "synth", "train",
     },
     "cli": {
-        "adapters", "core", "evaluate", "execute", "gate", "harness", "models", "optimize", "pipeline",
-        "report", "runs", "sandbox", "synth", "train",
+        "adapters", "core", "evaluate", "execute", "gate", "harness", "judging", "models", "optimize",
+        "pipeline", "proposing", "report", "runs", "sandbox", "scoring", "synth", "train",
     },
     "schemas": set(),
 }  # fmt: skip
@@ -273,5 +282,90 @@ def test_the_package_rule_catches_report_importing_the_orchestrator(tmp_path: Pa
 def test_sandbox_sits_below_the_stages() -> None:
     """sandbox/ imports only core; every stage that runs untrusted code may import it."""
     assert ALLOWED["sandbox"] == {"core"}
-    assert all("sandbox" in ALLOWED[p] for p in ("execute", "pipeline", "cli", "synth"))
+    assert all("sandbox" in ALLOWED[p] for p in ("execute", "pipeline", "cli", "synth", "scoring", "judging"))
     assert not any(stage in ALLOWED["sandbox"] for stage in STAGES)
+
+
+# --- no circles: between packages, and between the modules of one package ---------------------------
+
+
+def cycle_in(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` (node -> successors) as a path that returns to its start, or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt) :] + [nxt]
+            if nxt not in state and (found := visit(nxt)) is not None:
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (found := visit(start)) is not None:
+            return found
+    return None
+
+
+def test_the_allowed_package_map_has_no_circle() -> None:
+    """Each package sits above the ones it may import: the map (and so the code within it) is acyclic."""
+    assert cycle_in({k: set(v) for k, v in ALLOWED.items()}) is None
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Module -> the package's own modules it imports anywhere (lazily too), parents excluded."""
+    modules = {module_name(p): p for p in package_modules()}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        targets: set[str] = set()
+        for imported in imported_modules(tree, name, path.name == "__init__.py"):
+            parts = imported.split(".")
+            for i in range(len(parts), 0, -1):  # the longest prefix that is a module, not a package
+                prefix = ".".join(parts[:i])
+                if prefix in modules and modules[prefix].name != "__init__.py":
+                    targets.add(prefix)
+                    break
+        graph[name] = targets - {name}
+    return graph
+
+
+KNOWN_CIRCLES = {
+    "adapters": "base <-> external: the registry loads a user's adapter lazily, which subclasses base",
+    "core": "files <-> documents: the bounded reader and the YAML/JSON reader call each other lazily",
+    "evaluate": "checkers <-> effect_check: an effect check is a checker kind that runs checkers",
+    "execute": "agent <-> components (runtime hooks), executor <-> its process/ray variants (chosen by name)",
+    "harness": "agent_config <-> mini_config: the mini-swe-agent config is an agent config kind",
+    "models": "local <-> _local_handler <-> torch_backend: litellm's handler is registered lazily",
+    "sandbox": "launch <-> spawn: a launch spawns, the spawn helper claims through launch",
+}
+"""Packages with a circle of lazy or type-only imports left, and why; every other package must have
+none. The list may only shrink: a package that lost its circle must leave it."""
+
+
+def package_circle(graph: dict[str, set[str]], package: str) -> list[str] | None:
+    prefix = f"harnessevolve.{package}."
+    inside = {m: {t for t in ts if t.startswith(prefix)} for m, ts in graph.items() if m.startswith(prefix)}
+    return cycle_in(inside)
+
+
+def test_no_circle_of_imports_between_the_modules_of_one_package() -> None:
+    graph = module_graph()
+    circles = [
+        " -> ".join(found)
+        for package in sorted(ALLOWED)
+        if package not in KNOWN_CIRCLES and (found := package_circle(graph, package)) is not None
+    ]
+    assert circles == [], "modules that import each other (directly or round a loop):\n" + "\n".join(circles)
+    gone = [p for p in KNOWN_CIRCLES if package_circle(graph, p) is None]
+    assert gone == [], f"no circle left in {gone}: take them out of KNOWN_CIRCLES"
+
+
+def test_cycle_finder_finds_a_loop_and_passes_a_tree() -> None:
+    assert cycle_in({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert cycle_in({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None

@@ -1,6 +1,6 @@
 """Set-up overhead of the agent proposer (``--proposer agent``) per proposal: workspace and sandbox.
 
-One proposal of ``pipeline.proposing.agent_proposer.AgentProposer`` with an optimizer agent that does no
+One proposal of ``proposing.agent_proposer.AgentProposer`` with an optimizer agent that does no
 work (a ``command`` agent that appends one character to the harness copy's system prompt and
 exits, no model call), on shell-basics evidence (four failed runs with their references, the
 shell-agent harness). What is timed is everything the proposer adds around the agent: writing the
@@ -35,10 +35,10 @@ from harnessevolve.execute.workspace import create_workspace, remove_workspace  
 from harnessevolve.gate.config import GateConfig  # noqa: E402
 from harnessevolve.harness.load import load_harness  # noqa: E402
 from harnessevolve.optimize.proposal import ProposalContext  # noqa: E402
-from harnessevolve.pipeline.proposing.agent_proposer import AgentProposer, AgentRun  # noqa: E402
-from harnessevolve.pipeline.proposing.agent_proposer_workspace import Evidence, workspace_files  # noqa: E402
-from harnessevolve.pipeline.rollouts.references import load_references  # noqa: E402
+from harnessevolve.proposing.agent_proposer import AgentProposer, AgentRun  # noqa: E402
+from harnessevolve.proposing.agent_workspace import Evidence, workspace_files  # noqa: E402
 from harnessevolve.sandbox.base import make_sandbox  # noqa: E402
+from harnessevolve.scoring.references import load_references  # noqa: E402
 
 TARGET_S = 2.0
 NOOP_AGENT = (

@@ -51,7 +51,7 @@ from harnessevolve.evaluate.clustering import cluster_signals  # noqa: E402
 from harnessevolve.harness.load import load_harness  # noqa: E402
 from harnessevolve.optimize.memory_proposer import MemoryProposer  # noqa: E402
 from harnessevolve.optimize.proposal import ProposalContext  # noqa: E402
-from harnessevolve.pipeline.proposing.context import reference_actions  # noqa: E402
+from harnessevolve.proposing.context import reference_actions  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 ARMS = ("base", "memory", "recovery", "progress", "world_model")

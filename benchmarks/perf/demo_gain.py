@@ -30,8 +30,9 @@ def main() -> int:
     args = parser.parse_args()
     smoke_arguments(args)
 
-    from harnessevolve.pipeline.final import find_run, score_test_split
-    from harnessevolve.pipeline.run import RunHooks
+    from harnessevolve.pipeline.final import score_test_split
+    from harnessevolve.pipeline.state import RunHooks
+    from harnessevolve.runs.rundir import RunDir
 
     rows = []
     for seed in range(args.seeds):
@@ -40,7 +41,11 @@ def main() -> int:
             outcome = evolve_arm(harness, args, seed)
             run_s = outcome.run_s
             record = score_test_split(
-                harness, find_run(harness, outcome.run_id), model=args.model, seed=seed, hooks=RunHooks()
+                harness,
+                RunDir.find(outcome.run_id, harness).load(),
+                model=args.model,
+                seed=seed,
+                hooks=RunHooks(),
             )
             seed_score, evolved = record["scores"]["seed"], record["scores"]["evolved"]
             rows.append((seed, outcome.accepted, seed_score, evolved, run_s))

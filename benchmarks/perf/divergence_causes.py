@@ -36,8 +36,9 @@ def run(args: argparse.Namespace) -> None:
     from harnessevolve.adapters import load_benchmark_spec
     from harnessevolve.core import atif, paths
     from harnessevolve.harness.load import load_harness
-    from harnessevolve.pipeline.rollouts.references import load_references
-    from harnessevolve.pipeline.rollouts.scorer_setup import ScorerSetup
+    from harnessevolve.runs.run_config import ExecutionConfig
+    from harnessevolve.scoring.build import build_scorer
+    from harnessevolve.scoring.references import load_references
 
     bench = load_benchmark_spec(args.benchmark, ())
     references = load_references(bench)
@@ -45,8 +46,13 @@ def run(args: argparse.Namespace) -> None:
     harness = load_harness(
         Path(args.harness) if args.harness else paths.builtin_dir("harnesses") / "shell-agent"
     )
-    scorer = ScorerSetup(concurrency=1).build(
-        benchmark=bench, model=args.model, default_model=harness.model, seed=0, references=references
+    scorer = build_scorer(
+        ExecutionConfig(concurrency=1),
+        benchmark=bench,
+        model=args.model,
+        default_model=harness.model,
+        seed=0,
+        references=references,
     )
     results = asyncio.run(scorer.score(harness, tasks, "divergence causes"))
     out = Path(args.out)
@@ -74,7 +80,7 @@ def align(args: argparse.Namespace) -> None:
     oracle_for = None
     if "oracle" in inspect.signature(first_divergence).parameters:
         from harnessevolve.evaluate.effect_check import effect_oracle
-        from harnessevolve.pipeline.rollouts.sandboxed_checks import sandboxed_runner
+        from harnessevolve.scoring.sandboxed_checks import sandboxed_runner
 
         runner = sandboxed_runner(None)
 

@@ -3,7 +3,7 @@
 One invocation; every arm gets the same agent model (default local/qwen2.5-coder-0.5b, fetched
 with ``harnessevolve models fetch``), the same seed harness (the ``shell-agent`` template), the
 same tasks and splits (default NL2Bash from icalfa, optionally cut to a fixed subset), the same
-agent loop and checkers (``pipeline.rollouts.scoring.Scorer``) and the same rollout budget B. Arms, per seed:
+agent loop and checkers (``scoring.scorer.Scorer``) and the same rollout budget B. Arms, per seed:
 
   seed harness        the template unchanged, temperature 0 (no budget; the same on every seed).
   harnessevolve       ``harnessevolve run`` with the default offline proposers (auto: ablate,
@@ -84,9 +84,9 @@ from vs_gepa import gepa_arm  # noqa: E402
 
 from harnessevolve.adapters import load_benchmark_spec  # noqa: E402
 from harnessevolve.harness.load import load_harness  # noqa: E402
-from harnessevolve.pipeline.rollouts.best_of_k import best_of_k, sampling_harness  # noqa: E402
-from harnessevolve.pipeline.rollouts.scoring import mean_score  # noqa: E402
-from harnessevolve.pipeline.rollouts.sequential import RepeatedScorer  # noqa: E402
+from harnessevolve.scoring.best_of_k import best_of_k, sampling_harness  # noqa: E402
+from harnessevolve.scoring.scorer import mean_score  # noqa: E402
+from harnessevolve.scoring.sequential import RepeatedScorer  # noqa: E402
 
 RULE_PROPOSERS = ("llm-rule", "ablate", "demo", "rules")
 AGENT_PROPOSERS = ("agent", "ablate", "demo", "rules")

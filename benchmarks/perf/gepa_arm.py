@@ -21,7 +21,7 @@ from harnessevolve.core.errors import HarnessEvolveError  # noqa: E402
 from harnessevolve.core.tasks import Benchmark, Task  # noqa: E402
 from harnessevolve.harness.load import load_harness  # noqa: E402
 from harnessevolve.harness.model import Harness  # noqa: E402
-from harnessevolve.pipeline.rollouts.scoring import Scorer, TaskResult, mean_score  # noqa: E402
+from harnessevolve.scoring.scorer import Scorer, TaskResult, mean_score  # noqa: E402
 
 
 def harness_components(harness_dir: Path) -> dict[str, str]:

@@ -1,7 +1,7 @@
 """Shared by the efficacy scripts in benchmarks/perf/ (demo_gain.py, vs_gepa.py): make a harness
 from the template, run harnessevolve on it while counting rollouts, and score any harness on a
 benchmark split with the same agent loop and checkers the pipeline uses
-(``pipeline.rollouts.scoring.Scorer``).
+(``scoring.scorer.Scorer``).
 
 Not part of the package: a script imports it with ``sys.path`` pointing at this folder.
 """
@@ -20,15 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from harnessevolve.core.tasks import Benchmark, Task
-from harnessevolve.execute.executor import EXECUTORS
 from harnessevolve.harness.model import Harness
-from harnessevolve.pipeline.final import find_run
-from harnessevolve.pipeline.rollouts.references import load_references
-from harnessevolve.pipeline.rollouts.scorer_setup import default_concurrency
-from harnessevolve.pipeline.rollouts.scoring import Scorer, TaskResult
-from harnessevolve.pipeline.run import RunHooks, start_run
+from harnessevolve.pipeline.run import start_run
+from harnessevolve.pipeline.state import RunHooks
 from harnessevolve.runs import events as ev
-from harnessevolve.runs.run_config import RunConfig
+from harnessevolve.runs.run_config import ExecutionConfig, RunConfig
+from harnessevolve.runs.rundir import RunDir
+from harnessevolve.scoring.build import build_scorer
+from harnessevolve.scoring.references import load_references
+from harnessevolve.scoring.scorer import Scorer, TaskResult
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "harnessevolve.cli"]
@@ -128,9 +128,11 @@ def make_scorer(
     """The pipeline's scorer (execute + evaluate, memoised per harness content and task), with the
     executor and concurrency ``harnessevolve run`` would use for ``model`` (or ``concurrency``
     rollouts at once); saves nothing."""
-    return Scorer(
-        EXECUTORS["local"](default_concurrency(concurrency, model)),
+    return build_scorer(
+        ExecutionConfig(concurrency=concurrency),
+        benchmark=benchmark,
         model=model,
+        default_model=model,
         seed=seed,
         references=load_references(benchmark),
         on_progress=on_progress,
@@ -230,7 +232,7 @@ def evolve(
     started = time.monotonic()
     state, _ = start_run(options, counter.hooks())
     run_s = time.monotonic() - started
-    run = find_run(harness_dir, state.run_id)
+    run = RunDir.find(state.run_id, harness_dir).load()
     finished, baseline = run.last(ev.RunFinished), run.first(ev.Baseline)
     assert finished is not None and baseline is not None
     rollouts, tokens = int(finished.rollouts or 0), int(finished.tokens or 0)

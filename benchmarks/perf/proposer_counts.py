@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harnessevolve.pipeline.final import find_run
 from harnessevolve.runs import events as ev
+from harnessevolve.runs.rundir import RunDir
 
 
 def proposer_counts(harness_dir: Path, run_id: str, proposer: str) -> dict[str, int]:
     """What ``proposer`` did in a run, from its ledger: candidates it made, how the gates judged
     them (accepted; rejected by quality, of which for leakage; by performance/held-out), and
     replies it refused itself (``proposal_failed`` errors: task-specific, malformed, duplicate)."""
-    run = find_run(harness_dir, run_id)
+    run = RunDir.find(run_id, harness_dir).load()
     counts = dict.fromkeys(
         ("candidates", "accepted", "rejected_quality", "rejected_leakage", "rejected_other")
         + ("refused_task_specific", "refused_format", "refused_other", "failed_proposals"),

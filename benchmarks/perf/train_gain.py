@@ -23,12 +23,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from harnessevolve.core.tasks import load_benchmark
-from harnessevolve.execute.executor import EXECUTORS
+from harnessevolve.core.tasks import Benchmark, load_benchmark
 from harnessevolve.harness.load import load_harness
 from harnessevolve.models.torch_backend import release_models
-from harnessevolve.pipeline.rollouts.references import load_references
-from harnessevolve.pipeline.rollouts.scoring import Scorer, TaskResult
+from harnessevolve.runs.run_config import ExecutionConfig
+from harnessevolve.scoring.build import build_scorer
+from harnessevolve.scoring.references import load_references
+from harnessevolve.scoring.scorer import TaskResult
 from harnessevolve.train.config import TrainConfig
 from harnessevolve.train.session import train_from_trajectories
 
@@ -36,9 +37,18 @@ REPO = Path(__file__).resolve().parents[2]
 HARNESS = REPO / "harnesses" / "shell-agent"
 
 
-def score(model: str, tasks: list, references: dict, label: str) -> tuple[list[TaskResult], float]:
+def score(
+    model: str, benchmark: Benchmark, tasks: list, references: dict, label: str
+) -> tuple[list[TaskResult], float]:
     harness = load_harness(HARNESS)
-    scorer = Scorer(EXECUTORS["local"](1), model=model, seed=0, references=references)
+    scorer = build_scorer(
+        ExecutionConfig(concurrency=1),
+        benchmark=benchmark,
+        model=model,
+        default_model=model,
+        seed=0,
+        references=references,
+    )
     started = time.monotonic()
     results = asyncio.run(scorer.score(harness, tasks, label))
     release_models(model)
@@ -74,7 +84,9 @@ def main() -> int:
     train = sorted(benchmark.split("train"), key=lambda t: (t.id[-2:], t.id))[: args.tasks]
     references = load_references(benchmark)
     base = "local/torch:smollm2-135m"
-    before, before_s = ([], 0.0) if args.skip_untrained else score(base, train, references, "untrained")
+    before, before_s = (
+        ([], 0.0) if args.skip_untrained else score(base, benchmark, train, references, "untrained")
+    )
 
     successes = [r.trajectory for r in before if r.passed]
     train_refs = [references[t.id].with_extra(reference="file") for t in benchmark.split("train")]
@@ -97,7 +109,7 @@ def main() -> int:
         on_step=lambda step, loss: print(f"  step {step}/{args.steps}: loss {loss:.4f}", flush=True),
     )
     train_s = time.monotonic() - started
-    after, after_s = score(result.model, train, references, "trained")
+    after, after_s = score(result.model, benchmark, train, references, "trained")
 
     summary = {
         "tasks": len(train),

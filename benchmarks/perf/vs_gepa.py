@@ -1,7 +1,7 @@
 """harnessevolve vs GEPA vs best-of-k vs the seed harness, at equal rollout budget (issue 10).
 
 Same agent model, same seed harness (the template), same benchmark splits, same agent loop and
-checkers (``pipeline.rollouts.scoring.Scorer``) for every arm. Per seed:
+checkers (``scoring.scorer.Scorer``) for every arm. Per seed:
 
 1. harnessevolve, default offline configuration (as ``make demo``: 4 generations, minibatch 8,
    proposers demo/rules, gates/default.yaml). Its rollouts are the budget B of the other arms.
@@ -53,10 +53,10 @@ from harness_arms import (  # noqa: E402
 from harnessevolve.core.tasks import Benchmark, Task, load_benchmark  # noqa: E402
 from harnessevolve.harness.load import load_harness  # noqa: E402
 from harnessevolve.harness.model import Harness  # noqa: E402
-from harnessevolve.pipeline.rollouts.best_of_k import best_of_k as package_best_of_k  # noqa: E402
-from harnessevolve.pipeline.rollouts.best_of_k import sampling_harness, self_consistent_pick  # noqa: E402,F401
-from harnessevolve.pipeline.rollouts.scoring import Scorer, mean_score  # noqa: E402
-from harnessevolve.pipeline.rollouts.sequential import RepeatedScorer  # noqa: E402
+from harnessevolve.scoring.best_of_k import best_of_k as package_best_of_k  # noqa: E402
+from harnessevolve.scoring.best_of_k import sampling_harness, self_consistent_pick  # noqa: E402,F401
+from harnessevolve.scoring.scorer import Scorer, mean_score  # noqa: E402
+from harnessevolve.scoring.sequential import RepeatedScorer  # noqa: E402
 
 # ---------------------------------------------------------------- best-of-k arm
 
@@ -64,7 +64,7 @@ from harnessevolve.pipeline.rollouts.sequential import RepeatedScorer  # noqa: E
 def best_of_k(
     seed_harness: Harness, tasks: Sequence[Task], repeated: RepeatedScorer, k: int, label: str
 ) -> dict[str, float]:
-    """k samples per task of a sampling harness (``pipeline.rollouts.best_of_k``, the control of
+    """k samples per task of a sampling harness (``scoring.best_of_k``, the control of
     ``report --final``): self-consistency (``sc``), oracle ``pass@k`` and ``pass@1``."""
     import asyncio
 

@@ -53,7 +53,7 @@ def shares_references(benchmark: Benchmark) -> bool:
 
 
 def reference_folder_name(benchmark: Benchmark) -> str:
-    """The name of the user's reference folder of ``benchmark`` (``pipeline.rollouts.references``):
+    """The name of the user's reference folder of ``benchmark`` (``scoring.references``):
     what it says, else its shared folder's name (every subset of an adapter), else its own name."""
     if isinstance(benchmark, AdaptedBenchmark) and benchmark.references_name:
         return benchmark.references_name

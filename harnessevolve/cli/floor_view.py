@@ -34,7 +34,7 @@ def floor_of_suite(spec: str, sandbox_name: str, unsafe: bool, as_json: bool) ->
     """Run the null agents on every task of ``spec``; exit 2 when any task passes one of them."""
     from harnessevolve.adapters import load_benchmark_spec
     from harnessevolve.execute.tool_server import benchmark_sandbox
-    from harnessevolve.pipeline.judging.floor import NULL_AGENTS, null_floor
+    from harnessevolve.judging.floor import NULL_AGENTS, null_floor
     from harnessevolve.sandbox.base import make_sandbox
 
     benchmark = load_benchmark_spec(spec)

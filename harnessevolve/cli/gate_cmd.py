@@ -2,85 +2,88 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Any
 
 import typer
 from rich.table import Table
 
 from harnessevolve.cli._errors import EXIT_FAILED, handle_errors
-from harnessevolve.cli.options import (
-    AdapterOption,
-    BatchSize,
-    Concurrency,
-    ControlK,
-    GatesFile,
-    HarnessDir,
-    JsonOut,
-    Model,
-    Sandbox,
-    SandboxLimitsOption,
-    SandboxReadOnly,
-    Seed,
-    UnsafeNoSandbox,
-    chosen_sandbox,
-    read_only_paths,
-)
+from harnessevolve.cli.config_options import config_command, own_option
+from harnessevolve.cli.options import ControlK, JsonOut
 from harnessevolve.cli.ui import console, mark, progress_hooks
 from harnessevolve.core.containment import check_output_path
-from harnessevolve.core.enums import SandboxName
 from harnessevolve.core.errors import BenchmarkError
 from harnessevolve.core.files import atomic_write_text
 from harnessevolve.core.interrupts import stop_signals
 from harnessevolve.gate.performance import accepted_on_tie
-from harnessevolve.pipeline.judging.ci_gate import GateOptions, run_gate
+from harnessevolve.pipeline.ci_gate import GateOptions, run_gate
 from harnessevolve.report.gate_report import junit_xml, markdown_summary, verdict_headline
 from harnessevolve.runs.run_config import ExecutionConfig
 
+GATE_OPTIONS = [
+    "harness_dir", "benchmark", "model", "batch_size", "concurrency", "seed", "gates_file", "sandbox",
+    "unsafe_no_sandbox", "sandbox_limits", "sandbox_ro", "adapters",
+]  # fmt: skip
+"""The run options ``gate`` shares with ``run``: the same declarations (``runs/run_config.py``)."""
 
-@handle_errors
+
+def gate_from_cli(
+    values: dict[str, Any],
+    *,
+    baseline: str,
+    candidate: str,
+    split: str,
+    junit: Path | None,
+    markdown: Path | None,
+    require_control: bool,
+    control_k: int | None,
+    as_json: bool,
+) -> None:
+    """``gate``'s command line: the shared run options by flat key, then its own."""
+    harness = values["harness_dir"]
+    benchmark = values["benchmark"] or latest_benchmark(harness)
+    if split not in ("validation", "test"):
+        raise typer.BadParameter("must be validation or test", param_hint="--split")
+    if (require_control or control_k is not None) and split != "test":
+        raise typer.BadParameter(
+            "the matched-budget control is scored on the sealed test split: add --split test",
+            param_hint="--require-control/--control-k",
+        )
+    if require_control and control_k == 0:
+        raise typer.BadParameter(
+            "--require-control needs a control to beat; --control-k 0 leaves it out (give k >= 1, or "
+            "drop --control-k to match it to the run's rollouts)",
+            param_hint="--control-k",
+        )
+    options = GateOptions(
+        harness_dir=harness,
+        baseline=baseline,
+        candidate=candidate,
+        benchmark=benchmark,
+        split=split,
+        model=values["model"],
+        batch_size=values["batch_size"],
+        seed=values["seed"],
+        gates_file=values["gates_file"],
+        execution=ExecutionConfig(
+            sandbox=values["sandbox"],
+            unsafe_no_sandbox=values["unsafe_no_sandbox"],
+            sandbox_limits=values["sandbox_limits"],
+            concurrency=values["concurrency"],
+            sandbox_ro=values["sandbox_ro"],
+        ),
+        adapters=values["adapters"],
+        require_control=require_control,
+        control_k=control_k,
+    )
+    gate(options, junit=junit, markdown=markdown, as_json=as_json)
+
+
 def gate(
-    harness: HarnessDir = Path("."),
-    benchmark: Annotated[
-        str | None,
-        typer.Option(
-            "--benchmark",
-            "-b",
-            help="A built-in benchmark's name, a folder, harbor:PATH, nl2bash[:N] or a fixed slice of one, "
-            "subset:validation=N@SPEC "
-            "(default: the benchmark of the harness's latest run).",
-        ),
-    ] = None,
-    baseline: Annotated[str, typer.Option(help="Baseline git revision (e.g. origin/main).")] = "HEAD~1",
-    candidate: Annotated[str, typer.Option(help="Candidate git revision.")] = "HEAD",
-    split: Annotated[
-        str, typer.Option(help="Held-out split: validation, or test (sealed; use sparingly).")
-    ] = "validation",
-    model: Model = None,
-    batch_size: BatchSize = 40,
-    concurrency: Concurrency = None,
-    seed: Seed = 0,
-    gates: GatesFile = None,
-    junit: Annotated[Path | None, typer.Option(help="Write a JUnit XML report here.")] = None,
-    markdown: Annotated[Path | None, typer.Option(help="Write a Markdown summary here.")] = None,
-    sandbox: Sandbox = SandboxName.BWRAP,
-    unsafe_no_sandbox: UnsafeNoSandbox = False,
-    sandbox_limits: SandboxLimitsOption = None,
-    sandbox_ro: SandboxReadOnly = None,
-    adapter: AdapterOption = None,
-    require_control: Annotated[
-        bool,
-        typer.Option(
-            "--require-control",
-            help="With --split test: fail (exit 1) unless the candidate beats the matched-budget control, "
-            "the baseline's best-of-k (self-consistency pick) at the rollouts the candidate's run spent "
-            "(k = round(run rollouts / test tasks)); also heldout.require_control in the gates file. "
-            "Without it the control is still scored and reported.",
-        ),
-    ] = False,
-    control_k: ControlK = None,
-    as_json: JsonOut = False,
+    options: GateOptions, *, junit: Path | None = None, markdown: Path | None = None, as_json: bool = False
 ) -> None:
     """Evaluate two revisions of a harness; exit 0 when the candidate passes every gate, 1 when not.
 
@@ -89,36 +92,6 @@ def gate(
     With --split test the report also carries the matched-budget control (the baseline's best-of-k
     at the rollouts the candidate's run spent); --require-control makes beating it a gate.
     """
-    if benchmark is None:
-        benchmark = latest_benchmark(harness)
-    if split not in ("validation", "test"):
-        raise typer.BadParameter("must be validation or test", param_hint="--split")
-    if (require_control or control_k is not None) and split != "test":
-        raise typer.BadParameter(
-            "the matched-budget control is scored on the sealed test split: add --split test",
-            param_hint="--require-control/--control-k",
-        )
-    options = GateOptions(
-        harness_dir=harness,
-        baseline=baseline,
-        candidate=candidate,
-        benchmark=benchmark,
-        split=split,
-        model=model,
-        batch_size=batch_size,
-        seed=seed,
-        gates_file=gates,
-        execution=ExecutionConfig(
-            sandbox=chosen_sandbox(sandbox, unsafe_no_sandbox),
-            unsafe_no_sandbox=unsafe_no_sandbox,
-            sandbox_limits=sandbox_limits,
-            concurrency=concurrency,
-            sandbox_ro=read_only_paths(sandbox_ro, harness=harness),
-        ),
-        adapters=tuple(adapter or ()),
-        require_control=require_control,
-        control_k=control_k,
-    )
     for path, option in ((junit, "--junit"), (markdown, "--markdown")):
         if path is not None:
             check_output_path(path, option=option)
@@ -162,3 +135,40 @@ def latest_benchmark(harness: Path) -> str:
         field="--benchmark",
         hint="pass --benchmark NAME or a folder (e.g. -b shell-basics)",
     )
+
+
+gate_command = handle_errors(
+    config_command(
+        gate_from_cli,
+        GATE_OPTIONS,
+        panels=False,
+        help_extra={"benchmark": " Default: the benchmark of the harness's latest run."},
+        own=[
+            own_option("baseline", str, "HEAD~1", help="Baseline git revision (e.g. origin/main)."),
+            own_option("candidate", str, "HEAD", help="Candidate git revision."),
+            own_option(
+                "split",
+                str,
+                "validation",
+                help="Held-out split: validation, or test (sealed; use sparingly).",
+            ),
+            own_option("junit", Path | None, None, help="Write a JUnit XML report here."),
+            own_option("markdown", Path | None, None, help="Write a Markdown summary here."),
+            own_option(
+                "require_control",
+                bool,
+                False,
+                "--require-control",
+                help="With --split test: fail (exit 1) unless the candidate beats the matched-budget "
+                "control, "
+                "the baseline's best-of-k (self-consistency pick) at the rollouts the candidate's run spent "
+                "(k = round(run rollouts / test tasks)); also heldout.require_control in the gates file. "
+                "Without it the control is still scored and reported.",
+            ),
+            inspect.Parameter("control_k", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=ControlK),
+            inspect.Parameter("as_json", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=JsonOut),
+        ],
+    )
+)
+gate_command.__doc__ = gate.__doc__
+gate_command.__name__ = "gate"

@@ -32,15 +32,15 @@ from harnessevolve.core.errors import BenchmarkError
 from harnessevolve.core.tasks import Benchmark as BenchmarkSuite
 from harnessevolve.execute.tool_server import benchmark_sandbox
 from harnessevolve.harness.load import load_harness
-from harnessevolve.pipeline.rollouts.references import (
+from harnessevolve.sandbox.base import make_sandbox
+from harnessevolve.scoring.build import parse_limits
+from harnessevolve.scoring.references import (
     import_atif,
     replay_gold,
     save_reference,
     user_references_dir,
 )
-from harnessevolve.pipeline.rollouts.refgen import Generated, generate_reference, write_regret
-from harnessevolve.pipeline.rollouts.scorer_setup import parse_limits
-from harnessevolve.sandbox.base import make_sandbox
+from harnessevolve.scoring.refgen import Generated, generate_reference, write_regret
 
 OUT_HELP = (
     "Folder to write <task-id>.json into (default: the suite's trajectories/ folder, next to its tasks; "
@@ -52,7 +52,7 @@ def reference_output_dir(bench: BenchmarkSuite, out: Path | None) -> Path:
     """Where references are written: ``--out``, else next to the suite (``<suite>/trajectories``).
 
     Never into the installed package: a built-in suite (or adapter) of an installed package writes
-    to the user's reference folder (``pipeline.rollouts.references.user_references_dir``), which ``run``
+    to the user's reference folder (``scoring.references.user_references_dir``), which ``run``
     reads too; a built-in suite of the checkout keeps its references in the checkout's
     ``trajectories/<name>`` (that is how they are maintained)."""
     if out is not None:

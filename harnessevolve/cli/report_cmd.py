@@ -16,7 +16,7 @@ from harnessevolve.cli.final_view import print_final
 from harnessevolve.cli.options import ControlK, HarnessDir, JsonOut, Model, Seed
 from harnessevolve.cli.ui import console, progress_hooks, score
 from harnessevolve.core.containment import check_output_path
-from harnessevolve.pipeline.final import load_run, score_test_split
+from harnessevolve.pipeline.final import score_test_split
 from harnessevolve.report.components import ComponentRow, component_rows
 from harnessevolve.report.html import write_html_report
 from harnessevolve.report.infra_view import infra_counts
@@ -107,7 +107,7 @@ def report(
         with progress_hooks(enabled=not as_json) as hooks:
             final_scores = score_test_split(
                 harness_dir,
-                load_run(run_dir),
+                RunDir(run_dir).load(),
                 model=model,
                 seed=seed,
                 hooks=hooks,

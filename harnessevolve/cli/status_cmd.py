@@ -17,7 +17,7 @@ from harnessevolve.cli._errors import handle_errors
 from harnessevolve.cli.options import HarnessDir, JsonOut
 from harnessevolve.cli.report_cmd import RunRef
 from harnessevolve.cli.ui import console
-from harnessevolve.pipeline.budget import spend_line
+from harnessevolve.models.budget import spend_line
 from harnessevolve.report.event_text import describe
 from harnessevolve.report.firing import firing_summary, firings
 from harnessevolve.report.infra_view import infra_counts

@@ -23,9 +23,9 @@ def _run_dir(run: str, harness: Path | None) -> Path:
 
     if run != "latest" and RunDir(Path(run)).exists():
         return Path(run)
-    from harnessevolve.pipeline.final import find_run
+    from harnessevolve.runs.rundir import RunDir
 
-    return find_run(harness or Path("."), None if run == "latest" else run).root
+    return RunDir.find(None if run == "latest" else run, harness or Path("."), field="--run").root
 
 
 @handle_errors

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from harnessevolve.pipeline.run import RunHooks
+from harnessevolve.pipeline.state import RunHooks
 
 NON_TTY_WIDTH = 240
 """Columns of piped output (no terminal): wide enough that paths and table rows are never split;

@@ -113,7 +113,7 @@ def run_checks(
     """Run every check of ``task`` against ``workspace`` and the submitted ``answer``.
 
     ``runner`` runs every program a check starts and reads every workspace file a check reads
-    (``pipeline.rollouts.sandboxed_checks.sandboxed_runner``: in the sandbox); there is no host default.
+    (``scoring.sandboxed_checks.sandboxed_runner``: in the sandbox); there is no host default.
     ``trajectory``: the run's, for ``python`` checks (they also read the tool state it holds)."""
     if not task.checks:
         raise BenchmarkError(
@@ -286,7 +286,7 @@ class CommandRunner(ABC):
     besides the workspace (the check's own files), shown read-only at the same paths. Raises
     ``OSError`` when the command cannot be started. ``fresh``: we just (re)wrote the tree on the
     host (an effect check's copy), so it is handed to the sandbox's uid again first. The
-    pipeline's runs it in the sandbox (``pipeline.rollouts.sandboxed_checks``).
+    pipeline's runs it in the sandbox (``scoring.sandboxed_checks``).
 
     Each command runs as one process through ``run_process``; a runner says how it is started
     (``process``) and where check workspaces live (``scratch``)."""

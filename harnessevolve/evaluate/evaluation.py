@@ -51,7 +51,7 @@ def evaluate_rollout(
     tools: Iterable[Any] | None = None,
 ) -> Evaluation:
     """``runner``: how checks run programs and read workspace files: the pipeline's sandboxed one
-    (``pipeline.rollouts.sandboxed_checks``); there is no host default. ``tools``: every tool definition
+    (``scoring.sandboxed_checks``); there is no host default. ``tools``: every tool definition
     the agent was offered (harness and task), for the offered-tool check and schema-typed argument
     comparison when the trajectory does not carry them (ATIF v1.5 ``agent.tool_definitions``);
     give all or none, since a call of a tool missing from the list counts as ``unknown_tool``.

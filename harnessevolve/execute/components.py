@@ -83,7 +83,7 @@ class ComponentHooks:
         self.parts.remove(part)
 
     async def _each(self, rollout: Rollout, where: str, hook: Callable[[Component], Awaitable[None]]) -> None:
-        from harnessevolve.execute.agent import Stopped
+        from harnessevolve.execute.loop_state import Stopped
 
         for part in list(self.parts):
             try:
@@ -99,7 +99,7 @@ class ComponentHooks:
     async def around_query(self, loop: AgentLoop) -> ModelReply | None:
         """The model call of a step: the first component's own that makes one (the world model's
         lookahead), else None (the loop's); a component that fails here is reported and dropped."""
-        from harnessevolve.execute.agent import Stopped
+        from harnessevolve.execute.loop_state import Stopped
 
         for part in list(self.parts):
             try:

@@ -18,7 +18,7 @@ from harnessevolve.harness.model import Harness
 from harnessevolve.harness.runtime import MemoryEntry
 
 if TYPE_CHECKING:
-    from harnessevolve.execute.agent import Rollout
+    from harnessevolve.execute.loop_state import Rollout
 
 
 @functools.lru_cache(maxsize=8)

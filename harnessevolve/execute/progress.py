@@ -16,7 +16,7 @@ from harnessevolve.execute.tools import ToolResult
 from harnessevolve.harness.model import ToolSpec
 
 if TYPE_CHECKING:
-    from harnessevolve.execute.agent import Rollout
+    from harnessevolve.execute.loop_state import Rollout
 
 NOTES_TOOL = ToolSpec(
     "notes",

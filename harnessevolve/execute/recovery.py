@@ -27,7 +27,7 @@ from harnessevolve.harness.runtime import RecoveryRule
 
 if TYPE_CHECKING:
     from harnessevolve.core.atif import Step
-    from harnessevolve.execute.agent import Actions, Rollout
+    from harnessevolve.execute.loop_state import Actions, Rollout
     from harnessevolve.models import ModelReply
 
 
@@ -83,7 +83,7 @@ class RecoveryHooks(Component):
         self.pending = []
 
     async def after_actions(self, rollout: Rollout, reply: ModelReply, actions: Actions) -> None:
-        from harnessevolve.execute.agent import Stopped
+        from harnessevolve.execute.loop_state import Stopped
 
         steps = rollout.steps()
         for i, rule in enumerate(self.rules):

@@ -143,7 +143,7 @@ class CodeSmoke(Protocol):
     """Runs the smoke script for ``paths`` (changed ``.py`` files of the harness folder
     ``candidate_dir``) in the sandbox, never in this process, killed after ``timeout_s``.
 
-    The pipeline's implementation is ``pipeline.judging.code_smoke.SandboxedCodeSmoke``: each file is
+    The pipeline's implementation is ``judging.code_smoke.SandboxedCodeSmoke``: each file is
     loaded as a module (not as ``__main__``, so an agent script's top level runs -- its imports,
     reading the task file, building its client -- but not its loop) in a scratch workspace with
     a task file made from the candidate harness."""

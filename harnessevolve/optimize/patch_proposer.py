@@ -22,7 +22,7 @@ from typing import Any
 from harnessevolve.core.errors import EditError
 from harnessevolve.core.signals import Cluster, ErrorSignal
 from harnessevolve.models import acomplete
-from harnessevolve.optimize.behaviour_proposer import agent_script
+from harnessevolve.optimize.code_levers import agent_script
 from harnessevolve.optimize.proposal import (
     Candidate,
     ProposalContext,
@@ -134,7 +134,7 @@ class PatchProposer:
         self.max_tokens = max_tokens
 
     def _cases(self, context: ProposalContext) -> list[tuple[Cluster, ErrorSignal, str]]:
-        from harnessevolve.optimize.behaviour_proposer import harness_settings
+        from harnessevolve.optimize.code_levers import harness_settings
 
         settings = harness_settings(context)
         cases = []

@@ -36,12 +36,12 @@ from harnessevolve.core.files import atomic_write_text, read_yaml
 from harnessevolve.core.tasks import Benchmark, BenchmarkSettings, Task, load_task
 from harnessevolve.harness.load import load_harness
 from harnessevolve.harness.model import Harness
-from harnessevolve.pipeline.rollouts.references import replay_gold, save_reference
-from harnessevolve.pipeline.rollouts.scoring import Scorer, TaskResult
 from harnessevolve.runs.events import BatchEvaluated, EnvironmentStatus, TaskGenerated
 from harnessevolve.runs.ledger import Ledger, read_ledger
 from harnessevolve.runs.rundir import RunDir
 from harnessevolve.sandbox.base import Sandbox
+from harnessevolve.scoring.references import replay_gold, save_reference
+from harnessevolve.scoring.scorer import Scorer, TaskResult
 from harnessevolve.synth.variants import Variant, chain, chainable, family_of, level_of, more_mutations
 
 GENERATED_DIR = "generated"

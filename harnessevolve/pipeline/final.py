@@ -2,10 +2,10 @@
 every evaluation is written to the run's ledger.
 
 Beside the seed and the evolved harness it scores the **matched-budget control**: the seed's
-best-of-k at the rollouts the run spent (``pipeline/rollouts/best_of_k.py``: k = round(B / test tasks),
+best-of-k at the rollouts the run spent (``scoring/best_of_k.py``: k = round(B / test tasks),
 B = the run's ``rollouts`` + ``cached_rollouts``), as the self-consistency pick (deployable) and
 the pass@k oracle (labelled as such), each with a confidence interval. ``--variants N`` also
-scores both harnesses on synthesized variants of the test tasks (``pipeline/judging/heldout_variants.py``).
+scores both harnesses on synthesized variants of the test tasks (``judging/heldout_variants.py``).
 Rollouts that failed on the machine are scored 0 and counted apart (``infra``).
 """
 
@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from harnessevolve.adapters import load_benchmark_spec
 from harnessevolve.core.errors import HarnessEvolveError
@@ -23,73 +22,20 @@ from harnessevolve.gate.noise import mean_ci
 from harnessevolve.gate.performance import mean
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
-from harnessevolve.pipeline.judging.heldout_variants import make_test_variants, variant_drop
-from harnessevolve.pipeline.rollouts.best_of_k import BestOfK, matched_k, seed_control
-from harnessevolve.pipeline.rollouts.references import load_references
-from harnessevolve.pipeline.rollouts.rollout_cache import RolloutCache
-from harnessevolve.pipeline.rollouts.scorer_setup import ScorerSetup
-from harnessevolve.pipeline.run import RunHooks
-from harnessevolve.runs.events import Event, RunFinished, RunStarted, TestEvaluated
+from harnessevolve.judging.heldout_variants import make_test_variants, variant_drop
+from harnessevolve.pipeline.state import RunHooks
+from harnessevolve.runs.events import RunFinished, RunStarted, TestEvaluated
 from harnessevolve.runs.ledger import Ledger
 from harnessevolve.runs.run_config import RunConfig
-from harnessevolve.runs.rundir import STATE_DIR, RunDir, pick_run, runs_folder
+from harnessevolve.runs.rundir import STATE_DIR, RunDir
 from harnessevolve.runs.tempdirs import run_tempdir
+from harnessevolve.scoring.best_of_k import BestOfK, matched_k, seed_control
+from harnessevolve.scoring.build import build_scorer
+from harnessevolve.scoring.references import load_references
+from harnessevolve.scoring.rollout_cache import RolloutCache
 
 CONFIDENCE = 0.95
 """Level of every interval ``report --final`` shows."""
-E = TypeVar("E", bound=Event)
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    run_id: str
-    root: Path
-    events: list[Event]
-
-    def first(self, kind: type[E]) -> E | None:
-        return next((r for r in self.events if isinstance(r, kind)), None)
-
-    def last(self, kind: type[E]) -> E | None:
-        return next((r for r in reversed(self.events) if isinstance(r, kind)), None)
-
-    def all(self, kind: type[E]) -> list[E]:
-        return [r for r in self.events if isinstance(r, kind)]
-
-    @property
-    def rollouts(self) -> int | None:
-        """Every rollout the run used (run, cached, ``run_finished``); None before it finished."""
-        finished = self.last(RunFinished)
-        if finished is None or finished.rollouts is None:
-            return None
-        return finished.rollouts + (finished.cached_rollouts or 0)
-
-
-def load_run(root: Path) -> RunRecord:
-    return RunRecord(root.name, root, RunDir(root).events())
-
-
-def find_run(harness_dir: Path, run_id: str | None) -> RunRecord:
-    found = pick_run(
-        RunDir.of(harness_dir),
-        run_id,
-        runs_folder(harness_dir),
-        field="--run",
-        hint="start one with `harnessevolve run`",
-    )
-    return load_run(found.root)
-
-
-def run_ending_at(harness_dir: Path, sha: str) -> RunRecord | None:
-    """The latest finished run of this harness whose final revision is ``sha`` (what ``gate``
-    matches its control to)."""
-    runs = harness_dir / STATE_DIR / "runs"
-    folders = sorted(p for p in runs.glob("*") if RunDir(p).exists()) if runs.is_dir() else []
-    for folder in reversed(folders):
-        candidate_run = load_run(folder)
-        finished = candidate_run.last(RunFinished)
-        if finished is not None and finished.rev == sha:
-            return candidate_run
-    return None
 
 
 def control_k(tasks: int, run_rollouts: int | None, given: int | None) -> tuple[int, int | None]:
@@ -117,7 +63,7 @@ def control_numbers(control: BestOfK, evolved: list[float]) -> dict[str, Any]:
 
 def score_test_split(
     harness_dir: Path,
-    run: RunRecord,
+    run: RunDir,
     *,
     model: str | None,
     seed: int,
@@ -134,7 +80,7 @@ def score_test_split(
     if started is None or finished is None:
         raise HarnessEvolveError(
             "the run has not finished",
-            file=str(RunDir(run.root).ledger),
+            file=str(run.ledger),
             hint="resume or wait for it first",
         )
     repo = HarnessRepo(harness_dir)
@@ -155,7 +101,8 @@ def score_test_split(
         harnesses = {k_: load_harness(repo.export(rev, Path(tmp) / k_)) for k_, rev in revisions.items()}
         agent_model = model or config.scoring.model or harnesses["seed"].model
         # the run's own executor, sandbox, limits and concurrency (run_started.options)
-        scorer = ScorerSetup.from_config(config.execution).build(
+        scorer = build_scorer(
+            config.execution,
             benchmark=benchmark,
             model=agent_model,
             default_model=agent_model,
@@ -212,7 +159,7 @@ def score_test_split(
                 doc["variants"] = found
 
         asyncio.run(score_all())
-    ledger = Ledger(RunDir(run.root).ledger)
+    ledger = Ledger(run.ledger)
     evaluated = TestEvaluated(
         split="test",
         tasks=len(tests),

@@ -18,9 +18,9 @@ from harnessevolve.core.files import atomic_write_json
 from harnessevolve.core.redact import redact_obj
 from harnessevolve.gate.verdict import GateVerdict
 from harnessevolve.harness.git import HarnessRepo
+from harnessevolve.judging.trials import Trial
 from harnessevolve.optimize.edits import write_changes
 from harnessevolve.optimize.proposal import Candidate
-from harnessevolve.pipeline.judging.trials import Trial
 from harnessevolve.pipeline.state import RunState
 from harnessevolve.runs.events import (
     CandidateCommitted,

@@ -28,21 +28,20 @@ from harnessevolve.gate.performance import accepted_on_tie, mean
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
 from harnessevolve.harness.model import Harness
+from harnessevolve.judging.edit_firing import WATCH_FILE, FiringRecorder
+from harnessevolve.judging.judge import CandidateJudge
+from harnessevolve.judging.trials import TrialRunner
+from harnessevolve.models.budget import BudgetGuard, spending
 from harnessevolve.models.usage import UsageMeter
 from harnessevolve.optimize.proposal import ProposalContext, ProposerChain
-from harnessevolve.pipeline.budget import BudgetGuard, spending
 from harnessevolve.pipeline.epochs import EpochClock, Snapshot, SnapshotPool
 from harnessevolve.pipeline.evolve_env import EnvironmentEvolver
 from harnessevolve.pipeline.history import RunHistory
-from harnessevolve.pipeline.judging.edit_firing import WATCH_FILE, FiringRecorder
-from harnessevolve.pipeline.judging.judge import CandidateJudge
-from harnessevolve.pipeline.judging.trials import TrialRunner
 from harnessevolve.pipeline.policies import LoopPolicies, sample_batch
 from harnessevolve.pipeline.preflight import smoke_seed
-from harnessevolve.pipeline.proposing.context import build_context
 from harnessevolve.pipeline.resume import ResumePoint
-from harnessevolve.pipeline.rollouts.scoring import Scorer, TaskResult, mean_score
 from harnessevolve.pipeline.state import GenerationRow, RunState
+from harnessevolve.proposing.context import build_context
 from harnessevolve.runs.events import (
     AgentModelChanged,
     Baseline,
@@ -57,6 +56,7 @@ from harnessevolve.runs.events import (
 )
 from harnessevolve.runs.ledger import Ledger
 from harnessevolve.runs.run_config import RunConfig
+from harnessevolve.scoring.scorer import Scorer, TaskResult, mean_score
 
 __all__ = ["GenerationLoop", "LoopParts", "refuse_if_model_unusable", "sample_batch"]
 

@@ -14,8 +14,8 @@ from typing import Protocol
 
 from harnessevolve.core.enums import Sampling
 from harnessevolve.core.tasks import Task
+from harnessevolve.judging.trials import Trial, pick_winner
 from harnessevolve.pipeline.epochs import Snapshot, SnapshotPool
-from harnessevolve.pipeline.judging.trials import Trial, pick_winner
 
 
 def sample_batch(

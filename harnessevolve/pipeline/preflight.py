@@ -122,7 +122,7 @@ async def smoke_seed(scorer: Any, seed: Harness, tasks: Sequence[Task]) -> None:
     agent broke on every one of them (crashed, wrote no valid ATIF, flooded its output:
     ``BROKEN_AGENT_STOPS``) the run stops here, naming the seed as broken, instead of spending a
     validation pass and a generation and then blaming the first candidate. ``scorer`` is the run's
-    (``pipeline.rollouts.scoring.Scorer``), so these rollouts are metered and memoised for the baseline."""
+    (``scoring.scorer.Scorer``), so these rollouts are metered and memoised for the baseline."""
     chosen = list(tasks[:SEED_SMOKE_TASKS])
     if not chosen:
         return

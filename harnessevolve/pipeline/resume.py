@@ -30,8 +30,8 @@ from harnessevolve.core.tasks import Benchmark, Task
 from harnessevolve.core.trailers import trailer_map
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
+from harnessevolve.judging.trials import DUPLICATE, harness_state, rejection_note
 from harnessevolve.pipeline.epochs import EpochClock, Snapshot
-from harnessevolve.pipeline.judging.trials import DUPLICATE, harness_state, rejection_note
 from harnessevolve.pipeline.recovery import (
     failed_verdict,
     gate_report,

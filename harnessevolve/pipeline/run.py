@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,20 +12,17 @@ from harnessevolve.core.tasks import Benchmark
 from harnessevolve.gate.config import load_gate_config
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
+from harnessevolve.judging.floor import check_floor_at_start
+from harnessevolve.models.budget import ProposerBudget
 from harnessevolve.models.pricing import check_cost_budget, parse_price
 from harnessevolve.optimize.registry import make_proposer
 from harnessevolve.pipeline import preflight
-from harnessevolve.pipeline.budget import ProposerBudget
 from harnessevolve.pipeline.evolve_env import native_documents
-from harnessevolve.pipeline.judging.floor import check_floor_at_start
 from harnessevolve.pipeline.net_change import NetChange
-from harnessevolve.pipeline.proposing.agent_proposer import agent_proposers
 from harnessevolve.pipeline.resume import load_run_for_resume, reconcile, resume_point
-from harnessevolve.pipeline.rollouts.reference_coverage import missing_references_warning
-from harnessevolve.pipeline.rollouts.references import load_references
-from harnessevolve.pipeline.rollouts.scorer_setup import ScorerSetup
 from harnessevolve.pipeline.session import CheckedRun, run_generations, spent_before
-from harnessevolve.pipeline.state import RunState
+from harnessevolve.pipeline.state import RunHooks, RunState
+from harnessevolve.proposing.agent_proposer import agent_proposers
 from harnessevolve.report.tracking import make_tracker
 from harnessevolve.runs.events import (
     RunResumed,
@@ -35,7 +31,10 @@ from harnessevolve.runs.events import (
 )
 from harnessevolve.runs.ledger import Ledger
 from harnessevolve.runs.run_config import RunConfig
-from harnessevolve.runs.rundir import STATE_DIR, HarnessLock, RunDir, new_run_id
+from harnessevolve.runs.rundir import HarnessLock, RunDir, new_run_id
+from harnessevolve.scoring.build import make_executor
+from harnessevolve.scoring.reference_coverage import missing_references_warning
+from harnessevolve.scoring.references import load_references
 
 RunOptions = RunConfig
 """The run's options are its composed configuration (``runs/run_config.py``: one section per
@@ -54,14 +53,6 @@ class RunResult:
 
     def __iter__(self):  # noqa: ANN204 - lets older callers unpack ``state, run_dir = start_run(...)``
         return iter((self.state, self.run_dir))
-
-
-@dataclass(frozen=True)
-class RunHooks:
-    """How the caller watches a run: progress bars and log lines (the CLI passes rich ones)."""
-
-    on_progress: Callable[[str, int], Callable[[], None]] | None = None
-    log: Callable[[str], None] = lambda _m: None
 
 
 def prepare_repo(options: RunConfig, run_id: str) -> HarnessRepo:
@@ -147,10 +138,9 @@ def check_run(options: RunConfig) -> CheckedRun:
         check_training_available()
         if options.training.train_base_model is None:
             base_model_for(agent_model)
-    setup = ScorerSetup.from_config(options.execution)
-    executor = setup.make_executor(benchmark, agent_model)
+    executor = make_executor(options.execution, benchmark, agent_model)
     return CheckedRun(
-        options, harness_dir, seed_harness, benchmark, references, gates, proposer, setup, executor, priced
+        options, harness_dir, seed_harness, benchmark, references, gates, proposer, executor, priced
     )
 
 
@@ -189,7 +179,7 @@ def new_run(options: RunConfig, hooks: RunHooks) -> RunResult:
                 options=options.to_json(),
                 gates=checked.gates.source,
                 references=len(checked.references),
-                sandbox=executor.sandbox.name if executor.sandbox else checked.setup.sandbox,
+                sandbox=executor.sandbox.name if executor.sandbox else options.execution.sandbox,
             )
         )
         check_floor_at_start(
@@ -217,7 +207,8 @@ def resume_run(harness_dir: Path, run: str, hooks: RunHooks) -> RunResult:
     """Pick the killed run ``run`` up: its recorded options, what git holds of its last generation
     reconciled with its ledger (``resume.reconcile``), ``run_resumed``, then the rest of its generations."""
     harness_dir = harness_dir.resolve()
-    run_dir = _find_run(harness_dir, run)
+    run_dir = RunDir.find(run, harness_dir, field="--resume")
+    run_dir = RunDir(run_dir.root.resolve())
     _events, started = load_run_for_resume(run_dir.root)
     preflight.check_resume_belongs(run_dir.root, started.to_json(), harness_dir)
     checked = check_run(RunConfig.from_json({**started.options, "harness_dir": str(harness_dir)}))
@@ -265,21 +256,3 @@ def _log_prices(checked: CheckedRun, hooks: RunHooks) -> None:
             f"no price data for {name}: charging --price-per-mtok "
             f"{checked.options.budget.price_per_mtok} USD/Mtok"
         )
-
-
-def _find_run(harness_dir: Path, run: str) -> RunDir:
-    """The run ``--resume`` names: its folder, its id, or a unique prefix of its id."""
-    from harnessevolve.report.runs import resolve_run
-
-    try:
-        return RunDir(resolve_run(run, harness_dir).resolve())
-    except HarnessEvolveError as exc:
-        runs = sorted((harness_dir / STATE_DIR / "runs").glob("*"))
-        raise HarnessEvolveError(
-            exc.message if "prefix" in exc.message else f"no run {run!r} for this harness",
-            file=str(harness_dir / STATE_DIR / "runs"),
-            field="--resume",
-            hint=exc.hint
-            if "prefix" in exc.message
-            else f"known runs: {', '.join(r.name for r in runs[-3:]) or 'none'}",
-        ) from None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harnessevolve.core import interrupts
 from harnessevolve.core.atif import Trajectory
@@ -15,25 +15,20 @@ from harnessevolve.execute.runners.endpoint import budget_check
 from harnessevolve.gate.config import GateConfig
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.model import Harness
+from harnessevolve.models.budget import Budget, BudgetExhausted, BudgetGuard, metering
 from harnessevolve.models.usage import UsageMeter
 from harnessevolve.optimize.proposal import ProposerChain
-from harnessevolve.pipeline.budget import Budget, BudgetExhausted, BudgetGuard, metering
 from harnessevolve.pipeline.evolve_env import EnvironmentEvolver, EvolveSettings
 from harnessevolve.pipeline.loop import GenerationLoop, LoopParts
 from harnessevolve.pipeline.net_change import NetChange, net_change
 from harnessevolve.pipeline.policies import LoopPolicies, PolicyInputs
-from harnessevolve.pipeline.proposing.agent_proposer import (
+from harnessevolve.pipeline.resume import ResumePoint
+from harnessevolve.pipeline.state import RunHooks, RunState
+from harnessevolve.proposing.agent_proposer import (
     AgentRun,
     bind_agent_proposer,
     close_agent_proposer,
 )
-from harnessevolve.pipeline.resume import ResumePoint
-from harnessevolve.pipeline.rollouts.infra import InfraTally, ledger_infra_tally
-from harnessevolve.pipeline.rollouts.refgen import load_regret
-from harnessevolve.pipeline.rollouts.rollout_cache import RolloutCache
-from harnessevolve.pipeline.rollouts.scorer_setup import ScorerSetup
-from harnessevolve.pipeline.rollouts.scoring import Scorer
-from harnessevolve.pipeline.state import RunState
 from harnessevolve.report.infra_view import fold_infra
 from harnessevolve.runs.counters import Counts, RunCounters
 from harnessevolve.runs.events import BudgetExhausted as BudgetExhaustedEvent
@@ -43,9 +38,11 @@ from harnessevolve.runs.run_config import RunConfig
 from harnessevolve.runs.rundir import STATE_DIR
 from harnessevolve.runs.spend import SpendJournal, later_usage, read_spend
 from harnessevolve.runs.tempdirs import run_tempdir
-
-if TYPE_CHECKING:
-    from harnessevolve.pipeline.run import RunHooks
+from harnessevolve.scoring.build import build_scorer
+from harnessevolve.scoring.infra import InfraTally, ledger_infra_tally
+from harnessevolve.scoring.refgen import load_regret
+from harnessevolve.scoring.rollout_cache import RolloutCache
+from harnessevolve.scoring.scorer import Scorer
 
 
 @dataclass(frozen=True)
@@ -59,7 +56,6 @@ class CheckedRun:
     references: dict[str, Trajectory]
     gates: GateConfig
     proposer: ProposerChain
-    setup: ScorerSetup
     executor: Executor
     priced: list[str]
     """Models without litellm price data charged at ``--price-per-mtok``."""
@@ -102,15 +98,17 @@ def run_generations(
     options, state = checked.options, RunState(run_id=run_id)
     scoring, seed = options.scoring, options.scoring.seed
     meter = meter or UsageMeter()
-    scorer = Scorer(
-        checked.executor,
+    scorer = build_scorer(
+        options.execution,
+        executor=checked.executor,
+        benchmark=checked.benchmark,
+        default_model=checked.seed_harness.model,
         model=scoring.model,
         seed=seed,
         references=checked.references,
         out_dir=run_dir,
         on_progress=hooks.on_progress,
         cache=RolloutCache(checked.harness_dir / STATE_DIR / "cache" / "rollouts") if scoring.cache else None,
-        adapter=checked.benchmark.adapter,
         infra=ledger_infra_tally(ledger, options.budget.max_infra_share),
     )
     limits = options.budget

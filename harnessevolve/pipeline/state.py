@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -26,3 +27,11 @@ class RunState:
     stage: str = "starting"
     generation: int = 0
     pending_sha: str | None = None
+
+
+@dataclass(frozen=True)
+class RunHooks:
+    """How the caller watches a run: progress bars and log lines (the CLI passes rich ones)."""
+
+    on_progress: Callable[[str, int], Callable[[], None]] | None = None
+    log: Callable[[str], None] = lambda _m: None

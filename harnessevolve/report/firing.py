@@ -1,5 +1,5 @@
 """Whether each accepted edit fired, as ``status`` and the HTML report show it (from ``edit_fired``
-ledger events, see ``pipeline/judging/edit_firing.py``)."""
+ledger events, see ``judging/edit_firing.py``)."""
 
 from __future__ import annotations
 

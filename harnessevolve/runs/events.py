@@ -14,181 +14,51 @@ table). ``tests/runs/test_events.py`` checks that every event written anywhere i
 
 from __future__ import annotations
 
-import dataclasses
-import types
-import typing
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Self
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from harnessevolve.core.enums import RunEnd
+from harnessevolve.runs.event_record import (
+    ENVELOPE,
+    CandidateDetails,
+    ClusterSummary,
+    Event,
+    GateVerdictRecord,
+    Record,
+    UnknownEvent,
+    UnknownEventError,
+    payload_fields,
+)
+from harnessevolve.runs.stage_events import (
+    AgentModelChanged,
+    EnvironmentStatus,
+    FloorChecked,
+    InfraFailure,
+    PolicyTrained,
+    PolicyTrainingSkipped,
+    TaskGenerated,
+    TestEvaluated,
+)
 
-ENVELOPE = ("v", "ts", "event")
-"""Keys every ledger line has besides its event's fields."""
-
-
-class UnknownEventError(TypeError):
-    """A writer named an event, or a field, the catalog does not have (a programming error)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Record:
-    """A nested payload of an event (a cluster, a gate verdict): written as a JSON object, read
-    back as its record. Keys it does not declare are dropped; missing optional ones get defaults."""
-
-    @classmethod
-    def from_json(cls, data: Any) -> Self:
-        if isinstance(data, cls):
-            return data
-        if not isinstance(data, dict):
-            raise TypeError(f"{cls.__name__} needs an object, not {type(data).__name__}")
-        declared = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in declared})
-
-    def to_json(self) -> dict[str, Any]:
-        return {f.name: _encode(getattr(self, f.name)) for f in dataclasses.fields(self)}
-
-
-@dataclass(frozen=True, kw_only=True)
-class ClusterSummary(Record):
-    """One cluster of a ``batch_evaluated`` event: failed runs sharing a cause."""
-
-    cause: str
-    size: int
-    severity: float
-    fix_direction: str = ""
-    tasks: list[str] = field(default_factory=list)
-    divergences: list[dict[str, Any]] = field(default_factory=list)
-    """``{task, step, reference_step}`` per failed run: where it left its reference."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class GateVerdictRecord(Record):
-    """One gate's decision as the ledger keeps it (``gate.verdict.GateVerdict.to_dict``)."""
-
-    gate: str
-    passed: bool
-    reason: str = ""
-    numbers: dict[str, Any] = field(default_factory=dict)
-
-
-def _encode(value: Any) -> Any:
-    if isinstance(value, Record):
-        return value.to_json()
-    if isinstance(value, list | tuple):
-        return [_encode(v) for v in value]
-    return value
-
-
-_RECORD_FIELDS: dict[type[Event], dict[str, tuple[type[Record], bool]]] = {}
-
-
-def _record_fields(cls: type[Event]) -> dict[str, tuple[type[Record], bool]]:
-    """Fields of ``cls`` that hold records: name -> (record class, whether a list of them)."""
-    if cls in _RECORD_FIELDS:
-        return _RECORD_FIELDS[cls]
-    out: dict[str, tuple[type[Record], bool]] = _RECORD_FIELDS.setdefault(cls, {})
-    for name, hint in typing.get_type_hints(cls).items():
-        arms = (
-            typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
-        )
-        for arm in arms:
-            inner = typing.get_args(arm)
-            if (
-                typing.get_origin(arm) is list
-                and inner
-                and isinstance(inner[0], type)
-                and issubclass(inner[0], Record)
-            ):
-                out[name] = (inner[0], True)
-            elif isinstance(arm, type) and issubclass(arm, Record):
-                out[name] = (arm, False)
-    return out
-
-
-@dataclass(frozen=True, kw_only=True)
-class Event:
-    """One ledger event. Subclasses set ``NAME`` and declare their fields.
-
-    The envelope: ``ts`` is the time the line was written (set on records read from a ledger,
-    ``None`` on records built to be written; not part of equality); ``v`` is not kept, since every
-    line read is migrated to ``LEDGER_VERSION``; ``event`` is :attr:`event_name`."""
-
-    NAME: ClassVar[str] = ""
-    ts: str | None = field(default=None, compare=False, repr=False)
-
-    def __post_init__(self) -> None:
-        """Nested payloads given as JSON objects (a line read back, a writer's ``to_dict()``)
-        become their records; anything else that does not fit raises TypeError."""
-        for name, (record, many) in _record_fields(type(self)).items():
-            value = getattr(self, name)
-            if value is None:
-                continue
-            if many:
-                if not isinstance(value, list | tuple):
-                    raise TypeError(f"{self.NAME}.{name} must be a list")
-                object.__setattr__(self, name, [record.from_json(v) for v in value])
-            else:
-                object.__setattr__(self, name, record.from_json(value))
-
-    @property
-    def event_name(self) -> str:
-        """The event's name on disk (``NAME``; an :class:`UnknownEvent`'s own name)."""
-        return self.NAME
-
-    def to_json(self) -> dict[str, Any]:
-        """The event as a JSON object: ``ts`` (when read), ``event`` and its fields."""
-        head: dict[str, Any] = {"ts": self.ts} if self.ts is not None else {}
-        return {**head, "event": self.event_name, **self.fields()}
-
-    def fields(self) -> dict[str, Any]:
-        """The event's fields as written: required ones always, optional ones when set."""
-        out: dict[str, Any] = {}
-        for f in payload_fields(type(self)):
-            value = getattr(self, f.name)
-            if value is None and f.default is None:
-                continue
-            out[f.name] = _encode(value)
-        return out
-
-
-def payload_fields(cls: type[Event]) -> tuple[dataclasses.Field[Any], ...]:
-    """The fields of event class ``cls`` that are written as its payload (the envelope is not)."""
-    return tuple(f for f in dataclasses.fields(cls) if f.name not in ENVELOPE)
-
-
-@dataclass(frozen=True, kw_only=True)
-class UnknownEvent(Event):
-    """A line this version cannot type: an event name the catalog does not know (written by a later
-    version, or by hand), or a known name whose fields do not fit its record (``reason`` says
-    which). ``payload`` is the line less its envelope. Readers skip or show it; never written."""
-
-    name: str
-    payload: dict[str, Any]
-    reason: str = "unknown event"
-
-    @property
-    def event_name(self) -> str:
-        return self.name
-
-    def fields(self) -> dict[str, Any]:
-        return dict(self.payload)
-
-
-@dataclass(frozen=True, kw_only=True)
-class CandidateDetails(Event):
-    """What a proposer said about its candidate (``Candidate.to_record()``); no file contents."""
-
-    summary: str | None = None
-    rationale: str | None = None
-    proposer: str | None = None
-    model: str | None = None
-    targets: list[str] | None = None
-    target_tasks: list[str] | None = None
-    paths: list[str] | None = None
-    edits: dict[str, Any] | None = None
-    evidence: list[Any] | None = None
-    revision: int | None = None
-    feedback: list[str] | None = None
+__all__ = [
+    "PolicyTrained",
+    "PolicyTrainingSkipped",
+    "AgentModelChanged",
+    "TestEvaluated",
+    "InfraFailure",
+    "FloorChecked",
+    "TaskGenerated",
+    "EnvironmentStatus",
+    "ENVELOPE",
+    "UnknownEventError",
+    "Record",
+    "ClusterSummary",
+    "GateVerdictRecord",
+    "Event",
+    "payload_fields",
+    "UnknownEvent",
+    "CandidateDetails",
+]
 
 
 # -- a run's start and end --------------------------------------------------------------------
@@ -245,7 +115,7 @@ class RunFinished(Event):
     ``validation_final`` and ``delta`` (see pipeline/net_change.py)."""
     infra: dict[str, Any] | None = None
     """Rollouts that failed on the machine, counted apart from agent failures: ``failures`` of
-    ``rollouts``, ``share``, ``reasons`` (reason -> count), ``retried`` (pipeline/rollouts/infra.py)."""
+    ``rollouts``, ``share``, ``reasons`` (reason -> count), ``retried`` (scoring/infra.py)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -501,7 +371,7 @@ class CandidateAccepted(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class EditFired(Event):
-    """Whether an accepted edit showed in later trajectories (``pipeline/judging/edit_firing.py``): its
+    """Whether an accepted edit showed in later trajectories (``judging/edit_firing.py``): its
     targeted step gone or changed, or the pattern it added reused. ``fired: false`` at the end of a
     run labels an edit that never fired (``runs`` 0: nothing ran after it)."""
 
@@ -530,135 +400,6 @@ class CandidateReverted(Event):
     recovered: bool | None = None
     harness_state: str | None = None
     """The digest of the reverted harness (``trials.harness_state``): it is not judged again."""
-
-
-# -- training and the sealed test split --------------------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True)
-class PolicyTrained(Event):
-    """``--train-every``: the agent model was fine-tuned on the run so far."""
-
-    NAME: ClassVar[str] = "policy_trained"
-    generation: int
-    mode: str
-    base_model: str
-    model: str
-    checkpoint: str
-    samples: int
-    trained_tokens: int
-    tokens: int
-    loss_before: float
-    loss_after: float
-    train_s: float
-    seconds: float
-    tokens_per_s: float
-
-
-@dataclass(frozen=True, kw_only=True)
-class PolicyTrainingSkipped(Event):
-    """``--train-every``: nothing to learn from yet (no success, no groups); the model stays."""
-
-    NAME: ClassVar[str] = "policy_training_skipped"
-    generation: int
-    model: str
-    skipped: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class AgentModelChanged(Event):
-    """After training, the new checkpoint is the agent model; ``validation`` is its score."""
-
-    NAME: ClassVar[str] = "agent_model_changed"
-    generation: int
-    model: str
-    validation: float
-
-
-@dataclass(frozen=True, kw_only=True)
-class TestEvaluated(Event):
-    """The sealed test split was scored: by ``report --final`` (``source`` unset) or ``gate``."""
-
-    NAME: ClassVar[str] = "test_evaluated"
-    tasks: int
-    revisions: dict[str, str]
-    scores: dict[str, float]
-    split: str | None = None
-    model: str | None = None
-    source: str | None = None
-    benchmark: str | None = None
-    control: dict[str, Any] | None = None
-    """The seed's best-of-k at the rollouts the run spent (``pipeline/rollouts/best_of_k.py``): ``k``,
-    ``sc`` (self-consistency pick) and ``oracle`` (pass@k) with their intervals, ``matched_to``."""
-    intervals: dict[str, list[float]] | None = None
-    """Confidence interval of each score in ``scores`` (``gate.noise.mean_ci``)."""
-    variants: dict[str, Any] | None = None
-    """``report --final --variants N``: seed and evolved on synthesized variants of the test tasks."""
-    infra: dict[str, Any] | None = None
-    """Rollouts of this scoring that failed on the machine (``pipeline/rollouts/infra.py``), counted apart."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class InfraFailure(Event):
-    """A rollout failed on the machine, not in the agent (``core/infra.py``): ``retry`` true when
-    it is run once more (this attempt does not count), false when it stands, scored 0."""
-
-    NAME: ClassVar[str] = "infra_failure"
-    task: str
-    harness_hash: str
-    reason: str
-    detail: str
-    retry: bool
-
-
-@dataclass(frozen=True, kw_only=True)
-class FloorChecked(Event):
-    """The null-agent floor (``pipeline/judging/floor.py``) on a sample of the benchmark at the run's start:
-    ``share`` of the ``tasks`` checked that a do-nothing or trivial agent passes, ``passed`` task ->
-    the agents that pass it; ``refused`` when the share is above ``max_share`` (exit 2)."""
-
-    NAME: ClassVar[str] = "floor_checked"
-    tasks: int
-    share: float
-    max_share: float
-    passed: dict[str, list[str]]
-    refused: bool
-    accepted: bool = False
-    """``--accept-floor``: the benchmark means it; the run goes on whatever the share."""
-    score: float | None = None
-    """The floor as a score: mean over the sample of the best null agent's score (partial credit)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class TaskGenerated(Event):
-    """Environment evolution made a harder train task from ``parent`` (``run --evolve-environments``).
-
-    ``kept`` says whether it joined the train pool; ``reason`` why not (its gold fails its checker,
-    the current harness already passes it, ...). Kept tasks' documents are ``generated/<task>.yaml``
-    in the run folder, so a resumed run schedules the same tasks."""
-
-    NAME: ClassVar[str] = "task_generated"
-    generation: int
-    task: str
-    parent: str
-    maker: str
-    difficulty: dict[str, int]
-    kept: bool
-    reason: str | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class EnvironmentStatus(Event):
-    """Per generation with ``--evolve-environments``: the generated pool and how the current harness
-    did on the generated tasks in this generation's minibatch."""
-
-    NAME: ClassVar[str] = "environment_status"
-    generation: int
-    pool: int
-    in_batch: int
-    passed_in_batch: int
-    mean_level: float
-    triggered: list[str]
 
 
 CATALOG: dict[str, type[Event]] = {

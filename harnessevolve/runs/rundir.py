@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import os
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from harnessevolve.core.errors import HarnessEvolveError, RunLockedError
-from harnessevolve.runs.events import Event, RunStarted
+from harnessevolve.runs.events import Event, RunFinished, RunStarted
 from harnessevolve.runs.files import LOCK_VERSION
 from harnessevolve.runs.ledger import read_ledger
 from harnessevolve.runs.run_config import RunConfig
@@ -28,11 +28,18 @@ def new_run_id() -> str:
     return now.strftime("%Y%m%d-%H%M%S-") + f"{now.microsecond // 1000:03d}-" + secrets.token_hex(2)
 
 
+E = TypeVar("E", bound=Event)
+
+
 @dataclass(frozen=True)
 class RunDir:
-    """One run's folder: where it is, its ledger, its events and its recorded options."""
+    """One run's folder: where it is, its ledger, its events and its recorded options; the one
+    run-folder object (``find`` is the one lookup). ``load()`` keeps the events read once, for the
+    many look-ups a report makes (``first``, ``last``, ``all``)."""
 
     root: Path
+    snapshot: tuple[Event, ...] | None = field(default=None, compare=False, repr=False)
+    """The events as read by ``load()``; None: every look-up reads the ledger afresh."""
 
     @classmethod
     def create(cls, harness_dir: Path, run_id: str) -> RunDir:
@@ -50,9 +57,10 @@ class RunDir:
         return [cls(p) for p in sorted(folder.glob("*")) if (p / LEDGER_FILE).is_file()]
 
     @classmethod
-    def find(cls, ref: str | None, harness_dir: Path) -> RunDir:
+    def find(cls, ref: str | None, harness_dir: Path, *, field: str | None = None) -> RunDir:
         """The run ``ref`` names: a run folder or its ledger, a run id, a unique id prefix, or
-        (``None``) the harness's latest run; HarnessEvolveError says what matched instead."""
+        (``None``) the harness's latest run; HarnessEvolveError says what matched instead (``field``:
+        the option that named it, for the message)."""
         if ref:
             path = Path(ref)
             if path.is_file() and path.name == LEDGER_FILE:
@@ -63,8 +71,44 @@ class RunDir:
             cls.of(harness_dir),
             ref,
             runs_folder(harness_dir),
+            field=field,
             hint="pass a run id, a run folder, or --harness DIR; start a run with `harnessevolve run`",
         )
+
+    def load(self) -> RunDir:
+        """This run with its events read once (``first``, ``last``, ``all`` and ``rollouts`` use them)."""
+        return RunDir(self.root, tuple(self.events()))
+
+    def recorded(self) -> tuple[Event, ...]:
+        return self.snapshot if self.snapshot is not None else tuple(self.events())
+
+    def first(self, kind: type[E]) -> E | None:
+        return next((r for r in self.recorded() if isinstance(r, kind)), None)
+
+    def last(self, kind: type[E]) -> E | None:
+        return next((r for r in reversed(self.recorded()) if isinstance(r, kind)), None)
+
+    def all(self, kind: type[E]) -> list[E]:
+        return [r for r in self.recorded() if isinstance(r, kind)]
+
+    @property
+    def rollouts(self) -> int | None:
+        """Every rollout the run used (run, cached, ``run_finished``); None before it finished."""
+        finished = self.last(RunFinished)
+        if finished is None or finished.rollouts is None:
+            return None
+        return finished.rollouts + (finished.cached_rollouts or 0)
+
+    @classmethod
+    def ending_at(cls, harness_dir: Path, sha: str) -> RunDir | None:
+        """The latest finished run of this harness whose final revision is ``sha`` (what ``gate``
+        matches its control to)."""
+        for run in reversed(cls.of(harness_dir)):
+            loaded = run.load()
+            finished = loaded.last(RunFinished)
+            if finished is not None and finished.rev == sha:
+                return loaded
+        return None
 
     @property
     def id(self) -> str:
@@ -130,11 +174,12 @@ def pick_run(
                 hint="give more of the id: " + ", ".join(r.id for r in runs[:4]),
             )
     if not runs:
+        known = [p.name for p in sorted(folder.glob("*"))] if ref and folder.is_dir() else []
         raise HarnessEvolveError(
-            f"no run {ref!r}" if ref else "this harness has no runs yet",
+            f"no run {ref!r} for this harness" if ref else "this harness has no runs yet",
             file=str(folder),
             field=field,
-            hint=hint,
+            hint=f"known runs: {', '.join(known[-3:])}" if known else hint,
         )
     return runs[-1]
 

@@ -17,7 +17,7 @@ from harnessevolve.execute.tool_server import benchmark_sandbox
 from harnessevolve.execute.workspace import create_workspace, remove_workspace
 from harnessevolve.harness.load import load_harness
 from harnessevolve.models.scripted import register_script, unregister_script
-from harnessevolve.pipeline.rollouts.sandboxed_checks import sandboxed_runner
+from harnessevolve.scoring.sandboxed_checks import sandboxed_runner
 
 pytest.importorskip("bfcl_eval")
 

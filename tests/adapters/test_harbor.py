@@ -17,8 +17,8 @@ from harnessevolve.core.tasks import Task
 from harnessevolve.evaluate.checkers import run_checks
 from harnessevolve.execute.workspace import create_workspace, remove_workspace
 from harnessevolve.harness.load import load_harness
-from harnessevolve.pipeline.rollouts.references import replay_gold
-from harnessevolve.pipeline.rollouts.sandboxed_checks import sandboxed_runner
+from harnessevolve.scoring.references import replay_gold
+from harnessevolve.scoring.sandboxed_checks import sandboxed_runner
 
 EXAMPLE = paths.builtin_dir("benchmarks") / "harbor-example"
 TASK_IDS = ["count-words", "make-build-tree", "replace-word", "sort-unique-names", "sum-csv-column"]

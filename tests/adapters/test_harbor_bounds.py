@@ -12,7 +12,7 @@ from harnessevolve.adapters import load_benchmark_spec
 from harnessevolve.core import paths
 from harnessevolve.evaluate.checkers import run_checks
 from harnessevolve.execute.workspace import create_workspace, remove_workspace
-from harnessevolve.pipeline.rollouts.sandboxed_checks import sandboxed_runner
+from harnessevolve.scoring.sandboxed_checks import sandboxed_runner
 
 
 def score_with_reward(tmp_path: Path, reward: str) -> tuple[bool, str]:

@@ -20,8 +20,8 @@ from harnessevolve.execute.agent import run_agent
 from harnessevolve.execute.workspace import create_workspace, remove_workspace
 from harnessevolve.harness.load import load_harness
 from harnessevolve.models.scripted import register_script, unregister_script
-from harnessevolve.pipeline.rollouts.references import replay_gold
-from harnessevolve.pipeline.rollouts.sandboxed_checks import sandboxed_runner
+from harnessevolve.scoring.references import replay_gold
+from harnessevolve.scoring.sandboxed_checks import sandboxed_runner
 
 NOWHERE = Path("/nonexistent")  # effect checks build their own workspaces
 

@@ -13,8 +13,8 @@ from harnessevolve.adapters import load_benchmark_spec
 from harnessevolve.cli.app import app
 from harnessevolve.core import atif, paths
 from harnessevolve.models.scripted import register_script, unregister_script
-from harnessevolve.pipeline.rollouts.references import load_references
 from harnessevolve.runs.ledger import read_lines
+from harnessevolve.scoring.references import load_references
 
 EXAMPLE = paths.builtin_dir("benchmarks") / "harbor-example"
 

@@ -14,7 +14,7 @@ from harnessevolve.adapters.validate import validate_spec
 from harnessevolve.cli.app import app
 from harnessevolve.core import paths
 from harnessevolve.core.errors import BenchmarkError
-from harnessevolve.pipeline.rollouts.references import load_references, user_references_dir
+from harnessevolve.scoring.references import load_references, user_references_dir
 
 
 def ids(tasks) -> list[str]:

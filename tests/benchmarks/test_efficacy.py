@@ -32,7 +32,7 @@ def scripted():
 
 def test_subset_is_fixed_and_keeps_the_references() -> None:
     from harnessevolve.adapters import load_benchmark_spec
-    from harnessevolve.pipeline.rollouts.references import load_references
+    from harnessevolve.scoring.references import load_references
 
     spec = "efficacy-subset:validation=3,test=2@shell-onecall"
     first, again = load_benchmark_spec(spec), load_benchmark_spec(spec)

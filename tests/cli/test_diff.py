@@ -19,7 +19,7 @@ from harnessevolve.execute.agent import run_agent
 from harnessevolve.execute.workspace import create_workspace, remove_workspace
 from harnessevolve.harness.load import load_harness
 from harnessevolve.models.scripted import register_script, unregister_script
-from harnessevolve.pipeline.rollouts.sandboxed_checks import sandboxed_runner
+from harnessevolve.scoring.sandboxed_checks import sandboxed_runner
 
 REFERENCE = builtin_dir("trajectories") / "shell-basics" / "replace-word-01.json"
 _names = itertools.count()

@@ -11,8 +11,8 @@ import git
 from run_args import run_args
 
 from harnessevolve.cli.app import app
-from harnessevolve.pipeline.rollouts.best_of_k import matched_k
 from harnessevolve.runs.ledger import read_lines
+from harnessevolve.scoring.best_of_k import matched_k
 
 
 def only_run(harness_dir: Path) -> Path:

@@ -10,7 +10,7 @@ import pytest
 
 from harnessevolve.cli.app import app
 from harnessevolve.core.errors import HarnessEvolveError
-from harnessevolve.pipeline.final import find_run
+from harnessevolve.runs.rundir import RunDir
 
 
 def test_a_unique_prefix_names_the_run_everywhere(cli, harness_dir: Path) -> None:
@@ -26,7 +26,7 @@ def test_a_unique_prefix_names_the_run_everywhere(cli, harness_dir: Path) -> Non
         assert result.exit_code == 0 and "no run" not in result.output, (command, result.output)
     resumed = cli.invoke(app, ["run", "-H", str(harness_dir), "--resume", prefix])
     assert resumed.exit_code == 2 and "no run" not in resumed.output, resumed.output  # found; finished
-    assert find_run(harness_dir, prefix).root == run_dir
+    assert RunDir.find(prefix, harness_dir).load().root == run_dir
 
     shutil.copytree(run_dir, run_dir.with_name(run_dir.name[:-1] + "z"))  # a second run, same prefix
     result = cli.invoke(app, ["run", "-H", str(harness_dir), "--resume", prefix])
@@ -34,4 +34,4 @@ def test_a_unique_prefix_names_the_run_everywhere(cli, harness_dir: Path) -> Non
         result.output
     )
     with pytest.raises(HarnessEvolveError, match="matches 2 runs"):
-        find_run(harness_dir, prefix)
+        RunDir.find(prefix, harness_dir).load()

@@ -20,7 +20,7 @@ from harnessevolve.evaluate.checkers import (
     first_number,
     run_checks,
 )
-from harnessevolve.pipeline.rollouts.sandboxed_checks import sandboxed_runner
+from harnessevolve.scoring.sandboxed_checks import sandboxed_runner
 
 RUNNER = sandboxed_runner()
 """Checks run programs and read files only in the sandbox (bubblewrap, installed by make install)."""

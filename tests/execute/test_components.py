@@ -23,7 +23,7 @@ from harnessevolve.execute.runners.external import task_document
 from harnessevolve.harness.load import load_harness
 from harnessevolve.harness.runtime import MemoryEntry
 from harnessevolve.models.scripted import register_script, unregister_script
-from harnessevolve.pipeline.proposing.context import forecast_misses
+from harnessevolve.proposing.context import forecast_misses
 
 TASK = make_task(instruction="What word is in a.txt? Read the text file and submit the word.")
 READ = {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]}

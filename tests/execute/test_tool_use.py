@@ -21,7 +21,7 @@ from harnessevolve.execute.agent import run_agent
 from harnessevolve.execute.tool_server import benchmark_sandbox
 from harnessevolve.execute.workspace import create_workspace, remove_workspace
 from harnessevolve.harness.load import load_harness
-from harnessevolve.pipeline.rollouts.sandboxed_checks import sandboxed_runner
+from harnessevolve.scoring.sandboxed_checks import sandboxed_runner
 
 SHELL_AGENT = paths.builtin_dir("harnesses") / "shell-agent"
 

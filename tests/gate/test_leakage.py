@@ -14,8 +14,8 @@ from harnessevolve.gate.leakage import added_chunks, aleakage_gate, leakage_gate
 from harnessevolve.models.scripted import register_script, unregister_script
 from harnessevolve.optimize.proposal import ReferenceAction
 from harnessevolve.optimize.reference_diff import render_demonstration
-from harnessevolve.pipeline.proposing.context import reference_actions
-from harnessevolve.pipeline.rollouts.references import load_references
+from harnessevolve.proposing.context import reference_actions
+from harnessevolve.scoring.references import load_references
 
 CONFIG = LeakageConfig()
 EXAMPLES = "prompts/examples.md"

@@ -14,9 +14,9 @@ from harnessevolve.core.tasks import load_benchmark, load_task
 from harnessevolve.execute.executor import LocalExecutor
 from harnessevolve.models.scripted import register_script, unregister_script
 from harnessevolve.pipeline.evolve_env import EnvironmentEvolver
-from harnessevolve.pipeline.rollouts.references import load_references
-from harnessevolve.pipeline.rollouts.scoring import Scorer
 from harnessevolve.runs.ledger import Ledger
+from harnessevolve.scoring.references import load_references
+from harnessevolve.scoring.scorer import Scorer
 
 
 class SoloSolver:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from harnessevolve.pipeline.rollouts.infra import InfraTally
 from harnessevolve.pipeline.session import run_infra
 from harnessevolve.runs.counters import Counts, RunCounters
 from harnessevolve.runs.events import InfraFailure
+from harnessevolve.scoring.infra import InfraTally
 
 
 def _failure(reason: str, retry: bool = False) -> InfraFailure:

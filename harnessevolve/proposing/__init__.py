@@ -1,0 +1,1 @@
+"""Proposing: the proposal context and the optimizer agent (its workspace, diff and history)."""
