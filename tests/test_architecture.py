@@ -369,3 +369,63 @@ def test_no_circle_of_imports_between_the_modules_of_one_package() -> None:
 def test_cycle_finder_finds_a_loop_and_passes_a_tree() -> None:
     assert cycle_in({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
     assert cycle_in({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+
+
+# --- the measurement scripts use the package's public API ---------------------------------------------
+
+PERF = PACKAGE.parent / "benchmarks" / "perf"
+
+
+def private_uses(source: str) -> list[str]:
+    """Private names of harnessevolve a script reaches: an underscored module or imported name, or an
+    underscored attribute of something it imported from the package."""
+    tree = ast.parse(source)
+    out: list[str] = []
+    ours: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("harnessevolve"):
+            module = node.module or ""
+            out += [f"module {module}" for part in module.split(".") if part.startswith("_")]
+            for alias in node.names:
+                if alias.name.startswith("_"):
+                    out.append(f"{module}.{alias.name}")
+                ours.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("harnessevolve"):
+                    out += [f"module {alias.name}" for part in alias.name.split(".") if part.startswith("_")]
+                    ours.add((alias.asname or alias.name).split(".")[0])
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+            and isinstance(node.value, ast.Name)
+            and node.value.id in ours
+        ):
+            out.append(f"{node.value.id}.{node.attr}")
+    return out
+
+
+def test_perf_scripts_reach_no_private_name_of_the_package() -> None:
+    found = {
+        str(p.relative_to(PERF)): uses
+        for p in sorted(PERF.glob("*.py"))
+        if (uses := private_uses(p.read_text(encoding="utf-8")))
+    }
+    assert found == {}, f"give the package a public function for these instead: {found}"
+
+
+def test_private_use_finder_sees_modules_names_and_attributes() -> None:
+    source = (
+        "from harnessevolve.models._local_handler import x\n"
+        "from harnessevolve.scoring.scorer import _save, Scorer\n"
+        "from harnessevolve.execute import process_executor\n"
+        "process_executor._workers\n"
+        "other._private\n"
+    )
+    assert private_uses(source) == [
+        "module harnessevolve.models._local_handler",
+        "harnessevolve.scoring.scorer._save",
+        "process_executor._workers",
+    ]

@@ -47,7 +47,7 @@ def one(
     from harnessevolve.models import local
 
     if not prefer:  # every free instance scores the same: the last given back is lent
-        local._LoadedModel.reuse_score = lambda _self, _conversation: 0  # type: ignore[method-assign]
+        local.LoadedModel.reuse_score = lambda _self, _conversation: 0  # type: ignore[method-assign]
 
     bench = load_benchmark_spec(benchmark)
     test = sorted(bench.split("test"), key=lambda t: t.id)

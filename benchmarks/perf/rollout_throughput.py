@@ -422,10 +422,9 @@ def worker_cpu(executor: Any) -> float:
     import psutil
 
     total = 0.0
-    for worker in executor._workers:
-        if worker is not None and worker.process.is_alive():
-            t = psutil.Process(worker.process.pid).cpu_times()
-            total += t.user + t.system + t.children_user + t.children_system
+    for pid in executor.worker_pids():
+        t = psutil.Process(pid).cpu_times()
+        total += t.user + t.system + t.children_user + t.children_system
     return total
 
 

@@ -22,6 +22,7 @@ from harnessevolve.runs.events import (
     Event,
     GenerationFinished,
 )
+from harnessevolve.runs.outcome import Outcome
 from harnessevolve.runs.run_config import RunConfig, declarations
 from harnessevolve.runs.rundir import RunDir
 
@@ -46,8 +47,9 @@ def run(options: RunConfig, *, resume: str | None = None, as_json: bool = False)
     state, run_dir = result.state, result.run_dir
     rows = generation_rows(RunDir(run_dir).events(), state.rows)
     net = result.net
-    ties = sum(1 for r in rows if r.outcome.startswith("accepted (tie)"))
-    kept = sum(1 for r in rows if r.outcome.startswith("accepted"))
+    outcomes = [Outcome.parse(r.outcome) for r in rows]
+    ties = sum(1 for o in outcomes if o is not None and o.accepted and o.tie)
+    kept = sum(1 for o in outcomes if o is not None and o.accepted)
     # Changed, but only by edits that gained nothing on their batch and nothing on validation:
     no_gain = bool(net and net.changed and kept and ties == kept and (net.delta or 0.0) <= 0)
     if as_json:
@@ -91,7 +93,7 @@ def run(options: RunConfig, *, resume: str | None = None, as_json: bool = False)
                 mark(r.verdicts.get("heldout")),
                 train,
                 score(r.validation),
-                f"[yellow]{r.outcome}[/]" if r.outcome == "accepted (tie)" else r.outcome,
+                f"[yellow]{r.outcome}[/]" if r.outcome == Outcome.kept(tie=True).text() else r.outcome,
             )
         console.print(table)
         for r in rows:
@@ -147,8 +149,8 @@ def generation_rows(events: list[Event], fallback: list[GenerationRow]) -> list[
         if not verdicts and lost is not None:
             verdicts = {str(lost.gate): False}
         outcome = str(e.outcome or "")
-        if outcome == "accepted" and won is not None and won.tie:
-            outcome = "accepted (tie)"
+        if outcome == Outcome.kept().text() and won is not None and won.tie:
+            outcome = Outcome.kept(tie=True).text()
         decided = won.sha if won is not None else lost.sha if lost is not None else ""
         rows[g] = GenerationRow(
             generation=g,

@@ -149,6 +149,11 @@ class ProcessExecutor(SlotExecutor):
     def per_worker(self) -> int:
         return math.ceil(self.concurrency / self.worker_count)
 
+    def worker_pids(self) -> list[int]:
+        """The process ids of the live worker processes (for measuring what they use)."""
+        live = [w.process for w in self._workers if w is not None and w.process.is_alive()]
+        return [p.pid for p in live if p.pid is not None]
+
     def _start(self, index: int) -> _Worker:
         context = multiprocessing.get_context("spawn")
         ours, theirs = context.Pipe(duplex=True)

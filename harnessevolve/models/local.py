@@ -179,7 +179,7 @@ class Generation:
 
 
 @dataclass
-class _LoadedModel:
+class LoadedModel:
     llama: Any
     lock: threading.Lock
     conversation: str = ""
@@ -195,7 +195,7 @@ class _LoadedModel:
         return shared - (len(self.conversation) - shared)
 
 
-_POOLS: dict[tuple[str, LocalModelConfig], ModelPool[_LoadedModel]] = {}
+_POOLS: dict[tuple[str, LocalModelConfig], ModelPool[LoadedModel]] = {}
 _MODELS_LOCK = threading.Lock()
 _LOAD_LOCK = threading.Lock()
 """One llama.cpp load at a time in a process: two ``Llama(...)`` made at once in two threads end the
@@ -247,7 +247,7 @@ def _fetched_model_path(name: str) -> Path | None:
     return cached_path(name.lower())
 
 
-def load_model(model: str, config: LocalModelConfig = LocalModelConfig()) -> _LoadedModel:
+def load_model(model: str, config: LocalModelConfig = LocalModelConfig()) -> LoadedModel:
     """The loaded model for ``model``, loading it on first use (once per process); with a pool
     (``HARNESSEVOLVE_LOCAL_POOL``), its first instance."""
     return model_pool(model, config).first()
@@ -271,7 +271,7 @@ def close_models() -> None:
                     loaded.lock.release()
 
 
-def model_pool(model: str, config: LocalModelConfig = LocalModelConfig()) -> ModelPool[_LoadedModel]:
+def model_pool(model: str, config: LocalModelConfig = LocalModelConfig()) -> ModelPool[LoadedModel]:
     """The instances of ``model`` calls borrow (``local_pool``: one unless a pool is turned on; the
     instances of a pool of more than one run 1 llama.cpp thread each)."""
     path = resolve_model_path(model)
@@ -285,7 +285,7 @@ def model_pool(model: str, config: LocalModelConfig = LocalModelConfig()) -> Mod
         return pool
 
 
-def _load_llama(path: Path, config: LocalModelConfig, threads: int) -> _LoadedModel:
+def _load_llama(path: Path, config: LocalModelConfig, threads: int) -> LoadedModel:
     try:
         from llama_cpp import Llama
     except ImportError as exc:
@@ -304,7 +304,7 @@ def _load_llama(path: Path, config: LocalModelConfig, threads: int) -> _LoadedMo
             )
     except (ValueError, RuntimeError) as exc:
         raise LocalModelError(f"could not load {path}: {exc}") from exc
-    return _LoadedModel(llama=llama, lock=threading.Lock())
+    return LoadedModel(llama=llama, lock=threading.Lock())
 
 
 def chatml_turn(role: str, content: str) -> str:

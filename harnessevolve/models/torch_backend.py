@@ -107,7 +107,7 @@ class ModelSource:
 
 
 @dataclass(frozen=True)
-class _LoadedModel:
+class LoadedModel:
     model: Any
     tokenizer: Any
     device: str
@@ -117,7 +117,7 @@ class _LoadedModel:
     lock: threading.Lock
 
 
-_MODELS: dict[str, _LoadedModel] = {}
+_MODELS: dict[str, LoadedModel] = {}
 _MODELS_LOCK = threading.Lock()
 
 
@@ -196,7 +196,7 @@ def _no_progress_bars(gguf: bool) -> Iterator[None]:
             module.tqdm = bar
 
 
-def _load(source: ModelSource) -> _LoadedModel:
+def _load(source: ModelSource) -> LoadedModel:
     torch, transformers = _import_stack(gguf=source.gguf_file is not None)
     device = os.environ.get(DEVICE_ENV, "").strip() or ("cuda" if torch.cuda.is_available() else "cpu")
     options: dict[str, Any] = {"local_files_only": True}
@@ -214,10 +214,10 @@ def _load(source: ModelSource) -> _LoadedModel:
     end_ids = _end_ids(tokenizer, model)
     # sampling settings stored with a checkpoint must not leak into ours
     model.generation_config = transformers.GenerationConfig(eos_token_id=list(end_ids))
-    return _LoadedModel(model, tokenizer, device, end_ids, source.signature(), threading.Lock())
+    return LoadedModel(model, tokenizer, device, end_ids, source.signature(), threading.Lock())
 
 
-def load_model(model: str) -> _LoadedModel:
+def load_model(model: str) -> LoadedModel:
     """The loaded model for a ``torch:`` name, loading it on first use (once per process)."""
     source = resolve_source(model)
     with _MODELS_LOCK:

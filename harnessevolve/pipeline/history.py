@@ -12,7 +12,6 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from harnessevolve.core.enums import Verdict
 from harnessevolve.core.errors import HarnessGitError
 from harnessevolve.core.files import atomic_write_json
 from harnessevolve.core.redact import redact_obj
@@ -32,6 +31,7 @@ from harnessevolve.runs.events import (
 )
 from harnessevolve.runs.files import CANDIDATE_FILE_VERSION, GATE_REPORT_VERSION, versioned
 from harnessevolve.runs.ledger import Ledger
+from harnessevolve.runs.outcome import Outcome
 
 
 def proposer_strikes(outcomes: list[tuple[str, bool]]) -> dict[str, int]:
@@ -96,9 +96,10 @@ class RunHistory:
             )
         )
 
-    def commit(self, trial: Trial, generation: int, of: int, verdict: str) -> str:
+    def commit(self, trial: Trial, generation: int, of: int, outcome: Outcome) -> str:
         """Commit a judged candidate. The verdict is already known and rides in a trailer, so a run
         resumed after a crash between this commit and the ledger can finish what it started."""
+        verdict = outcome.verdict()
         candidate = trial.candidate
         self.state.stage = "commit"
         revisions = f"Revision: {trial.revisions}\n" if trial.revisions != candidate.revision else ""
@@ -123,7 +124,7 @@ class RunHistory:
         except BaseException:
             self.repo.discard_changes()
             raise
-        self.state.pending_sha = sha if verdict != Verdict.ACCEPTED else None
+        self.state.pending_sha = sha if not outcome.accepted else None
         self.ledger.append(
             CandidateCommitted(
                 generation=generation,

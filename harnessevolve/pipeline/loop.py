@@ -55,6 +55,7 @@ from harnessevolve.runs.events import (
     NoProposal,
 )
 from harnessevolve.runs.ledger import Ledger
+from harnessevolve.runs.outcome import Outcome
 from harnessevolve.runs.run_config import RunConfig
 from harnessevolve.scoring.scorer import Scorer, TaskResult, mean_score
 
@@ -356,12 +357,13 @@ class GenerationLoop:
         if winner is not None:
             c = winner.candidate
             self.firing.pending(generation, current, c.changes, c.summary, c.target_tasks, results)
-            sha = self.history.commit(winner, generation, len(trials), "accepted")
+            tie = accepted_on_tie(winner.judgement.verdicts)
+            outcome = Outcome.kept(tie=tie, of=len(trials))
+            sha = self.history.commit(winner, generation, len(trials), outcome)
             self.state.accepted.append(sha)
             self.history.outcome(c.proposer, True)
             self.firing.accepted(generation, sha)
-            tie = accepted_on_tie(winner.judgement.verdicts)
-            row.candidate, row.outcome = sha[:8], "accepted (tie)" if tie else "accepted"
+            row.candidate, row.outcome = sha[:8], outcome.text()
             self.ledger.append(
                 CandidateAccepted(
                     generation=generation,
@@ -385,12 +387,11 @@ class GenerationLoop:
         else:
             failed_gate = shown.judgement.failed
             assert failed_gate is not None
-            row.outcome = (
-                f"reverted by {failed_gate.gate}" if len(trials) == 1 else f"none of {len(trials)} kept"
-            )
+            refused = Outcome.refused(failed_gate.gate, of=len(trials))
+            row.outcome = refused.text()
             if len(trials) == 1:
                 # History keeps the rejected edit: its commit, then a revert naming the gate.
-                sha = self.history.commit(shown, generation, 1, f"rejected by {failed_gate.gate}")
+                sha = self.history.commit(shown, generation, 1, refused)
                 row.candidate = sha[:8]
                 self.history.revert(sha, generation, failed_gate, shown.candidate, states[shown.index])
             self.log(

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harnessevolve.core.enums import Verdict
 from harnessevolve.core.errors import HarnessEvolveError, HarnessGitError
 from harnessevolve.core.tasks import Benchmark, Task
 from harnessevolve.core.trailers import trailer_map
@@ -50,6 +49,7 @@ from harnessevolve.runs.events import (
     GenerationFinished,
 )
 from harnessevolve.runs.ledger import Ledger
+from harnessevolve.runs.outcome import Outcome
 from harnessevolve.runs.rundir import RunDir
 
 
@@ -128,17 +128,19 @@ def reconcile(repo: HarnessRepo, ledger: Ledger, run_id: str, events: list[ev.Ev
             fields = _reverted(generation, rejected_sha, sha, tags.get("Gate"), failed, why)
             ledger.append(CandidateReverted(**fields, harness_state=rejected_state(repo, rejected_sha)))
         row = recovered_row(events, generation, run_dir, sha=rejected_sha, accepted=False)
-        _finish(ledger, generation, f"reverted by {tags.get('Gate')}", sha, summary=staged_summary, row=row)
+        refused = Outcome.refused(tags.get("Gate")).text()
+        _finish(ledger, generation, refused, sha, summary=staged_summary, row=row)
         done.append(f"recorded the revert of generation {generation}")
         return done
     verdict = tags.get("Verdict", "")
+    decided = Outcome.from_verdict(verdict)
     summary = head.splitlines()[0].removeprefix("harnessevolve: ")
     trial = _trial(events, generation, run_dir, staged_summary or summary)
     if sha not in committed:
         ledger.append(
             CandidateCommitted(**_committed(generation, sha, summary, tags.get("Proposer"), verdict, trial))
         )
-    if verdict == Verdict.ACCEPTED:
+    if decided is not None and decided.accepted:
         tie = on_tie(verdicts)
         if not of_generation(events, generation, CandidateAccepted):
             ledger.append(
@@ -156,11 +158,12 @@ def reconcile(repo: HarnessRepo, ledger: Ledger, run_id: str, events: list[ev.Ev
                 )
             )
         row = recovered_row(events, generation, run_dir, sha=sha, accepted=True)
-        outcome = "accepted (tie)" if tie else "accepted"
-        _finish(ledger, generation, outcome, sha, summary=staged_summary or summary, row=row)
+        _finish(
+            ledger, generation, Outcome.kept(tie=tie).text(), sha, summary=staged_summary or summary, row=row
+        )
         done.append(f"recorded the accepted commit {sha[:8]} of generation {generation}")
-    elif verdict.startswith("rejected by "):
-        gate = verdict.removeprefix("rejected by ")
+    elif decided is not None:
+        gate = decided.gate or ""
         failed = failed_verdict(verdicts, gate)
         state = rejected_state(repo, sha)
         revert_sha = repo.revert(sha, revert_message(sha, gate, failed, run_id, generation))
@@ -169,9 +172,7 @@ def reconcile(repo: HarnessRepo, ledger: Ledger, run_id: str, events: list[ev.Ev
             fields = _reverted(generation, sha, revert_sha, gate, failed, why)
             ledger.append(CandidateReverted(**fields, harness_state=state))
         row = recovered_row(events, generation, run_dir, sha=sha, accepted=False)
-        _finish(
-            ledger, generation, f"reverted by {gate}", revert_sha, summary=staged_summary or summary, row=row
-        )
+        _finish(ledger, generation, decided.text(), revert_sha, summary=staged_summary or summary, row=row)
         done.append(f"reverted the rejected commit {sha[:8]} of generation {generation}")
     return done
 

@@ -211,7 +211,8 @@ def resume_run(harness_dir: Path, run: str, hooks: RunHooks) -> RunResult:
     run_dir = RunDir(run_dir.root.resolve())
     _events, started = load_run_for_resume(run_dir.root)
     preflight.check_resume_belongs(run_dir.root, started.to_json(), harness_dir)
-    checked = check_run(RunConfig.from_json({**started.options, "harness_dir": str(harness_dir)}))
+    recorded = {**started.options, "harness_dir": str(harness_dir)}
+    checked = check_run(RunConfig.from_json(recorded, where=f"{run_dir.ledger}: run_started.options"))
     options, run_id = checked.options, run_dir.root.name
     lock = HarnessLock(harness_dir)
     lock.acquire(run_id)

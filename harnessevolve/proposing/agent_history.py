@@ -19,6 +19,7 @@ from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.proposing.agent_workspace import PastCandidate
 from harnessevolve.runs import events as ev
 from harnessevolve.runs.ledger import read_events
+from harnessevolve.runs.outcome import Outcome
 
 MAX_NUMBER_CHARS = 80
 
@@ -117,7 +118,7 @@ def past_candidates(
             by_sha[record.sha] = key
         elif isinstance(record, ev.CandidateReverted) and record.sha in by_sha:
             slot = slots[by_sha[record.sha]]
-            slot["verdict"] = f"rejected by {record.gate}"
+            slot["verdict"] = Outcome.refused(record.gate).verdict()
             slot["reason"] = record.reason
         elif isinstance(record, ev.CandidateRejected):
             slot = slots.setdefault((record.generation, record.candidate), {})
@@ -126,14 +127,14 @@ def past_candidates(
                 summary=record.summary,
                 proposer=record.proposer,
                 paths=record.paths or [],
-                verdict=f"rejected by {record.gate}" if record.gate else "not kept",
+                verdict=Outcome.refused(record.gate).verdict() if record.gate else "not kept",
                 reason=record.reason or "",
                 numbers=numbers or slot.get("numbers", {}),
                 file=record.file,
             )
         elif isinstance(record, ev.CandidateAccepted):
             slot = slots.setdefault((record.generation, record.candidate or 1), {})
-            slot["verdict"] = "accepted (tie)" if record.tie else "accepted"
+            slot["verdict"] = Outcome.kept(tie=bool(record.tie)).text()
             if record.verdicts:
                 slot["numbers"], _ = _verdict_numbers(record.verdicts)
             if record.validation is not None:

@@ -141,7 +141,7 @@ class RunDir:
 
     def config(self, events: list[Event] | None = None) -> RunConfig:
         """The options ``run_started`` recorded, typed (defaults where it recorded none)."""
-        return RunConfig.from_json(self.options(events))
+        return RunConfig.from_json(self.options(events), where=f"{self.ledger}: run_started.options")
 
     def harness_dir(self, events: list[Event] | None = None) -> Path:
         """``<harness>/.harnessevolve/runs/<id>`` -> ``<harness>``; else what ``run_started`` says
