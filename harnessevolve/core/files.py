@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -38,15 +39,21 @@ def read_text(
     max_bytes: int | None = None,
 ) -> str:
     """A UTF-8 text file; a missing file, a folder, unreadable or non-UTF-8 bytes raise ``error``
-    naming it (as ``name``, default the path). ``max_bytes``: a longer file is refused, read only
-    that far (a 10 GB file or ``/dev/zero`` is an error, not a hang)."""
+    naming it (as ``name``, default the path). Only a regular file is read: a named pipe or a device
+    is refused at once (opened non-blocking), never waited on. ``max_bytes``: a longer file is
+    refused, read only that far (a 10 GB file is an error, not a hang)."""
     shown = name or str(path)
     try:
-        if max_bytes is None:
-            return Path(path).read_text(encoding="utf-8")
-        with open(path, "rb") as handle:
-            data = handle.read(max_bytes + 1)
-        if len(data) > max_bytes:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO answers at once
+        with os.fdopen(fd, "rb") as handle:
+            mode = os.fstat(handle.fileno()).st_mode
+            if stat.S_ISDIR(mode):
+                raise IsADirectoryError
+            if not stat.S_ISREG(mode):
+                what = "a named pipe" if stat.S_ISFIFO(mode) else "a device or socket"
+                raise error(f"refused: {what}, not a regular file", file=shown, hint="pass a regular file")
+            data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
+        if max_bytes is not None and len(data) > max_bytes:
             raise error(
                 f"refused: larger than {max_bytes // 2**20} MiB",
                 file=shown,

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from harnessevolve.core import planted
 from harnessevolve.core.text import folded
 from harnessevolve.harness.editable import change_allowed
 from harnessevolve.proposing.agent_workspace import HARNESS_DIR, PROTECTED
@@ -69,17 +70,21 @@ def _walk(root: Path) -> list[str]:
     return found
 
 
-def _digest(path: Path) -> str:
-    if path.is_symlink():
-        return "symlink:" + os.readlink(path)
-    with path.open("rb") as handle:
-        return hashlib.sha256(handle.read(MAX_FILE_BYTES + 1)).hexdigest()
+def _digest(root: Path, rel: str) -> str:
+    """What a protected entry is: its content's digest, or what else it became (a link, a pipe...)."""
+    found = planted.entry_kind(root, rel)
+    if found != "file":
+        return f"{found}"
+    try:
+        return hashlib.sha256(planted.read_head(root, rel, MAX_FILE_BYTES + 1)).hexdigest()
+    except planted.PlantedFileError as exc:
+        return exc.reason
 
 
 def snapshot(workspace: Path) -> Snapshot:
     """The protected part of the workspace as it was written (compared after each agent turn)."""
     return Snapshot(
-        {rel: _digest(workspace / rel) for rel in _walk(workspace) if _is_protected_workspace(rel)}
+        {rel: _digest(workspace, rel) for rel in _walk(workspace) if _is_protected_workspace(rel)}
     )
 
 
@@ -99,15 +104,17 @@ def check_protected(workspace: Path, before: Snapshot) -> None:
             raise EditRefused(f"protected path {rel} changed")
 
 
-def _read_text(path: Path, rel: str) -> str:
-    if path.is_symlink():
+def _read_text(root: Path, rel: str) -> str:
+    """A harness file the agent left: a plain, bounded UTF-8 file (``core/planted.py``), else refused."""
+    kind = planted.entry_kind(root, rel)
+    if kind == "a symbolic link":
         raise EditRefused(f"symlink {rel}: the harness holds only plain files")
-    if not path.is_file():
-        raise EditRefused(f"not a plain file: {rel}")
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise EditRefused(f"huge file {rel}: {size} bytes > {MAX_FILE_BYTES}")
-    data = path.read_bytes()
+    try:
+        data = planted.read_bytes(root, rel, max_bytes=MAX_FILE_BYTES)
+    except planted.PlantedFileError as exc:
+        if exc.too_large:
+            raise EditRefused(f"huge file {rel}: {exc.reason}") from None
+        raise EditRefused(f"not a plain file: {rel} ({exc.reason})") from None
     if b"\0" in data:
         raise EditRefused(f"binary file {rel}: holds NUL bytes")
     try:
@@ -131,7 +138,7 @@ def harness_changes(
     for rel in present:
         if rel.split("/")[0] == "__pycache__" or "/__pycache__/" in f"/{rel}":
             continue  # byte code a test run of the agent's code left behind
-        text = _read_text(root / rel, rel)
+        text = _read_text(root, rel)
         if original.get(rel) != text:
             changes[rel] = text
     for rel in original:

@@ -29,7 +29,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from harnessevolve.core import atif, paths
+from harnessevolve.core import atif, paths, planted
 from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.enums import StopReason
 from harnessevolve.core.errors import HarnessEvolveError, TrajectoryError
@@ -182,9 +182,14 @@ class AgentProposer:
             raise ProposalFailed(self.name, ["cannot revise: its workspace is gone"])
         self._refuse_if_spent(run)
         revision = candidate.revision + 1
-        (session.workspace / FEEDBACK_FILE).write_text(
-            run.held_out.scrub(feedback_statement(reason, revision)), encoding="utf-8"
-        )
+        try:  # renamed into place: a link the agent planted there is replaced, never written through
+            planted.write_text(
+                session.workspace, FEEDBACK_FILE, run.held_out.scrub(feedback_statement(reason, revision))
+            )
+        except (planted.PlantedFileError, OSError) as exc:
+            raise ProposalFailed(
+                self.name, [f"cannot write {FEEDBACK_FILE} in its workspace: {exc}"]
+            ) from None
         instruction = (
             f"Your edit of ./harness was rejected: {run.held_out.scrub(reason)[:600]}\n"
             f"Read ./{FEEDBACK_FILE} and ./TASK.md, fix the files under ./harness, then update "
@@ -243,7 +248,7 @@ class AgentProposer:
                     session.sent_back.append(copied)
                     try:
                         _restore(workspace, context.files, changes)
-                    except OSError as exc:
+                    except (OSError, planted.PlantedFileError) as exc:
                         raise EditRefused(f"copied: the harness copy could not be restored: {exc}") from None
                     return await self._turn(run, session, context, _copy_instruction(copied))
                 raise EditRefused(
@@ -362,23 +367,23 @@ def _copy_instruction(copied: str) -> str:
 def _restore(workspace: Path, original: Mapping[str, str], changes: Mapping[str, str | None]) -> None:
     """Put the harness copy back as it was before the agent's edit (its ``changes`` undone)."""
     root = workspace / HARNESS_DIR
-    for rel in changes:
-        path = root / rel
+    for rel in changes:  # each write renamed into place; a planted link is replaced, never followed
         if rel in original:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(original[rel], encoding="utf-8")
+            planted.write_text(root, rel, original[rel])
         else:
-            path.unlink(missing_ok=True)
+            planted.remove(root, rel)
 
 
 def _summary(workspace: Path, changes: Mapping[str, str | None]) -> str:
     """The first line of the agent's ``SUMMARY.txt``, else the paths it changed."""
-    path = workspace / "SUMMARY.txt"
     text = ""
-    if path.is_file() and not path.is_symlink():
-        with path.open("rb") as handle:
-            lines = handle.read(2000).decode(errors="replace").strip().splitlines()
-        text = " ".join(lines[0].split())[:150] if lines else ""
+    try:
+        lines = (
+            planted.read_head(workspace, "SUMMARY.txt", 2000).decode(errors="replace").strip().splitlines()
+        )
+    except planted.PlantedFileError:
+        lines = []  # none, or not a plain file: the paths stand in for it
+    text = " ".join(lines[0].split())[:150] if lines else ""
     return text or f"optimizer agent edit of {', '.join(sorted(changes))}"[:150]
 
 
