@@ -14,7 +14,7 @@ from rich.table import Table
 from harnessevolve.cli._errors import handle_errors
 from harnessevolve.cli.final_view import print_final
 from harnessevolve.cli.options import ControlK, HarnessDir, JsonOut, Model, Seed
-from harnessevolve.cli.ui import console, progress_hooks, score
+from harnessevolve.cli.ui import console, note_malformed, progress_hooks, score
 from harnessevolve.core.containment import check_output_path
 from harnessevolve.pipeline.final import score_test_split
 from harnessevolve.report.components import ComponentRow, component_rows
@@ -100,6 +100,7 @@ def report(
         check_output_path(html / "report.html" if html.is_dir() else html, option="--html")
     run_dir = resolve_run(run_ref or run, harness)
     harness_dir = RunDir(run_dir).harness_dir()
+    note_malformed(RunDir(run_dir).ledger)
     final_scores = None
     if (control_k is not None or variants or control_temperature is not None) and not final:
         raise typer.BadParameter("needs --final", param_hint="--control-k/--variants/--control-temperature")

@@ -16,7 +16,7 @@ from rich.text import Text
 from harnessevolve.cli._errors import handle_errors
 from harnessevolve.cli.options import HarnessDir, JsonOut
 from harnessevolve.cli.report_cmd import RunRef
-from harnessevolve.cli.ui import console
+from harnessevolve.cli.ui import console, note_malformed
 from harnessevolve.models.budget import spend_line
 from harnessevolve.report.event_text import describe
 from harnessevolve.report.firing import firing_summary, firings
@@ -26,7 +26,7 @@ from harnessevolve.report.run_view import load_run_view
 from harnessevolve.report.runs import END_STATES, format_duration, parse_ts, read_lock, run_state
 from harnessevolve.runs import events as ev
 from harnessevolve.runs.events import parse_event
-from harnessevolve.runs.ledger import LEDGER_VERSION, parse_ledger_bytes, parse_ledger_line
+from harnessevolve.runs.ledger import LEDGER_VERSION, malformed, parse_ledger_bytes, parse_ledger_line
 from harnessevolve.runs.rundir import RunDir
 
 STATE_STYLE = {
@@ -85,7 +85,9 @@ def status(run_ref: RunRef = None, harness: HarnessDir = Path("."), as_json: Jso
 
     stale-lock: the run's process died and left the harness lock. Also shows the generation, the
     accepted edits, the elapsed time and the last event."""
-    view = load_run_view(RunDir.find(run_ref, harness).root, with_git=False)
+    found = RunDir.find(run_ref, harness)
+    view = load_run_view(found.root, with_git=False)
+    note_malformed(found.ledger)
     if as_json:
         console.print_json(json.dumps(status_document(view), default=str))
         return
@@ -200,6 +202,8 @@ def log(
     data = run.ledger.read_bytes()
     offset = data.rfind(b"\n") + 1  # a torn last line is read again once its writer completes it
     events = [parse_event(line) for line in parse_ledger_bytes(data[:offset], run.ledger)]
+    events = [e for e in events if not malformed([e])]  # a known event whose fields do not fit
+    note_malformed(run.ledger)
     for record in events[-last:] if last else events:
         emit(record)
     if not follow:

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -176,3 +177,18 @@ def mark(value: bool | None) -> str:
 
 def score(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
+
+
+def note_malformed(ledger: Path) -> None:
+    """Say on stderr which ledger lines a read-only command left out (known events whose fields do
+    not fit their record); nothing when there are none."""
+    from harnessevolve.cli._errors import err_console
+    from harnessevolve.core.errors import HarnessEvolveError
+    from harnessevolve.runs.ledger import malformed_note, read_ledger
+
+    try:
+        note = malformed_note(ledger, read_ledger(ledger))
+    except (HarnessEvolveError, OSError):
+        return  # the command reading it says what is wrong
+    if note:
+        err_console.print(f"warning: {note}", style="yellow", markup=False)

@@ -48,7 +48,7 @@ from harnessevolve.runs.events import (
     CandidateReverted,
     GenerationFinished,
 )
-from harnessevolve.runs.ledger import Ledger
+from harnessevolve.runs.ledger import Ledger, malformed
 from harnessevolve.runs.outcome import Outcome
 from harnessevolve.runs.rundir import RunDir
 
@@ -422,5 +422,13 @@ def load_run_for_resume(run_dir: Path) -> tuple[list[ev.Event], ev.RunStarted]:
     if any(isinstance(e, ev.RunFinished) for e in events):
         raise HarnessEvolveError(
             "the run already finished", file=str(run.ledger), hint="start a new run instead of --resume"
+        )
+    bad = malformed(events)
+    if bad:  # resuming on a ledger read without them could redo or skip work
+        raise HarnessEvolveError(
+            f"line {bad[0].line}: {bad[0].reason}",
+            file=str(run.ledger),
+            field=bad[0].name,
+            hint="the ledger was changed by hand or by another program; restore it, or start a new run",
         )
     return events, started

@@ -66,6 +66,66 @@ def _encode(value: Any) -> Any:
     return value
 
 
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def fits(value: Any, hint: Any) -> bool:
+    """Whether ``value`` (as read from JSON, nested records already built) has the type ``hint``
+    declares: containers are checked one level into their items; ``Any`` takes anything."""
+    if hint is Any:
+        return True
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(fits(value, arm) for arm in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if origin is list:
+        (item,) = typing.get_args(hint) or (Any,)
+        return isinstance(value, list | tuple) and all(fits(v, item) for v in value)
+    if origin is dict:
+        key, item = typing.get_args(hint) or (Any, Any)
+        return isinstance(value, dict) and all(fits(k, key) and fits(v, item) for k, v in value.items())
+    if origin is typing.ClassVar:
+        return True
+    return isinstance(value, hint) if isinstance(hint, type) else True
+
+
+def check_field_types(record: Any) -> None:
+    """Raise ``TypeError`` naming the first field whose value is not of its declared type (a list
+    where a mapping belongs, a string generation): what a reader would otherwise trip over."""
+    cls = type(record)
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls)
+    for f in dataclasses.fields(record):
+        if f.name in ENVELOPE or f.name not in hints:
+            continue
+        value = getattr(record, f.name)
+        if not fits(value, hints[f.name]):
+            name = getattr(cls, "NAME", "") or cls.__name__
+            raise TypeError(f"{name}.{f.name} must be {_shown(hints[f.name])}, not {type(value).__name__}")
+
+
+def check_event_types(event: Any) -> None:
+    """``check_field_types`` on a read event and on every record nested in it."""
+    check_field_types(event)
+    for f in dataclasses.fields(event):
+        value = getattr(event, f.name)
+        for item in value if isinstance(value, list | tuple) else [value]:
+            if isinstance(item, Record):
+                check_field_types(item)
+
+
+def _shown(hint: Any) -> str:
+    return str(hint).replace("typing.", "").replace("<class '", "").replace("'>", "")
+
+
 _RECORD_FIELDS: dict[type[Event], dict[str, tuple[type[Record], bool]]] = {}
 
 
@@ -152,6 +212,8 @@ class UnknownEvent(Event):
     name: str
     payload: dict[str, Any]
     reason: str = "unknown event"
+    line: int | None = None
+    """The line of the ledger it was read from."""
 
     @property
     def event_name(self) -> str:

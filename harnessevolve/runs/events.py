@@ -27,6 +27,7 @@ from harnessevolve.runs.event_record import (
     Record,
     UnknownEvent,
     UnknownEventError,
+    check_event_types,
     payload_fields,
 )
 from harnessevolve.runs.stage_events import (
@@ -484,6 +485,8 @@ def parse_event(record: dict[str, Any]) -> Event:
         return UnknownEvent(name=str(name), payload=payload, ts=stamp)
     declared = {f.name for f in payload_fields(cls)}
     try:
-        return cls(**{k: v for k, v in payload.items() if k in declared}, ts=stamp)
+        event = cls(**{k: v for k, v in payload.items() if k in declared}, ts=stamp)
+        check_event_types(event)  # a list where a mapping belongs, a string generation: not this record
+        return event
     except (TypeError, ValueError) as exc:
         return UnknownEvent(name=cls.NAME, payload=payload, reason=f"fields do not fit: {exc}", ts=stamp)

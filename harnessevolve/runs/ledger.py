@@ -8,6 +8,7 @@ refused, an older one is migrated to this version's shape, so every reader sees 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Callable, Iterable
@@ -18,6 +19,7 @@ from typing import Any
 from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.core.redact import redact, redact_obj
 from harnessevolve.runs.events import (
+    CATALOG,
     ENVELOPE,
     PROCESS_EVENTS,
     Event,
@@ -183,6 +185,11 @@ def parse_ledger_line(line: str, path: Path | str, number: int) -> dict[str, Any
 
 def parse_ledger_bytes(data: bytes, path: Path | str) -> list[dict[str, Any]]:
     """Every event of a ledger's bytes; only a torn last line (a crash mid-write) is skipped."""
+    return [record for _line, record in numbered_records(data, path)]
+
+
+def numbered_records(data: bytes, path: Path | str) -> list[tuple[int, dict[str, Any]]]:
+    """``parse_ledger_bytes`` with each event's line number in the file."""
     lines = data.split(b"\n")
     torn_last = not data.endswith(b"\n")
     events = []
@@ -190,7 +197,7 @@ def parse_ledger_bytes(data: bytes, path: Path | str) -> list[dict[str, Any]]:
         if not raw.strip():
             continue
         try:
-            events.append(parse_ledger_line(_decode(raw, path, index), path, index))
+            events.append((index, parse_ledger_line(_decode(raw, path, index), path, index)))
         except LedgerError:
             if torn_last and index == len(lines):
                 continue
@@ -210,7 +217,27 @@ def read_ledger(path: Path) -> list[Event]:
     """Every event of the ledger at ``path`` as its typed record (runs/events.py), ``ts`` set; a
     line this version cannot type is an :class:`UnknownEvent`. Only a torn last line (a crash
     mid-write) is skipped; anything else undecodable raises LedgerError naming the line."""
-    return [parse_event(record) for record in parse_ledger_bytes(path.read_bytes(), path)]
+    events = []
+    for line, record in numbered_records(path.read_bytes(), path):
+        event = parse_event(record)
+        events.append(dataclasses.replace(event, line=line) if isinstance(event, UnknownEvent) else event)
+    return events
+
+
+def malformed(events: list[Event]) -> list[UnknownEvent]:
+    """Lines of events this version knows whose fields do not fit their record (a wrong type, a
+    missing field): readers go on without them; ``--resume`` refuses the run."""
+    return [e for e in events if isinstance(e, UnknownEvent) and e.name in CATALOG]
+
+
+def malformed_note(path: Path, events: list[Event]) -> str:
+    """One line saying which lines a read-only command left out (empty when none)."""
+    bad = malformed(events)
+    if not bad:
+        return ""
+    first = bad[0]
+    more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+    return f"{path}: line {first.line}: {first.reason}{more}; shown without it"
 
 
 read_events = read_ledger
@@ -235,4 +262,7 @@ __all__ = [
     "read_events",
     "read_ledger",
     "read_lines",
+    "malformed",
+    "malformed_note",
+    "numbered_records",
 ]
