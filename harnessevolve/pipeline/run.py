@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harnessevolve.core.errors import HarnessEvolveError, HarnessGitError
+from harnessevolve.core.errors import FloorTooHighError, HarnessEvolveError, HarnessGitError
 from harnessevolve.core.tasks import Benchmark
 from harnessevolve.gate.config import load_gate_config
 from harnessevolve.harness.git import HarnessRepo
@@ -25,6 +25,8 @@ from harnessevolve.pipeline.state import RunHooks, RunState
 from harnessevolve.proposing.agent_proposer import agent_proposers
 from harnessevolve.report.tracking import make_tracker
 from harnessevolve.runs.events import (
+    Event,
+    FloorChecked,
     RunResumed,
     RunStarted,
     StaleLockRemoved,
@@ -182,16 +184,7 @@ def new_run(options: RunConfig, hooks: RunHooks) -> RunResult:
                 sandbox=executor.sandbox.name if executor.sandbox else options.execution.sandbox,
             )
         )
-        check_floor_at_start(
-            checked.benchmark,
-            executor.sandbox,
-            sample=options.floor.floor_sample,
-            max_share=options.floor.max_floor_share,
-            accepted=options.floor.accept_floor,
-            seed=options.scoring.seed,
-            ledger=ledger,
-            log=hooks.log,
-        )
+        check_floor(checked, ledger, hooks)
         warning = missing_references_warning(checked.benchmark, checked.references)
         if warning:
             hooks.log(f"warning: {warning}")
@@ -201,6 +194,37 @@ def new_run(options: RunConfig, hooks: RunHooks) -> RunResult:
             tracker.close()
         lock.release()
     return RunResult(outcome.state, run_dir.root, outcome.stopped, outcome.usage, outcome.net)
+
+
+def check_floor(checked: CheckedRun, ledger: Ledger, hooks: RunHooks) -> None:
+    """The null-agent floor before the first generation (``floor_checked``; refused: exit 2)."""
+    floor = checked.options.floor
+    check_floor_at_start(
+        checked.benchmark,
+        checked.executor.sandbox,
+        sample=floor.floor_sample,
+        max_share=floor.max_floor_share,
+        accepted=floor.accept_floor,
+        seed=checked.options.scoring.seed,
+        ledger=ledger,
+        log=hooks.log,
+    )
+
+
+def floor_on_resume(events: list[Event], checked: CheckedRun, ledger: Ledger | None, hooks: RunHooks) -> None:
+    """The floor verdict of a resumed run: a recorded refusal stands (raised before anything is
+    written: ``ledger`` None); a check a kill cut off before it was recorded is redone (``ledger``
+    given), so a benchmark a fresh run refuses is refused on resume too."""
+    recorded = next((e for e in reversed(events) if isinstance(e, FloorChecked)), None)
+    if recorded is not None and recorded.refused and not checked.options.floor.accept_floor:
+        raise FloorTooHighError(
+            f"the run was refused at its start: null agents pass {recorded.share:.0%} of "
+            f"{recorded.tasks} sampled tasks (max {recorded.max_share:.0%})",
+            field="floor_checked",
+        )
+    if recorded is None and ledger is not None:
+        hooks.log("resume: the null-agent floor was never recorded; checking it now")
+        check_floor(checked, ledger, hooks)
 
 
 def resume_run(harness_dir: Path, run: str, hooks: RunHooks) -> RunResult:
@@ -213,6 +237,7 @@ def resume_run(harness_dir: Path, run: str, hooks: RunHooks) -> RunResult:
     preflight.check_resume_belongs(run_dir.root, started.to_json(), harness_dir)
     recorded = {**started.options, "harness_dir": str(harness_dir)}
     checked = check_run(RunConfig.from_json(recorded, where=f"{run_dir.ledger}: run_started.options"))
+    floor_on_resume(_events, checked, None, hooks)
     options, run_id = checked.options, run_dir.root.name
     lock = HarnessLock(harness_dir)
     lock.acquire(run_id)
@@ -240,6 +265,7 @@ def resume_run(harness_dir: Path, run: str, hooks: RunHooks) -> RunResult:
         )
         for line in recovered:
             hooks.log(f"resume: {line}")
+        floor_on_resume(events, checked, ledger, hooks)
         _log_prices(checked, hooks)
         outcome = run_generations(
             checked, run_id, run_dir.root, repo, ledger, hooks, point=point, meter=meter, elapsed_s=elapsed_s
