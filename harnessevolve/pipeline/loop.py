@@ -22,6 +22,7 @@ from harnessevolve.core.enums import Stage, StopReason
 from harnessevolve.core.errors import ModelError
 from harnessevolve.core.signals import Cause
 from harnessevolve.core.tasks import Benchmark, Task
+from harnessevolve.core.trailers import trailer_map
 from harnessevolve.evaluate.clustering import cluster_signals
 from harnessevolve.gate.config import GateConfig
 from harnessevolve.gate.performance import accepted_on_tie, mean
@@ -49,6 +50,7 @@ from harnessevolve.runs.events import (
     CandidateAccepted,
     ClusterSummary,
     EpochFinished,
+    EpochRestoring,
     GateVerdictRecord,
     GenerationFinished,
     GenerationStarted,
@@ -266,8 +268,17 @@ class GenerationLoop:
         """The best snapshot on validation becomes current (a restoring commit when it is not)."""
         self.state.stage = Stage.EPOCH_END
         best = self.policies.selector.select(pool)
-        restored = None
-        if best.harness_hash != current.content_hash() and best.validation > mean_score(val_current):
+        restored = self.restored_at_head(best.sha, epoch)  # a resumed epoch end whose restore was made
+        if restored is not None:
+            current = load_harness(self.harness_dir)
+            with spending(Stage.EPOCH_END):
+                val_current = await self.scorer.score(current, validation, "validation: restored snapshot")
+        elif best.harness_hash != current.content_hash() and best.validation > mean_score(val_current):
+            self.ledger.append(
+                EpochRestoring(
+                    epoch=epoch, generation=self.state.generation, best=best.sha, rev=self.repo.head()
+                )
+            )
             restored = self.repo.restore(
                 best.sha,
                 f"harnessevolve: restore snapshot {best.sha[:8]} at the end of epoch {epoch}\n\n"
@@ -290,6 +301,18 @@ class GenerationLoop:
             )
         )
         return current, val_current
+
+    def restored_at_head(self, best: str, epoch: int) -> str | None:
+        """HEAD, when it is this run's restoring commit of ``best`` at the end of ``epoch`` (a kill
+        came between the commit and ``epoch_finished``: the resumed epoch end finishes it)."""
+        tags = trailer_map(self.repo.message())
+        if (tags.get("Restores"), tags.get("Run"), tags.get("Epoch")) == (
+            best,
+            self.state.run_id,
+            str(epoch),
+        ):
+            return self.repo.head()
+        return None
 
     async def generation(
         self, generation: int, current: Harness, val_current: list[TaskResult]

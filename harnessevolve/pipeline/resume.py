@@ -97,6 +97,11 @@ def reconcile(repo: HarnessRepo, ledger: Ledger, run_id: str, events: list[ev.Ev
     if temps:
         done.append(f"removed {len(temps)} temp file(s) of an interrupted write ({', '.join(temps[:3])})")
         dirty = [p for p in dirty if p not in temps]
+    restoring = [e for e in open_events(events) if isinstance(e, ev.EpochRestoring)]
+    if dirty and generation is None and restoring:  # a kill inside an epoch end's restore: redone
+        repo.discard_changes()
+        done.append(f"discarded the half-made restore of epoch {restoring[-1].epoch}")
+        dirty = []
     if dirty:
         if generation is None or not set(dirty) <= writing:
             raise HarnessGitError(

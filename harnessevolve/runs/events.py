@@ -219,6 +219,18 @@ class GenerationFinished(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class EpochRestoring(Event):
+    """An epoch's end is about to make snapshot ``best`` current again (a restoring commit on top of
+    ``rev``): a run killed before ``epoch_finished`` finishes or redoes the restore on resume."""
+
+    NAME: ClassVar[str] = "epoch_restoring"
+    epoch: int
+    generation: int
+    best: str
+    rev: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class EpochFinished(Event):
     """An epoch ended: the best snapshot on validation became current (``restored``: its sha, when
     that meant going back)."""
@@ -420,6 +432,7 @@ CATALOG: dict[str, type[Event]] = {
         NoProposal,
         ProposalFailed,
         GenerationFinished,
+        EpochRestoring,
         EpochFinished,
         CandidateProposed,
         CandidateRevised,

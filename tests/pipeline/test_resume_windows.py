@@ -53,3 +53,74 @@ def test_crash_point_inside_the_floor_check_redoes_it_on_resume(tmp_path: Path) 
     assert not any(isinstance(e, ev.Baseline) for e in events)  # nothing evolved on it
     again = CliRunner().invoke(app, ["run", "-H", str(harness), "--resume", run])
     assert again.exit_code == 2 and "refused at its start" in again.output, again.output
+
+
+class EarlierIsBest:
+    """A snapshot selector that finds the one before the latest best (its validation raised above
+    any other), so the run's epoch end restores it: the restore window exercised without a
+    benchmark where validation must fall."""
+
+    def __init__(self, _inputs: object) -> None:
+        pass
+
+    def select(self, pool):  # type: ignore[no-untyped-def]
+        import dataclasses
+
+        return dataclasses.replace(pool.snapshots[max(0, len(pool.snapshots) - 2)], validation=2.0)
+
+
+@pytest.mark.parametrize(
+    "point",
+    ["after-epoch-restoring", "inside-restore", "after-restore-commit"],
+)
+def test_crash_point_inside_the_epoch_end_restore_finishes_it_on_resume(
+    point: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import test_crash_points as crash
+    from bench_subset import shell_basics_subset
+    from policies import TogglePrompt
+
+    from harnessevolve.harness import git as harness_git
+    from harnessevolve.optimize import registry
+    from harnessevolve.pipeline import policies
+
+    monkeypatch.setitem(registry.PROPOSERS, "toggle", TogglePrompt)
+    monkeypatch.setitem(policies.SELECTORS, "best-validation", EarlierIsBest)
+    bench = shell_basics_subset(tmp_path / "bench" / "shell-basics", ("count-lines",))
+    reference = _new_harness(tmp_path, "reference")
+    ran = CliRunner().invoke(app, crash._args(reference, bench, "paper"))
+    assert ran.exit_code in (0, 1), ran.output
+    expected = crash.normalized(reference)
+    restores = [
+        e for e in read_ledger(_run_dir(reference) / "ledger.jsonl") if isinstance(e, ev.EpochRestoring)
+    ]
+    assert restores, "the scenario must restore a snapshot at an epoch's end"
+
+    def inside_restore(patch: pytest.MonkeyPatch) -> None:
+        """Kill after git restored the files, before the restoring commit (a dirty harness)."""
+        real = harness_git.HarnessRepo.commit_all
+
+        def commit_all(self, message: str) -> str:  # type: ignore[no-untyped-def]
+            if message.startswith("harnessevolve: restore snapshot"):
+                crash._die()
+            return real(self, message)
+
+        patch.setattr(harness_git.HarnessRepo, "commit_all", commit_all)
+
+    def after_restore_commit(patch: pytest.MonkeyPatch) -> None:
+        real = harness_git.HarnessRepo.restore
+
+        def restore(self, sha: str, message: str):  # type: ignore[no-untyped-def]
+            real(self, sha, message)
+            crash._die()
+
+        patch.setattr(harness_git.HarnessRepo, "restore", restore)
+
+    faults = {
+        "after-epoch-restoring": after_event(ev.EpochRestoring.NAME),
+        "inside-restore": inside_restore,
+        "after-restore-commit": after_restore_commit,
+    }
+    harness, resumed = crash.crash_and_resume(tmp_path, bench, "paper", point, faults[point])
+    assert resumed.exit_code in (0, 1), resumed.output
+    assert crash.normalized(harness) == expected
