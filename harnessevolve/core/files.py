@@ -12,23 +12,25 @@ from typing import Any
 from harnessevolve.core.errors import HarnessEvolveError, SchemaError
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` so a reader sees the old or the new file, never half of one."""
+def atomic_write_text(path: Path, text: str, *, durable: bool = True) -> None:
+    """Replace ``path`` with ``text`` so a reader sees the old or the new file, never half of one.
+    ``durable`` False skips the fsync (safe against a killed process, not a power loss)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
-def atomic_write_json(path: Path, document: Any) -> None:
-    atomic_write_text(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+def atomic_write_json(path: Path, document: Any, *, durable: bool = True) -> None:
+    atomic_write_text(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n", durable=durable)
 
 
 def read_text(

@@ -161,6 +161,7 @@ def run_generations(
     journal = SpendJournal(run_dir, meter)  # spend on disk as it happens: budgets hold across kills
     counters = RunCounters(run_dir)  # this process's rollout counts, kept beside a killed one's
     ledger.listeners.append(lambda _event: counters.record(_counts(loop, scorer)))
+    scorer.on_rollout = lambda: counters.record(_counts(loop, scorer), durable=False)  # per rollout
     try:
         with run_tempdir(run_id) as (_folder, swept):
             if swept.removed:

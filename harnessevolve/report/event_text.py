@@ -103,6 +103,11 @@ def _(e: ev.GenerationFinished) -> str:
 
 
 @describe.register
+def _(e: ev.EpochRestoring) -> str:
+    return f"epoch {e.epoch}: restoring snapshot {_sha(e.best)} on top of {_sha(e.rev)}"
+
+
+@describe.register
 def _(e: ev.EpochFinished) -> str:
     restored = f", restored as {_sha(e.restored)}" if e.restored else ""
     return f"epoch {e.epoch}: best {_sha(e.best)} validation {_s(e.best_validation)}{restored}"

@@ -2,14 +2,15 @@
 
 A run killed and resumed is several processes; each counts only its own rollouts. ``counters.json``
 in the run folder keeps each process's latest counts (``RunCounters.record``, called after every
-ledger event), so ``run_finished`` can report the run's totals: a killed process's counts up to its
-last event survive it (a rollout finished after that event is served from the rollout cache on
-resume and counted there as cached)."""
+ledger event and after every rollout), so ``run_finished`` can report the run's totals: a killed
+process's counts survive it up to its last rollout (a rollout killed between its cache entry and its
+count is served from the rollout cache on resume and counted there as cached)."""
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -39,6 +40,10 @@ class Counts:
             self.infra_rollouts + other.infra_rollouts,
         )
 
+    def within(self, other: Counts) -> bool:
+        """Every count at most ``other``'s (a process's counts only grow)."""
+        return all(getattr(self, k) <= getattr(other, k) for k in asdict(self))
+
     @classmethod
     def from_json(cls, data: Any) -> Counts:
         if not isinstance(data, dict):
@@ -54,6 +59,7 @@ class RunCounters:
         self.path = Path(run_dir) / COUNTERS_FILE
         self.process = f"{os.getpid()}-{time.time_ns()}"
         self._last: Counts | None = None
+        self._lock = threading.Lock()  # rollouts end in several threads at once
 
     def others(self) -> Counts:
         """The counts of the run's earlier (or killed) processes."""
@@ -63,14 +69,18 @@ class RunCounters:
                 total += Counts.from_json(counts)
         return total
 
-    def record(self, counts: Counts) -> None:
-        """Keep ``counts`` as this process's entry (rewritten only when they changed)."""
-        if counts == self._last:
-            return
-        processes = self._read()
-        processes[self.process] = asdict(counts)
-        atomic_write_json(self.path, {"version": COUNTERS_VERSION, "processes": processes})
-        self._last = counts
+    def record(self, counts: Counts, *, durable: bool = True) -> None:
+        """Keep ``counts`` as this process's entry (rewritten only when they changed). ``durable``
+        False: renamed into place without an fsync (survives a killed process, not a lost machine;
+        the per-rollout record, cheap at many rollouts a second)."""
+        with self._lock:
+            if self._last is not None and counts.within(self._last):
+                return  # nothing new, or a thread's older view arriving after a newer one
+            processes = self._read()
+            processes[self.process] = asdict(counts)
+            doc = {"version": COUNTERS_VERSION, "processes": processes}
+            atomic_write_json(self.path, doc, durable=durable)
+            self._last = counts
 
     def total(self, counts: Counts) -> Counts:
         """The run's totals: ``counts`` (this process, recorded first) plus every other process's."""

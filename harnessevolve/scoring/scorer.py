@@ -79,6 +79,9 @@ class Scorer:
         self.references = references
         self.out_dir = out_dir
         self.on_progress = on_progress
+        self.on_rollout: Callable[[], None] | None = None
+        """Called after each rollout is counted (and cached): the run keeps its counters per rollout,
+        so they are exact after a kill at any point (``runs/counters.py``)."""
         self._fresh()
 
     def _fresh(self) -> None:
@@ -211,6 +214,8 @@ class Scorer:
         trajectory, evaluation = hit
         self.cached += 1
         self._save(task, trajectory, evaluation, harness_hash)
+        if self.on_rollout is not None:
+            self.on_rollout()
         signal = ErrorSignal.from_dict(evaluation["signal"]) if evaluation.get("signal") else None
         return TaskResult(
             task.id,
@@ -253,6 +258,8 @@ class Scorer:
         # model call ends with an error, failing the check): it is scored, never cached
         if self.cache is not None and infra is None and not interrupts.stopping():
             self.cache.put(self._cache_key(task, harness_hash, model), trajectory, evaluation.to_dict())
+        if self.on_rollout is not None:  # after the cache: a kill before this is served as cached
+            self.on_rollout()
         return TaskResult(
             task.id, evaluation.score, evaluation.passed, evaluation.signal, trajectory, tokens, infra
         )

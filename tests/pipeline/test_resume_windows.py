@@ -124,3 +124,49 @@ def test_crash_point_inside_the_epoch_end_restore_finishes_it_on_resume(
     harness, resumed = crash.crash_and_resume(tmp_path, bench, "paper", point, faults[point])
     assert resumed.exit_code in (0, 1), resumed.output
     assert crash.normalized(harness) == expected
+
+
+@pytest.mark.parametrize("nth", [3, 7])
+def test_crash_point_between_ledger_events_keeps_the_run_counters_exact(
+    nth: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed right after its ``nth`` rollout (between two ledger events, e.g. mid-gate), a resumed
+    run's ``run_finished`` loses no rollout or token the killed process ran: at least the
+    uninterrupted run's counts (more when a rollout that cannot be cached ran again), and no more
+    tokens than the model calls metered (the spend, exact across kills)."""
+    import test_crash_points as crash
+    from bench_subset import shell_basics_subset
+    from policies import TogglePrompt
+
+    from harnessevolve.optimize import registry
+    from harnessevolve.scoring.scorer import Scorer
+
+    monkeypatch.setitem(registry.PROPOSERS, "toggle", TogglePrompt)
+    bench = shell_basics_subset(tmp_path / "bench" / "shell-basics", ("count-lines",))
+    reference = _new_harness(tmp_path, "reference")
+    assert CliRunner().invoke(app, crash._args(reference, bench, "")).exit_code in (0, 1)
+
+    def after_rollout(patch: pytest.MonkeyPatch) -> None:
+        """Kill as the ``nth`` rollout's result is returned: scored, cached and counted."""
+        real, seen = Scorer._evaluate, [0]
+
+        def evaluate(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            result = real(self, *args, **kwargs)
+            seen[0] += 1
+            if seen[0] == nth:
+                crash._die()
+            return result
+
+        patch.setattr(Scorer, "_evaluate", evaluate)
+
+    harness, resumed = crash.crash_and_resume(tmp_path, bench, "", f"killed-{nth}", after_rollout)
+    assert resumed.exit_code in (0, 1), resumed.output
+
+    def finished(h: Path) -> ev.RunFinished:
+        (end,) = [e for e in read_ledger(_run_dir(h) / "ledger.jsonl") if isinstance(e, ev.RunFinished)]
+        return end
+
+    got, ran = finished(harness), finished(reference)
+    metered = sum(row.get("tokens", 0) for row in (got.usage or {}).get("by_stage", {}).values())
+    assert (got.rollouts or 0) >= (ran.rollouts or 0)
+    assert (ran.tokens or 0) <= (got.tokens or 0) <= metered

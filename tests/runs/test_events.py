@@ -50,6 +50,7 @@ SAMPLES: dict[str, dict] = {
     "no_proposal": {"generation": 1, "proposer": "demo"},
     "proposal_failed": {"generation": 1, "proposer": "llm", "errors": ["bad reply"]},
     "generation_finished": {"generation": 1, "outcome": "accepted", "rev": "b" * 40},
+    "epoch_restoring": {"epoch": 1, "generation": 1, "best": "b" * 40, "rev": "c" * 40},
     "epoch_finished": {
         "epoch": 1,
         "generation": 1,
