@@ -10,17 +10,18 @@ import pytest
 from typer.testing import CliRunner
 
 from harnessevolve.cli.app import app
-from harnessevolve.cli.run_cmd import CLI_NAMES, run
+from harnessevolve.cli.run_cmd import run_command
 from harnessevolve.core.enums import ExecutorName, Sampling, SandboxName
-from harnessevolve.runs.run_config import RunConfig, flat_keys, section_of
+from harnessevolve.runs.run_config import RunConfig, declarations, flat_keys, section_of
 
 API_ONLY = {"epoch_patience"}
 """Keys set by the library's callers (benchmarks/perf), not by a command-line option."""
 
 
 def cli_parameters() -> set[str]:
-    command = inspect.unwrap(run)
-    return {CLI_NAMES.get(p, p) for p in inspect.signature(command).parameters} - {"resume", "as_json"}
+    """The ``run`` command's parameters, by the key each is recorded under."""
+    keys = {d.cli_name: d.key for d in declarations()}
+    return {keys.get(p, p) for p in inspect.signature(run_command).parameters} - {"resume", "as_json"}
 
 
 def test_every_run_parameter_is_a_recorded_key_and_every_key_but_the_api_ones_a_parameter() -> None:
