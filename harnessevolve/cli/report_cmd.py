@@ -55,6 +55,7 @@ def report(
         typer.Option(
             "--control-temperature",
             min=0.0,
+            max=2.0,
             help="With --final: the control's sampling temperature (default: the seed's own when it "
             "samples, else 0.7).",
         ),

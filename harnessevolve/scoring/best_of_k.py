@@ -192,7 +192,9 @@ async def seed_control(
         sampler = seed
     else:
         sampler = sampling_harness(
-            seed.root, work_dir / "control-sampler", temperature or DEFAULT_TEMPERATURE
+            seed.root,
+            work_dir / "control-sampler",
+            DEFAULT_TEMPERATURE if temperature is None else temperature,  # 0 is a temperature too
         )
     return await best_of_k(
         RepeatedScorer(scorer),

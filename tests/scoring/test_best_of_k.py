@@ -95,3 +95,34 @@ def test_mean_ci_is_wilson_for_pass_rates_and_never_leaves_0_1() -> None:
     assert mean_ci([], 0.95) is None
     lo, hi = mean_ci([0.5, 0.25, 1.0, 0.0], 0.95)  # fractional scores: bootstrap
     assert 0.0 <= lo <= 0.4375 <= hi <= 1.0
+
+
+@pytest.mark.parametrize("given, used", [(0.0, 0.0), (None, 0.7), (1.3, 1.3)])
+def test_a_control_temperature_is_used_as_given_zero_included(
+    given: float | None, used: float, monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    from harnessevolve.scoring import best_of_k as module
+
+    made: list[float] = []
+
+    def sampling_harness(_source, _dest, temperature: float):  # type: ignore[no-untyped-def]
+        made.append(temperature)
+        return FakeHarness()
+
+    async def fake_best_of_k(*_args, **_kwargs):  # type: ignore[no-untyped-def]
+        return None
+
+    class Greedy:  # a seed that does not sample: the control gets its own sampler
+        root = tmp_path
+
+        class loop:  # noqa: N801
+            temperature = 0.0
+
+    monkeypatch.setattr(module, "sampling_harness", sampling_harness)
+    monkeypatch.setattr(module, "best_of_k", fake_best_of_k)
+    asyncio.run(
+        module.seed_control(
+            object(), Greedy(), [], [], k=2, matched_to=None, work_dir=tmp_path, temperature=given
+        )
+    )
+    assert made == [used]
