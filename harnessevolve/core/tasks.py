@@ -278,6 +278,13 @@ def _task_context(doc: dict[str, Any], path: Path) -> str:
         )
     root = path.parent.parent
     rel = _safe_relative(doc["context_file"], file=str(path), field="context_file")
+    if Path(rel).parts[:1] == ("tasks",):  # where every task lives, held-out ones and their files included
+        raise BenchmarkError(
+            f"context_file {rel!r} points into tasks/, where the tasks (held-out ones too) are defined",
+            file=str(path),
+            field="context_file",
+            hint="keep shared context (a policy) in its own folder of the benchmark, e.g. policies/",
+        )
     source = (root / rel).resolve()
     if not source.is_relative_to(root.resolve()) or not source.is_file():
         raise BenchmarkError(

@@ -268,6 +268,22 @@ def ngram_verdict(
     return GateVerdict("leakage", True, reason, numbers)
 
 
+def harness_leak(
+    files: Mapping[str, str], tasks: Sequence[Task], config: LeakageConfig
+) -> tuple[str, GateVerdict] | None:
+    """The first file of a harness (every channel into a prompt: prompts, demonstrations, skills,
+    tool descriptions, memory entries, world-model and recovery files, loop settings) whose whole
+    text embeds a protected task at the gate's threshold, with the verdict; None when none does.
+    What the gate checks of an edit's added lines, checked of what the harness already holds."""
+    if ngram_verdict({}, files, tasks, config).passed:  # all files at once; then which one
+        return None
+    for path in sorted(files):
+        verdict = ngram_verdict({}, {path: files[path]}, tasks, config)
+        if not verdict.passed:
+            return path, verdict
+    return None
+
+
 JUDGE_SYSTEM = (
     "You audit an edit to an AI agent's prompts for benchmark leakage. Leakage means the edit gives "
     "away a listed task: it copies or paraphrases the task's question, states its answer, or hints "

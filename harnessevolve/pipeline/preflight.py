@@ -31,6 +31,22 @@ def check_prompt_cap(harness: Harness, gates: GateConfig, harness_yaml: str = "h
         )
 
 
+def check_seed_leakage(harness: Harness, benchmark: Benchmark, gates: GateConfig) -> None:
+    """A seed harness that already holds a held-out task (its instruction, answer or context, in any
+    channel into a prompt) would score that task with its answer in view: refused before any rollout."""
+    from harnessevolve.gate.leakage import harness_leak
+
+    found = harness_leak(harness.files, benchmark.tasks, gates.leakage)
+    if found is not None:
+        path, verdict = found
+        raise HarnessError(
+            f"already {verdict.reason}",
+            file=str(harness.root / path),
+            field="leakage",
+            hint="take the held-out task's text out of the harness (or move the task to the train split)",
+        )
+
+
 def _task_file(benchmark: Benchmark, task_id: str) -> str:
     path = benchmark.root / "tasks" / f"{task_id}.yaml"
     return str(path if path.is_file() else benchmark.root)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
+from harnessevolve.cli.app import app
 from harnessevolve.core.tasks import Benchmark, Check, Task, load_benchmark
 from harnessevolve.gate.config import LeakageConfig
 from harnessevolve.gate.leakage import added_chunks, aleakage_gate, leakage_gate, parse_judge_reply
@@ -270,3 +272,84 @@ def test_inside_an_event_loop_await_aleakage_gate(judge) -> None:
 )
 def test_parse_judge_reply(reply: str, parsed: tuple) -> None:
     assert parse_judge_reply(reply) == parsed
+
+
+# --- every channel into a prompt, at load time ----------------------------------------------------
+
+
+def test_a_seed_harness_holding_a_validation_answer_in_its_memory_is_refused(cli, harness_dir: Path) -> None:
+    from harnessevolve.core.tasks import load_benchmark
+
+    task = next(
+        t for t in load_benchmark("shell-basics").split("validation") if len(t.instruction.split()) >= 8
+    )
+    memory = harness_dir / "memory"
+    memory.mkdir(exist_ok=True)
+    (memory / "note.yaml").write_text(
+        f"version: 1\ntask: {task.instruction!r}\nlesson: remember it\noutcome: success\n"
+    )
+    import git
+
+    repo = git.Repo(harness_dir)
+    repo.git.add(A=True)
+    repo.index.commit("a memory entry")
+    result = cli.invoke(app, ["run", "-H", str(harness_dir), "-b", "shell-basics", "-m", "scripted/x"])
+    assert result.exit_code == 2, result.output
+    assert "memory/note.yaml" in result.output and task.id in result.output
+    assert not (harness_dir / ".harnessevolve" / "runs").exists()
+
+
+def test_harness_leak_names_the_file_and_passes_a_clean_harness() -> None:
+    from harnessevolve.core.tasks import load_benchmark
+    from harnessevolve.gate.config import LeakageConfig
+    from harnessevolve.gate.leakage import harness_leak
+
+    bench = load_benchmark("shell-basics")
+    task = next(t for t in bench.split("test") if len(t.instruction.split()) >= 8)
+    config = LeakageConfig()
+    clean = {"prompts/system.md": "You are a careful shell agent.", "tools/bash.yaml": "name: bash\n"}
+    assert harness_leak(clean, bench.tasks, config) is None
+    found = harness_leak({**clean, "world_model/model.md": f"Hint: {task.instruction}"}, bench.tasks, config)
+    assert found is not None and found[0] == "world_model/model.md" and task.id in found[1].reason
+
+
+def test_a_context_file_inside_tasks_is_refused(tmp_path: Path) -> None:
+    import shutil
+
+    from harnessevolve.core import paths
+    from harnessevolve.core.errors import BenchmarkError
+    from harnessevolve.core.tasks import load_benchmark
+
+    suite = tmp_path / "suite"
+    shutil.copytree(paths.builtin_dir("benchmarks") / "shell-basics", suite)
+    task_file = next(p for p in sorted((suite / "tasks").glob("*.yaml")))
+    held_out = next(p for p in sorted((suite / "tasks").glob("*.yaml")) if "split: test" in p.read_text())
+    task_file.write_text(task_file.read_text() + f"context_file: tasks/{held_out.name}\n")
+    with pytest.raises(BenchmarkError) as err:
+        load_benchmark(str(suite))
+    assert err.value.field == "context_file" and "tasks/" in err.value.message
+
+
+# --- the comparisons pinned at their exact thresholds ---------------------------------------------
+
+AT = 7 / 9
+"""14 words of LONG hold 7 of its 9 8-grams: a score of exactly 7/9."""
+
+
+@pytest.mark.parametrize(("threshold", "passes"), [(AT, False), (AT + 1e-6, True), (AT - 1e-6, False)])
+def test_an_instruction_scoring_exactly_the_threshold_is_refused(threshold: float, passes: bool) -> None:
+    prefix = " ".join(LONG.split()[:14]) + "\n"
+    verdict = leakage_gate(*edit(prefix), TASKS, replace(CONFIG, threshold=threshold))
+    assert verdict.numbers["max_score"] == pytest.approx(AT, abs=1e-3)
+    assert verdict.passed is passes
+
+
+@pytest.mark.parametrize(("threshold", "passes"), [(AT, False), (AT + 1e-6, True)])
+def test_a_context_copy_scoring_exactly_the_threshold_is_refused(threshold: float, passes: bool) -> None:
+    with_context = (replace(task("tr9", "Say done.", split="train"), context=LONG),)
+    prefix = " ".join(LONG.split()[:14]) + "\n"
+    verdict = leakage_gate(*edit(prefix), with_context, replace(CONFIG, threshold=threshold))
+    assert verdict.numbers["context_copy"]["score"] == pytest.approx(AT, abs=1e-3)
+    assert verdict.passed is passes
+    if not passes:
+        assert "context paragraph 1" in verdict.reason or "context" in verdict.reason
