@@ -112,3 +112,21 @@ def test_the_optimizer_workspace_is_touched_only_through_planted_file_access() -
 def test_the_plain_file_call_finder_can_fail() -> None:
     source = "open(p)\np.read_text()\nplanted.read_text(r, 'x')\nos.open(p, 0)\n"
     assert plain_file_calls(source) == ["line 1: open()", "line 2: p.read_text()", "line 4: os.open()"]
+
+
+def test_harness_changes_refuses_a_link_or_pipe_planted_in_the_copy(tmp_path: Path) -> None:
+    """The same refusals without a run: ``harness_changes`` on a workspace holding a link to a host
+    file, and one holding a named pipe (read at once, never waited on)."""
+    from harnessevolve.proposing.agent_diff import EditRefused, harness_changes
+
+    host = tmp_path / "host.txt"
+    host.write_text("host secret\n")
+    for name, plant in (("link", lambda p: os.symlink(host, p)), ("pipe", os.mkfifo)):
+        workspace = tmp_path / name
+        (workspace / "harness" / "prompts").mkdir(parents=True)
+        (workspace / "harness" / "harness.yaml").write_text("version: 1\n")
+        plant(workspace / "harness" / "prompts" / "x.md")
+        with pytest.raises(EditRefused) as refused:
+            harness_changes(workspace, {"harness.yaml": "version: 1\n"}, ("prompts/",))
+        assert "prompts/x.md" in refused.value.reason
+    assert host.read_text() == "host secret\n"
