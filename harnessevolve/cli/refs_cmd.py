@@ -162,9 +162,9 @@ def generate(
         typer.Option("--harness", "-H", help="The agent's harness (default: the shell-agent template)."),
     ] = None,
     model: Model = None,
-    attempts: Annotated[int, typer.Option(min=1, help="Hinted attempts per task (T_att).")] = 5,
+    attempts: Annotated[int, typer.Option(min=1, max=100, help="Hinted attempts per task (T_att).")] = 5,
     probes: Annotated[
-        int, typer.Option(min=0, help="Unhinted runs per task, for the pass rate without hint.")
+        int, typer.Option(min=0, max=100, help="Unhinted runs per task, for the pass rate without hint.")
     ] = 2,
     task: Annotated[
         list[str] | None, typer.Option("--task", help="Only these task ids (repeatable).")

@@ -65,6 +65,7 @@ def report(
         typer.Option(
             "--variants",
             min=0,
+            max=20,
             help="With --final: also score seed and evolved on up to N synthesized variants of each test "
             "task (chained test tasks; one more bug for synthesized SWE tasks; only variants whose gold "
             "passes), and report the drop from original to variant for both.",

@@ -183,9 +183,11 @@ def log(
     follow: Annotated[
         bool, typer.Option("--follow", "-f", help="Keep printing new events until the run ends.")
     ] = False,
-    last: Annotated[int | None, typer.Option("--last", "-n", min=1, help="Only the last N events.")] = None,
+    last: Annotated[
+        int | None, typer.Option("--last", "-n", min=1, max=10**9, help="Only the last N events.")
+    ] = None,
     interval: Annotated[
-        float, typer.Option(min=0.05, hidden=True, help="Polling interval of --follow.")
+        float, typer.Option(min=0.05, max=3600, hidden=True, help="Polling interval of --follow.")
     ] = 1.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print each event as one JSON line.")] = False,
 ) -> None:

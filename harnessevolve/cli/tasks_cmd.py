@@ -32,13 +32,16 @@ def synthesize_cmd(
     out: Annotated[
         Path, typer.Option("--out", help="The benchmark folder to write (tasks/, benchmark.yaml).")
     ],
-    count: Annotated[int, typer.Option("--count", min=1, help="Tasks to keep.")] = 20,
+    count: Annotated[int, typer.Option("--count", min=1, max=10_000, help="Tasks to keep.")] = 20,
     seed: Annotated[int, typer.Option("--seed", help="Seed for the order mutation sites are tried in.")] = 0,
     mutations: Annotated[
         int, typer.Option("--mutations", min=1, max=5, help="Mutations per task (more = harder).")
     ] = 1,
     max_tries: Annotated[
-        int, typer.Option("--max-tries", min=0, help="Mutants to try at most (0: 15 per wanted task).")
+        int,
+        typer.Option(
+            "--max-tries", min=0, max=1_000_000, help="Mutants to try at most (0: 15 per wanted task)."
+        ),
     ] = 0,
     timeout: Annotated[
         float,

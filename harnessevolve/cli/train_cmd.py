@@ -48,11 +48,15 @@ def train(
         ),
     ] = None,
     mode: Annotated[str, typer.Option(help=f"Training mode: {' or '.join(MODES)}.")] = "rft",
-    steps: Annotated[int | None, typer.Option(min=1, help="Optimizer steps (default: 20).")] = None,
-    lr: Annotated[float | None, typer.Option(help="Learning rate (default: 1e-5).")] = None,
-    batch_size: Annotated[int | None, typer.Option("--batch-size", min=1, help="Sequences per step.")] = None,
+    steps: Annotated[
+        int | None, typer.Option(min=1, max=1_000_000, help="Optimizer steps (default: 20).")
+    ] = None,
+    lr: Annotated[float | None, typer.Option(min=0.0, max=1.0, help="Learning rate (default: 1e-5).")] = None,
+    batch_size: Annotated[
+        int | None, typer.Option("--batch-size", min=1, max=4096, help="Sequences per step.")
+    ] = None,
     max_len: Annotated[
-        int | None, typer.Option("--max-len", min=16, help="Longest sequence in tokens.")
+        int | None, typer.Option("--max-len", min=16, max=1_048_576, help="Longest sequence in tokens.")
     ] = None,
     lora: Annotated[bool, typer.Option("--lora", help="Train LoRA adapters (merged on save).")] = False,
     device: Annotated[str | None, typer.Option(help="auto, cpu or cuda (default: auto).")] = None,

@@ -109,7 +109,9 @@ def show(
     file: Annotated[Path, typer.Argument(help="An ATIF file (or OpenAI chat messages).", show_default=False)],
     width: Annotated[
         int,
-        typer.Option(min=0, help="Truncate messages and observations to this many characters (0: never)."),
+        typer.Option(
+            min=0, max=10**9, help="Truncate messages and observations to this many characters (0: never)."
+        ),
     ] = 300,
 ) -> None:
     """Show a trajectory step by step: source, tool calls, observations (truncated) and errors."""

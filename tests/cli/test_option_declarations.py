@@ -118,3 +118,22 @@ def test_resume_refuses_recorded_options_out_of_bounds(cli, harness_dir: Path) -
     result = cli.invoke(app, ["run", "-H", str(harness_dir), "--resume", ledger.parent.name])
     assert result.exit_code == 2, result.output
     assert "--candidates" in result.output and "Traceback" not in result.output
+
+
+def all_commands(command: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    subs = getattr(command, "commands", None)
+    if not subs:
+        return [(prefix, command)]
+    return [pair for name, sub in subs.items() for pair in all_commands(sub, f"{prefix} {name}".strip())]
+
+
+def test_every_bounded_numeric_option_of_every_command_has_a_ceiling() -> None:
+    """A count with a floor and no ceiling runs a typo (``--control-k 1000000000``) until killed."""
+    open_ended = [
+        f"{name} {param.opts[0]}"
+        for name, command in all_commands(typer.main.get_command(app))
+        for param in command.params
+        if getattr(getattr(param, "type", None), "min", None) is not None
+        and getattr(getattr(param, "type", None), "max", None) is None
+    ]
+    assert open_ended == []
