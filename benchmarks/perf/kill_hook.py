@@ -37,13 +37,13 @@ def install_mid_write(nth: int, harness: Path) -> None:
     seen = {"n": 0}
     root = harness.resolve()
 
-    def atomic_write_text(path: Any, text: str) -> None:
+    def atomic_write_text(path: Any, text: str, **options: Any) -> None:
         target = Path(path).resolve()
         if not target.is_relative_to(root) or ".harnessevolve" in target.relative_to(root).parts:
-            return original(path, text)  # scratch copies, run state: not the harness itself
+            return original(path, text, **options)  # scratch copies, run state: not the harness itself
         seen["n"] += 1
         if seen["n"] != nth:
-            return original(path, text)
+            return original(path, text, **options)
         temp = Path(path).parent / f".{Path(path).name}.k1ll3d00.tmp"
         temp.write_text(text[: len(text) // 2], encoding="utf-8")  # half written, never renamed
         os.killpg(os.getpgid(0), signal.SIGKILL)
