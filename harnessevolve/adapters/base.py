@@ -31,11 +31,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from harnessevolve.adapters.bfcl import BFCLAdapter
 from harnessevolve.adapters.harbor import HarborAdapter, builtin_suites
 from harnessevolve.adapters.nl2bash import NL2BashAdapter
+from harnessevolve.adapters.protocol import BenchmarkAdapter
 from harnessevolve.adapters.subset import cut_benchmark, parse_slice
 from harnessevolve.core.errors import BenchmarkError, HarnessEvolveError
 from harnessevolve.core.files import read_yaml
@@ -47,17 +48,6 @@ from harnessevolve.core.tasks import (
     load_benchmark,
     resolve_benchmark,
 )
-
-
-@runtime_checkable
-class BenchmarkAdapter(Protocol):
-    """A task-suite format (see the module docstring for the contract)."""
-
-    name: str
-
-    def detect(self, spec: str) -> bool: ...
-
-    def load(self, spec: str) -> Benchmark: ...
 
 
 class NativeAdapter:

@@ -60,7 +60,7 @@ def import_adapter(
         raise BenchmarkError(
             f"adapter {ref} failed to start: {type(exc).__name__}: {exc}", file=file, field=field
         ) from None
-    from harnessevolve.adapters.base import BenchmarkAdapter
+    from harnessevolve.adapters.protocol import BenchmarkAdapter
 
     if not isinstance(adapter, BenchmarkAdapter):  # runtime_checkable: has name, detect and load
         raise BenchmarkError(

@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from harnessevolve.core.errors import HarnessEvolveError, SchemaError
+from harnessevolve.core.reading import read_text
 
 MAX_YAML_BYTES = 16 * 2**20
 """Largest YAML file read (harness files, tools, tasks, gates, benchmark.yaml, configs)."""
@@ -208,8 +209,6 @@ def read_bounded(
     path: Path, limit: int, *, error: type[HarnessEvolveError] = SchemaError, name: str | None = None
 ) -> str:
     """At most ``limit`` bytes of ``path`` as UTF-8 text; a longer file is refused unread."""
-    from harnessevolve.core.files import read_text
-
     return read_text(path, error=error, name=name, max_bytes=limit)
 
 

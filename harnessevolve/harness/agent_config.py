@@ -11,29 +11,15 @@ environment.
 from __future__ import annotations
 
 import os
-import platform
 import shutil
-import sys
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from harnessevolve.core.errors import HarnessError
+from harnessevolve.harness.agent_env import HARNESS_MOUNT, SYSTEM_PATH, agent_path, agent_python_bin
 from harnessevolve.harness.model import AGENT_KINDS, AgentSettings
 
-HARNESS_MOUNT = "/harness"
-"""Where an external agent sees the harness directory (read-only) inside the sandbox."""
-SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
-
-
-def agent_python_bin() -> str:
-    """The bin folder of the Python environment harnessevolve runs in; first on an agent's PATH, so
-    ``python`` inside the sandbox is this interpreter with its packages (openai, mini-swe-agent)."""
-    return str(Path(sys.prefix) / "bin")
-
-
-def agent_path() -> str:
-    """The PATH an external agent gets inside the sandbox."""
-    return f"{agent_python_bin()}:{SYSTEM_PATH}"
+__all__ = ["HARNESS_MOUNT", "SYSTEM_PATH", "agent_path", "agent_python_bin", "load_agent"]
 
 
 def load_agent(root: Path, doc: dict[str, Any], files: dict[str, str]) -> AgentSettings:
@@ -130,19 +116,3 @@ def check_command(root: Path, argv: tuple[str, ...]) -> None:
             field="agent.command[0]",
             hint="name a program installed in /usr/bin or the Python environment, or a harness file",
         )
-
-
-def sample_template_vars(task: str = "List the files in the workspace.") -> dict[str, Any]:
-    """What a template sees when checked: a sample task and this machine's uname, as at run time."""
-    return {
-        **platform.uname()._asdict(),
-        "task": task,
-        "cwd": "/workspace",
-        "timeout": 30,
-        "HOME": "/workspace",
-        "PATH": agent_path(),
-        "PWD": "/workspace",
-        "n_model_calls": 0,
-        "model_cost": 0.0,
-        "elapsed_seconds": 0,
-    }

@@ -97,7 +97,7 @@ def check_mini_config(root: Path, rel: str, files: dict[str, str]) -> dict[str, 
     from minisweagent.environments.local import LocalEnvironmentConfig
     from minisweagent.models.litellm_model import LitellmModelConfig
 
-    from harnessevolve.harness.agent_config import sample_template_vars
+    from harnessevolve.harness.agent_env import sample_template_vars
 
     model_doc = {"model_name": "harnessevolve", **doc.get("model", {})}
     env_doc = {k: v for k, v in doc.get("environment", {}).items() if k != "environment_class"}

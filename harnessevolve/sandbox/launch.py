@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import signal
 import stat
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -29,7 +28,7 @@ from harnessevolve.sandbox.limits import (
     workspace_full,
     workspace_notes,
 )
-from harnessevolve.sandbox.spawn import SpawnedProcess
+from harnessevolve.sandbox.spawn import SpawnedProcess, kill_group
 
 SANDBOX_UID_BASE = sandbox_uids.UID_BASE
 LIMIT_NAMES = (
@@ -405,9 +404,3 @@ async def finish_process(proc: asyncio.subprocess.Process | SpawnedProcess) -> N
             transport.close()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(proc.wait(), 5)
-
-
-def kill_group(pid: int) -> None:
-    """SIGKILL the process group ``pid`` leads (a sandbox and, through it, all it started)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)

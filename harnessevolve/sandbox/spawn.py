@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import functools
 import os
+import signal
 import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -150,10 +151,14 @@ def _abandon(
 
 
 def _abandon_popen(popen: subprocess.Popen[bytes]) -> None:
-    from harnessevolve.sandbox.launch import kill_group
-
     kill_group(popen.pid)
     if popen.stdout is not None:
         popen.stdout.close()
     with contextlib.suppress(RuntimeError):  # no running loop (shutting down): the reaper is ours anyway
         asyncio.get_running_loop().run_in_executor(None, popen.wait)
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL the process group ``pid`` leads (a sandbox and, through it, all it started)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
