@@ -230,9 +230,13 @@ ALLOWED: dict[str, set[str]] = {
         "adapters", "core", "evaluate", "execute", "gate", "harness", "judging", "models", "optimize",
         "proposing", "report", "runs", "sandbox", "scoring", "synth", "train",
     },
+    # arms x seeds x benchmarks: runs (pipeline) and scores (scoring) harnesses, cell by cell
+    "compare": {
+        "adapters", "core", "gate", "harness", "models", "optimize", "pipeline", "runs", "sandbox", "scoring",
+    },
     "cli": {
-        "adapters", "core", "evaluate", "execute", "gate", "harness", "judging", "models", "optimize",
-        "pipeline", "proposing", "report", "runs", "sandbox", "scoring", "synth", "train",
+        "adapters", "compare", "core", "evaluate", "execute", "gate", "harness", "judging", "models",
+        "optimize", "pipeline", "proposing", "report", "runs", "sandbox", "scoring", "synth", "train",
     },
     "schemas": set(),
 }  # fmt: skip

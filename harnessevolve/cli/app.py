@@ -10,6 +10,7 @@ import typer.rich_utils
 from harnessevolve import __version__
 from harnessevolve.cli import (
     clean_cmd,
+    compare_cmd,
     diff_cmd,
     gate_cmd,
     harness_cmds,
@@ -59,6 +60,7 @@ app.add_typer(refs_cmd.app, name="refs")
 app.add_typer(traj_cmd.app, name="traj")
 app.add_typer(tasks_cmd.app, name="tasks")
 app.add_typer(models_cmd.app, name="models")
+app.add_typer(compare_cmd.app, name="compare")
 app.command()(diff_cmd.diff)
 app.command()(train_cmd.train)
 app.command()(clean_cmd.clean)
