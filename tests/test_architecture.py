@@ -340,7 +340,6 @@ def module_graph() -> dict[str, set[str]]:
 
 
 KNOWN_CIRCLES = {
-    "evaluate": "checkers <-> effect_check: an effect check is a checker kind that runs checkers",
     "execute": "agent <-> components (runtime hooks), executor <-> its process/ray variants (chosen by name)",
     "models": "local <-> _local_handler <-> torch_backend: litellm's handler is registered lazily",
 }

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harnessevolve.core.tasks import Check, Task
+from harnessevolve.core.text import quote
 from harnessevolve.evaluate.actions import Action
-from harnessevolve.evaluate.checkers import MINIMAL_PATH, CommandRunner, quote
+from harnessevolve.evaluate.command_runner import MINIMAL_PATH, CommandRunner
 from harnessevolve.evaluate.effect_match import EffectOracle, shell_command
 
 MAX_TREE_ENTRIES = 50_000

@@ -12,8 +12,8 @@ import pytest
 
 from harnessevolve.core.errors import BenchmarkError
 from harnessevolve.core.tasks import Check, Task
+from harnessevolve.core.text import MESSAGE_QUOTE_LIMIT
 from harnessevolve.evaluate.checkers import (
-    MESSAGE_QUOTE_LIMIT,
     MINIMAL_PATH,
     CheckOutcome,
     CheckResult,
