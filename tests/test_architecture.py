@@ -340,7 +340,6 @@ def module_graph() -> dict[str, set[str]]:
 
 
 KNOWN_CIRCLES = {
-    "execute": "agent <-> components (runtime hooks), executor <-> its process/ray variants (chosen by name)",
     "models": "local <-> _local_handler <-> torch_backend: litellm's handler is registered lazily",
 }
 """Packages with a circle of lazy or type-only imports left, and why; every other package must have

@@ -125,7 +125,7 @@ class Sampling(StrEnum):
 
 
 class ExecutorName(StrEnum):
-    """Where rollouts are scheduled (``--executor``; ``execute/executor.py`` ``EXECUTORS``)."""
+    """Where rollouts are scheduled (``--executor``; ``execute/executors.py`` ``EXECUTORS``)."""
 
     LOCAL = "local"
     PROCESSES = "processes"

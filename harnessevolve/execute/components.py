@@ -12,37 +12,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
+from harnessevolve.execute.loop_state import Component, Stopped
 from harnessevolve.harness.model import Harness
 
 if TYPE_CHECKING:
     from harnessevolve.core.enums import StopReason
-    from harnessevolve.execute.agent import Actions, AgentLoop, LoopHooks, Rollout
+    from harnessevolve.execute.loop_state import Actions, LoopHooks, QueryLoop, Rollout
     from harnessevolve.execute.rollout_tools import OfferedTool
     from harnessevolve.models import ModelReply
 
-
-class Component:
-    """A runtime component: hooks at the loop's cut points (``agent.LoopHooks``), each a no-op
-    here, and the tools it offers the agent (none here). A component overrides what it uses."""
-
-    name = "component"
-
-    def tools(self) -> list[OfferedTool]:
-        return []
-
-    async def before_query(self, rollout: Rollout) -> None:
-        return None
-
-    async def around_query(self, loop: AgentLoop) -> ModelReply | None:
-        """The step's model call made by the component (the world model's lookahead), or None:
-        the loop makes it."""
-        return None
-
-    async def after_actions(self, rollout: Rollout, reply: ModelReply, actions: Actions) -> None:
-        return None
-
-    async def on_stop(self, rollout: Rollout, reason: StopReason) -> None:
-        return None
+__all__ = ["Component", "ComponentHooks", "component_hooks", "hooks_for"]
 
 
 def component_hooks(harness: Harness) -> list[Component]:
@@ -83,8 +62,6 @@ class ComponentHooks:
         self.parts.remove(part)
 
     async def _each(self, rollout: Rollout, where: str, hook: Callable[[Component], Awaitable[None]]) -> None:
-        from harnessevolve.execute.loop_state import Stopped
-
         for part in list(self.parts):
             try:
                 await hook(part)
@@ -96,11 +73,9 @@ class ComponentHooks:
     async def before_query(self, rollout: Rollout) -> None:
         await self._each(rollout, "before_query", lambda part: part.before_query(rollout))
 
-    async def around_query(self, loop: AgentLoop) -> ModelReply | None:
+    async def around_query(self, loop: QueryLoop) -> ModelReply | None:
         """The model call of a step: the first component's own that makes one (the world model's
         lookahead), else None (the loop's); a component that fails here is reported and dropped."""
-        from harnessevolve.execute.loop_state import Stopped
-
         for part in list(self.parts):
             try:
                 reply = await part.around_query(loop)

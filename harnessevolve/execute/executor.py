@@ -202,23 +202,3 @@ def failed_rollout(
         },
     )
     return Rollout(task.id, trajectory, None)
-
-
-def _ray_executor(concurrency: int, sandbox: Sandbox | None = None) -> Executor:
-    from harnessevolve.execute.ray_executor import make_ray_executor
-
-    return make_ray_executor(concurrency, sandbox)
-
-
-def _process_executor(concurrency: int, sandbox: Sandbox | None = None) -> Executor:
-    from harnessevolve.execute.process_executor import make_process_executor
-
-    return make_process_executor(concurrency, sandbox)
-
-
-EXECUTORS: dict[str, Callable[..., Executor]] = {
-    "local": LocalExecutor,
-    "processes": _process_executor,
-    "ray": _ray_executor,
-}
-"""Executor factories by name (``--executor``): ``factory(concurrency, sandbox=None)``."""

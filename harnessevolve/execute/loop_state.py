@@ -20,7 +20,7 @@ from harnessevolve.harness.model import Harness
 from harnessevolve.models import ModelReply
 
 if TYPE_CHECKING:
-    from harnessevolve.execute.agent import AgentLoop
+    from harnessevolve.harness.model import LoopSettings
 
 
 def _now() -> str:
@@ -129,6 +129,18 @@ class Actions:
     submitted: bool = False
 
 
+class QueryLoop(Protocol):
+    """What a hook's ``around_query`` may use of the loop running it (``agent.AgentLoop`` is one):
+    the rollout, the model and seed, the harness's loop settings, and one model call."""
+
+    rollout: Rollout
+    model: str
+    seed: int
+    loop: LoopSettings
+
+    async def query(self) -> ModelReply: ...
+
+
 class LoopHooks(Protocol):
     """Where runtime components (memory, recovery rules, a world model) and harness hooks run in
     the builtin loop. Every method may read and extend ``rollout`` (e.g. add a message to its
@@ -147,7 +159,7 @@ class LoopHooks(Protocol):
 
     async def before_query(self, rollout: Rollout) -> None: ...
 
-    async def around_query(self, loop: AgentLoop) -> ModelReply | None: ...
+    async def around_query(self, loop: QueryLoop) -> ModelReply | None: ...
 
     async def after_actions(self, rollout: Rollout, reply: ModelReply, actions: Actions) -> None: ...
 
@@ -163,7 +175,7 @@ class NoHooks:
     async def before_query(self, rollout: Rollout) -> None:
         return None
 
-    async def around_query(self, loop: AgentLoop) -> ModelReply | None:
+    async def around_query(self, loop: QueryLoop) -> ModelReply | None:
         return None
 
     async def after_actions(self, rollout: Rollout, reply: ModelReply, actions: Actions) -> None:
@@ -174,6 +186,30 @@ class NoHooks:
 
 
 NO_HOOKS = NoHooks()
+
+
+class Component:
+    """A runtime component: hooks at the loop's cut points (``agent.LoopHooks``), each a no-op
+    here, and the tools it offers the agent (none here). A component overrides what it uses."""
+
+    name = "component"
+
+    def tools(self) -> list[OfferedTool]:
+        return []
+
+    async def before_query(self, rollout: Rollout) -> None:
+        return None
+
+    async def around_query(self, loop: QueryLoop) -> ModelReply | None:
+        """The step's model call made by the component (the world model's lookahead), or None:
+        the loop makes it."""
+        return None
+
+    async def after_actions(self, rollout: Rollout, reply: ModelReply, actions: Actions) -> None:
+        return None
+
+    async def on_stop(self, rollout: Rollout, reason: StopReason) -> None:
+        return None
 
 
 def _trajectory(

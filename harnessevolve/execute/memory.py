@@ -13,7 +13,7 @@ import functools
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
-from harnessevolve.execute.components import Component
+from harnessevolve.execute.loop_state import Component
 from harnessevolve.harness.model import Harness
 from harnessevolve.harness.runtime import MemoryEntry
 

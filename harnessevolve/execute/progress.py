@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from harnessevolve.execute.components import Component
+from harnessevolve.execute.loop_state import Component
 from harnessevolve.execute.rollout_tools import OfferedTool
 from harnessevolve.execute.tools import ToolResult
 from harnessevolve.harness.model import ToolSpec

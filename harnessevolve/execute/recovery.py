@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from harnessevolve.core.enums import StopReason
-from harnessevolve.execute.components import Component
+from harnessevolve.execute.loop_state import Component
 from harnessevolve.harness.runtime import RecoveryRule
 
 if TYPE_CHECKING:

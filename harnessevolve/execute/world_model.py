@@ -27,11 +27,11 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from harnessevolve.execute.components import Component
+from harnessevolve.execute.loop_state import Component
 from harnessevolve.models import ModelReply, acomplete
 
 if TYPE_CHECKING:
-    from harnessevolve.execute.agent import Actions, AgentLoop, Rollout
+    from harnessevolve.execute.loop_state import Actions, QueryLoop, Rollout
 
 MATCH_SHARE = 0.5
 SAMPLE_TEMPERATURE = 0.7
@@ -74,7 +74,7 @@ class WorldModelHooks(Component):
     def __init__(self, lookahead: int = 1) -> None:
         self.lookahead = lookahead
 
-    async def around_query(self, loop: AgentLoop) -> ModelReply | None:
+    async def around_query(self, loop: QueryLoop) -> ModelReply | None:
         if self.lookahead < 2:
             return None
         rollout = loop.rollout

@@ -14,7 +14,8 @@ from pathlib import Path
 from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.core.tasks import Benchmark
-from harnessevolve.execute.executor import EXECUTORS, Executor
+from harnessevolve.execute.executor import Executor
+from harnessevolve.execute.executors import EXECUTORS
 from harnessevolve.execute.tool_server import benchmark_sandbox
 from harnessevolve.models.local_pool import capped_by_cores, requested_size
 from harnessevolve.runs.run_config import ExecutionConfig

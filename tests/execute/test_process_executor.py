@@ -18,7 +18,8 @@ from executor_cases import MODEL, TASKS, assert_same_as_local, check_command_run
 from harnessevolve.core import paths
 from harnessevolve.core.enums import StopReason
 from harnessevolve.core.tasks import Task
-from harnessevolve.execute.executor import EXECUTORS, LocalExecutor, Rollout
+from harnessevolve.execute.executor import LocalExecutor, Rollout
+from harnessevolve.execute.executors import EXECUTORS
 from harnessevolve.execute.process_executor import ProcessExecutor, make_process_executor
 from harnessevolve.harness.load import load_harness
 from harnessevolve.sandbox import limits
