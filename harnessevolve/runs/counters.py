@@ -60,6 +60,9 @@ class RunCounters:
         self.process = f"{os.getpid()}-{time.time_ns()}"
         self._last: Counts | None = None
         self._lock = threading.Lock()  # rollouts end in several threads at once
+        self._processes: dict[str, Any] | None = None
+        """The file's entries as first read: the run's other processes do not write it while this
+        one holds the harness lock, so a per-rollout record need not read it again."""
 
     def others(self) -> Counts:
         """The counts of the run's earlier (or killed) processes."""
@@ -76,7 +79,9 @@ class RunCounters:
         with self._lock:
             if self._last is not None and counts.within(self._last):
                 return  # nothing new, or a thread's older view arriving after a newer one
-            processes = self._read()
+            if self._processes is None:
+                self._processes = self._read()
+            processes = self._processes
             processes[self.process] = asdict(counts)
             doc = {"version": COUNTERS_VERSION, "processes": processes}
             atomic_write_json(self.path, doc, durable=durable)
