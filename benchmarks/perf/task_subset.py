@@ -1,7 +1,7 @@
 """The measurement scripts' fixed slices: ``efficacy-subset:validation=12,test=16@SPEC``, the
-package's slice (``adapters/subset.py``, ``subset:...@SPEC``) with a salt of its own, so that it
-keeps choosing the tasks of the results already committed. Registered in ``adapters.ADAPTERS`` on
-import."""
+package's slice (``adapters/subset.py``) with a salt of its own, so that it keeps choosing the tasks
+of the results already committed: the same as ``subset:validation=12,test=16,salt=efficacy-subset@SPEC``.
+Registered in ``adapters.ADAPTERS`` on import."""
 
 from __future__ import annotations
 
@@ -25,8 +25,9 @@ class SubsetAdapter:
 
     def load(self, spec: str) -> Benchmark:
         source = f"{SUBSET}:{spec}"
-        limits, inner = split_slice(spec, source)
-        return cut_benchmark(load_benchmark_spec(inner), limits, source=source, salt=SUBSET_SALT)
+        sliced = split_slice(spec, source, salt=SUBSET_SALT)
+        inner = load_benchmark_spec(sliced.inner)
+        return cut_benchmark(inner, sliced.limits, source=source, salt=sliced.salt)
 
 
 ADAPTERS.setdefault(SUBSET, SubsetAdapter())  # type: ignore[arg-type]

@@ -180,8 +180,8 @@ def load_benchmark_spec(spec: str, adapters: tuple[str, ...] = ()) -> Benchmark:
     """
     sliced = parse_slice(spec)
     if sliced is not None:  # subset:LIMITS@SPEC, a fixed slice of any benchmark (adapters/subset.py)
-        limits, inner = sliced
-        return cut_benchmark(load_benchmark_spec(inner, adapters), limits, source=spec)
+        inner = load_benchmark_spec(sliced.inner, adapters)
+        return cut_benchmark(inner, sliced.limits, source=spec, salt=sliced.salt)
     if adapters:
         from harnessevolve.adapters.external import import_adapter
 

@@ -4,7 +4,8 @@ SPEC is any ``--benchmark`` value (a built-in name, a folder, ``nl2bash``, an ad
 another slice). Each split named in the limits is cut to its first N tasks in a seeded hash order
 of the task ids; a split not named stays whole. The order is the same in every process, run and
 ``gate``, and a split's first N do not depend on the other splits' limits, so ``test=12`` is a
-part of ``test=24``.
+part of ``test=24``. ``salt=WORD`` among the limits seeds another order (other tasks, as fixed):
+``subset:validation=8,salt=b@nl2bash``.
 
 A slice is not a new benchmark: it keeps SPEC's adapter identity (``Benchmark.adapter``, part of the
 rollout cache key; a task is keyed by its content, so a slice and the whole benchmark share cached
@@ -17,6 +18,7 @@ write where they would for SPEC. It is handled by ``load_benchmark_spec`` before
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from harnessevolve.adapters.suite import AdaptedBenchmark, reference_folder_name, split_fraction
 from harnessevolve.core.errors import BenchmarkError
@@ -25,22 +27,38 @@ from harnessevolve.core.tasks import SPLITS, Benchmark, Split
 PREFIX = "subset"
 SALT = "subset"
 """Seeds the hash order; another salt chooses other tasks (the measurement scripts keep their own)."""
-HINT = "write subset:SPLIT=N[,SPLIT=N]@BENCHMARK, e.g. subset:validation=8,test=12@nl2bash"
+HINT = "write subset:SPLIT=N[,SPLIT=N][,salt=WORD]@BENCHMARK, e.g. subset:validation=8,test=12@nl2bash"
 
 
-def parse_slice(spec: str) -> tuple[dict[Split, int], str] | None:
-    """``(limits, inner spec)`` of ``subset:LIMITS@SPEC``; ``None`` for a spec without the prefix."""
+@dataclass(frozen=True)
+class Slice:
+    """A parsed ``subset:LIMITS@SPEC``: the kept count per split, the inner spec, the order's salt."""
+
+    limits: dict[Split, int]
+    inner: str
+    salt: str = SALT
+
+
+def parse_slice(spec: str) -> Slice | None:
+    """The slice of ``subset:LIMITS@SPEC``; ``None`` for a spec without the prefix."""
     head, colon, rest = spec.partition(":")
     return split_slice(rest, spec) if head == PREFIX and colon else None
 
 
-def split_slice(text: str, spec: str) -> tuple[dict[Split, int], str]:
-    """``LIMITS@SPEC`` -> ``(limits, SPEC)``; ``spec`` (the whole value) names it in errors."""
+def split_slice(text: str, spec: str, *, salt: str = SALT) -> Slice:
+    """``LIMITS@SPEC`` -> its ``Slice`` (``salt`` unless the limits name one); ``spec`` (the whole
+    value) names it in errors."""
     limits_text, at, inner = text.partition("@")
-    limits = parse_limits(limits_text, spec)
+    items = [item for item in limits_text.split(",")]
+    salts = [item.partition("=")[2].strip() for item in items if item.partition("=")[0].strip() == "salt"]
+    if len(salts) > 1 or (salts and not salts[0]):
+        why = "named twice" if len(salts) > 1 else "salt=WORD: a word that seeds another order"
+        raise BenchmarkError(f"{spec}: bad salt ({why})", field="--benchmark", hint=HINT)
+    rest = ",".join(item for item in items if item.partition("=")[0].strip() != "salt")
+    limits = parse_limits(rest, spec)
     if not at or not inner.strip():
         raise BenchmarkError(f"{spec}: no benchmark after '@'", field="--benchmark", hint=HINT)
-    return limits, inner.strip()
+    return Slice(limits, inner.strip(), salts[0] if salts else salt)
 
 
 def parse_limits(text: str, spec: str) -> dict[Split, int]:

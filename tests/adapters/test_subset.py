@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import sys
 import textwrap
 from pathlib import Path
 
@@ -129,3 +130,24 @@ def test_the_cli_refuses_a_bad_slice_with_exit_2(cli, tmp_path: Path) -> None:
     )
     assert result.exit_code == 2 and "bad limit 'test=x'" in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_salt_among_the_limits_draws_the_tasks_the_measurement_scripts_draw(tmp_path: Path) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks" / "perf"))
+    import task_subset  # noqa: F401  (registers efficacy-subset:)
+
+    salted = load_benchmark_spec("subset:validation=3,salt=efficacy-subset@shell-basics")
+    scripts = load_benchmark_spec("efficacy-subset:validation=3@shell-basics")
+    plain = load_benchmark_spec("subset:validation=3@shell-basics")
+    ids = lambda b: [t.id for t in b.split("validation")]  # noqa: E731
+    assert ids(salted) == ids(scripts)
+    assert ids(salted) != ids(plain)
+    assert len(salted.split("test")) == len(plain.split("test"))
+
+
+@pytest.mark.parametrize(
+    "spec", ["subset:salt=a,salt=b,test=2@shell-basics", "subset:test=2,salt=@shell-basics"]
+)
+def test_a_bad_salt_is_refused_naming_the_field(spec: str) -> None:
+    with pytest.raises(BenchmarkError, match="bad salt"):
+        load_benchmark_spec(spec)
