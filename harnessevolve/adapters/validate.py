@@ -229,21 +229,23 @@ def names_adapter(folder: Path) -> bool:
     return isinstance(meta, dict) and "adapter" in meta
 
 
-def validate_spec(spec: str) -> BenchmarkReport | None:
+def validate_spec(spec: str, adapters: tuple[str, ...] = ()) -> BenchmarkReport | None:
     """A benchmark named any way ``--benchmark`` accepts (built-in name, Harbor folder, adapter
     spec): native folders get the full check, others are loaded through their adapter and their
-    references checked. ``None`` when ``spec`` names no benchmark at all."""
+    references checked. ``adapters``: ``module:attr`` references (``--adapter``) tried first, as
+    ``run --adapter`` does. ``None`` when ``spec`` names no benchmark at all."""
     from harnessevolve.adapters.base import load_benchmark_spec
 
-    if is_benchmark_folder(Path(spec)) and not names_adapter(Path(spec)):
+    if is_benchmark_folder(Path(spec)) and not names_adapter(Path(spec)) and not adapters:
         return validate_benchmark(Path(spec))
     try:
-        benchmark = load_benchmark_spec(spec)
+        benchmark = load_benchmark_spec(spec, adapters)
     except HarnessEvolveError as exc:
         if exc.field == "--benchmark" and exc.message.startswith("unknown benchmark"):
             return None
         return BenchmarkReport(Path(spec), spec, 0, {}, 0, (_problem(exc, spec),), ())
-    if is_benchmark_folder(benchmark.root) and not names_adapter(benchmark.root):
+    native = not adapters or benchmark.adapter.startswith("harnessevolve@")
+    if is_benchmark_folder(benchmark.root) and not names_adapter(benchmark.root) and native:
         return validate_benchmark(benchmark.root)
     references, problems = _references(benchmark, {t.id for t in benchmark.tasks})
     for task in benchmark.tasks:

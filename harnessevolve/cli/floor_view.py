@@ -30,14 +30,16 @@ def describe_checks(task: Task) -> str:
     return "; ".join(one(c) for c in task.checks)
 
 
-def floor_of_suite(spec: str, sandbox_name: str, unsafe: bool, as_json: bool) -> None:
+def floor_of_suite(
+    spec: str, sandbox_name: str, unsafe: bool, as_json: bool, adapters: tuple[str, ...] = ()
+) -> None:
     """Run the null agents on every task of ``spec``; exit 2 when any task passes one of them."""
     from harnessevolve.adapters import load_benchmark_spec
     from harnessevolve.execute.tool_server import benchmark_sandbox
     from harnessevolve.judging.floor import NULL_AGENTS, null_floor
     from harnessevolve.sandbox.base import make_sandbox
 
-    benchmark = load_benchmark_spec(spec)
+    benchmark = load_benchmark_spec(spec, adapters)
     sandbox = make_sandbox(sandbox_name, unsafe=unsafe)
     sandbox = benchmark_sandbox(sandbox, benchmark, ()) or sandbox
     load = os.getloadavg()[0]

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from harnessevolve.cli._errors import EXIT_BAD_INPUT, handle_errors
-from harnessevolve.cli.options import JsonOut, Sandbox, UnsafeNoSandbox, chosen_sandbox
+from harnessevolve.cli.options import AdapterOption, JsonOut, Sandbox, UnsafeNoSandbox, chosen_sandbox
 from harnessevolve.cli.ui import console
 from harnessevolve.core import paths
 from harnessevolve.core.containment import check_output_path
@@ -98,7 +98,10 @@ def init(
 def validate(
     directory: Annotated[
         Path,
-        typer.Argument(help="A harness directory (harness.yaml) or a benchmark folder (benchmark.yaml)."),
+        typer.Argument(
+            help="A harness directory (harness.yaml), a benchmark folder (benchmark.yaml) or any "
+            "--benchmark spec (nl2bash:5, harbor:PATH, NAME:SPEC of an --adapter)."
+        ),
     ] = Path("."),
     floor: Annotated[
         bool,
@@ -111,18 +114,24 @@ def validate(
     ] = False,
     sandbox: Sandbox = SandboxName.BWRAP,
     unsafe_no_sandbox: UnsafeNoSandbox = False,
+    adapter: AdapterOption = None,
     as_json: JsonOut = False,
 ) -> None:
     """Check a harness (every file against its schema, and that it loads) or a benchmark folder
     (every task file, its checks and the reference trajectories). Exit 2 when anything is wrong;
-    with --floor, also when a do-nothing or trivial agent passes a task."""
+    with --floor, also when a do-nothing or trivial agent passes a task. With --adapter, the
+    benchmark is loaded through that adapter, as ``run --adapter`` loads it."""
     from harnessevolve.adapters.validate import validate_spec
 
-    report = None if (directory / "harness.yaml").is_file() else validate_spec(str(directory))
+    adapters = tuple(adapter or ())
+    is_harness = (directory / "harness.yaml").is_file() and not adapters
+    report = None if is_harness else validate_spec(str(directory), adapters)
     if report is not None and floor and not report.problems:
         from harnessevolve.cli.floor_view import floor_of_suite
 
-        floor_of_suite(str(directory), chosen_sandbox(sandbox, unsafe_no_sandbox), unsafe_no_sandbox, as_json)
+        floor_of_suite(
+            str(directory), chosen_sandbox(sandbox, unsafe_no_sandbox), unsafe_no_sandbox, as_json, adapters
+        )
         return
     if report is not None:
         if as_json:

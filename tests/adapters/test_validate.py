@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from suite_files import answer_task, write_suite
 from typer.testing import CliRunner
 
@@ -130,3 +131,21 @@ def test_an_adapter_suite_has_every_python_reference_checked(tmp_path: Path) -> 
     fields = sorted(p["field"] for p in report["problems"])
     assert fields == ["checker[0].python", "tools[0].implementation.python"]
     assert any("no reference trajectory and no gold" in note for note in report["notes"])
+
+
+def test_validate_takes_an_adapter_as_run_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``validate SPEC --adapter module:attr``: no benchmark.yaml wrapper needed."""
+    root = tmp_path / "adapted"
+    root.mkdir()
+    (root / "loader.py").write_text(ADAPTER.replace("return False", "return spec.endswith('adapted')"))
+    (root / "checks.py").write_text("def passes(inp):\n    return 1.0\n")
+    (root / "shop.py").write_text("class Shop:\n    def look(self):\n        return 'ok'\n")
+    monkeypatch.chdir(root)
+    result = CliRunner().invoke(app, ["validate", "probe-adapter:" + str(root), "--adapter", "loader:Loader"])
+    assert result.exit_code == 2, result.output
+    assert "task broken" in result.output and "no_such_function" in result.output
+    result = CliRunner().invoke(app, ["validate", str(root), "--adapter", "loader:Loader", "--json"])
+    assert result.exit_code == 2, result.output
+    assert json.loads(result.output)["name"] == "probe"
+    # without the adapter, the bare folder is no benchmark
+    assert CliRunner().invoke(app, ["validate", str(root)]).exit_code == 2
