@@ -1,6 +1,8 @@
 """The tool-use parts of a task: its own tools, the objects behind them, MCP servers, a simulated user.
 
-Tool names follow what model providers accept, ``^[a-zA-Z0-9_-]{1,64}$`` (camelCase included).
+A tool's name is 1-128 characters without white space. Names a provider would refuse (OpenAI-style
+providers accept ``^[a-zA-Z0-9_-]{1,64}$``), such as ``math.add``, are offered to the model under a
+safe name and mapped back (``models/tool_names.py``): trajectories and checks see the original.
 A tool is implemented by
 
 - ``implementation: {python: "module:function"}`` -- called with the call's arguments;
@@ -24,7 +26,7 @@ from typing import Any
 from harnessevolve.core.errors import BenchmarkError
 from harnessevolve.core.python_refs import check_ref, parse_attr_ref, parse_ref
 
-TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+TOOL_NAME = re.compile(r"^\S{1,128}$")
 STOP_TOKEN = "###STOP###"
 USER_FRAME = (
     "\n\nYou are the user in a conversation with an AI assistant. Write only your next message to "
@@ -111,10 +113,11 @@ def stop_tokens(spec: str | list[str] | dict[str, str]) -> tuple[tuple[str, str]
 def tool_name(name: str, *, file: str, field: str) -> str:
     if not isinstance(name, str) or not TOOL_NAME.match(name):
         raise BenchmarkError(
-            f"tool name {name!r} is not accepted by model providers",
+            f"tool name {name!r} is empty, over 128 characters or holds white space",
             file=file,
             field=field,
-            hint="use 1-64 letters, digits, _ or - (camelCase is fine)",
+            hint="use 1-128 characters without white space (math.add is fine: it is offered to the "
+            "model as math_add and mapped back)",
         )
     return name
 

@@ -5,13 +5,20 @@ from __future__ import annotations
 
 import contextlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harnessevolve.models.limits import concurrency_slot, limits_for, rate_limiter
 from harnessevolve.models.pricing import given_price
 from harnessevolve.models.registry import litellm_module
 from harnessevolve.models.retry import RetryPolicy, call_with_retries, retry_policy
+from harnessevolve.models.tool_names import (
+    rename_messages,
+    rename_tool_choice,
+    rename_tools,
+    safe_names,
+    tool_names_of,
+)
 from harnessevolve.models.tracing import traced_call
 from harnessevolve.models.usage import current_scope
 
@@ -68,10 +75,19 @@ async def acomplete(
     ``retry`` (default: :func:`retry_policy`); each retry is listed in ``extra["retries"]`` of the
     reply. The model's :mod:`~harnessevolve.models.limits` apply to every attempt, and the call is
     recorded in the current :func:`~harnessevolve.models.usage.usage_scope`, failed or not. A call
-    that still fails raises litellm's exception, with the retries in its ``harnessevolve_retries``."""
+    that still fails raises litellm's exception, with the retries in its ``harnessevolve_retries``.
+    Tool names a provider would refuse (``math.add``) are offered under safe ones and mapped back
+    in the reply (:mod:`~harnessevolve.models.tool_names`)."""
     litellm = litellm_module()
     limits = limits_for(model)
     params: dict[str, Any] = {"temperature": temperature}
+    names = safe_names(tool_names_of(tools or ()))  # math.add -> math_add for the provider, and back
+    if names:
+        tools = rename_tools(list(tools or ()), names)
+        messages = rename_messages(messages, names)
+        if extra_params and "tool_choice" in extra_params:
+            choice = rename_tool_choice(extra_params["tool_choice"], names)
+            extra_params = {**extra_params, "tool_choice": choice}
     if tools:
         params["tools"] = tools
     if max_tokens is not None:
@@ -110,6 +126,12 @@ async def acomplete(
             exc.harnessevolve_retries = retries  # type: ignore[attr-defined]
         raise
     reply = _to_reply(litellm, response, model)
+    if names:
+        original = {safe: name for name, safe in names.items()}
+        reply = replace(
+            reply,
+            tool_calls=tuple(replace(c, name=original.get(c.name, c.name)) for c in reply.tool_calls),
+        )
     if retries:
         reply.extra["retries"] = retries
     _meter(

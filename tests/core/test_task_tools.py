@@ -89,9 +89,12 @@ def test_bad_tool_use_input_is_one_line_exit_2(
     assert not (tmp_path / "o").exists()  # nothing written
 
 
-def test_camel_case_tool_names_and_hyphens_are_accepted(cli, tmp_path: Path) -> None:
-    tools = python_tool("counter_tools:shout", name="shoutLoud") + python_tool(
-        "counter_tools:shout", name="shout-2"
+def test_camel_case_tool_names_hyphens_and_dots_are_accepted(cli, tmp_path: Path) -> None:
+    """``math.add`` (BFCL-style) too: it is offered to the model under a safe name (models/tool_names.py)."""
+    tools = (
+        python_tool("counter_tools:shout", name="shoutLoud")
+        + python_tool("counter_tools:shout", name="shout-2")
+        + python_tool("counter_tools:shout", name="math.add")
     )
     result = cli.invoke(app, ["validate", str(bench_with(tmp_path, tools=tools))])
     assert result.exit_code == 0, result.output

@@ -270,6 +270,28 @@ def test_json_encoded_shell_arguments(scripted, tmp_path) -> None:
     assert trajectory.agent_steps[0].observations[0].content == 'true ["a", 1] null'
 
 
+def test_a_dotted_tool_name_reaches_the_model_safe_and_everything_else_as_written(scripted, tmp_path) -> None:
+    """BFCL-style ``math.add``: the model is offered ``math_add``; the tool runs, and the trajectory and
+    the check's tool state show ``math.add``."""
+    (tool,) = counter_tools("add")
+    bench = counter_bench(tmp_path, tools=[{**tool, "name": "math.add"}])
+    offered: list[list[str]] = []
+
+    def policy(messages: list[dict], tools: list[dict]) -> dict:
+        offered.append(sorted(t["function"]["name"] for t in tools))
+        if messages[-1]["role"] == "tool":
+            return call("submit", answer="x")
+        return call("math_add", n=2)
+
+    trajectory, result = rollout(bench, "count", scripted("dotted-tool", policy))
+    assert "math_add" in offered[0] and "math.add" not in offered[0]
+    first = trajectory.agent_steps[0]
+    assert first.tool_calls[0].function_name == "math.add"
+    assert first.observations[0].content == '{"value": 2}'
+    assert [c["tool"] for c in trajectory.extra["tool_calls"]] == ["math.add"]
+    assert result.passed
+
+
 # --- simulated users -----------------------------------------------------------------------------
 
 
