@@ -63,10 +63,12 @@ REPEAT ?= 3
 test-under-load: install
 	$(BIN)/python tests/under_load.py --repeat $(REPEAT) -- $(XDIST)
 
+# zizmor checks the shipped GitHub workflows offline (pinned actions, no template injection, ...).
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/zizmor --offline --no-progress --quiet docs/ci/*.yml
 
 format: install
 	$(BIN)/ruff check --fix .

@@ -28,11 +28,13 @@ import contextlib
 import copy
 import functools
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 from harnessevolve.core.errors import SandboxError
 from harnessevolve.sandbox import seccomp
@@ -231,7 +233,7 @@ class BwrapSandbox:
         """Raise ``SandboxError`` unless bwrap can start a sandbox here (probed once per process)."""
         problem = probe_bwrap(self.bwrap, os.geteuid() == 0)
         if problem:
-            raise SandboxError(problem)
+            raise SandboxError(problem.message, hint=problem.hint)
 
 
 def mask_args(view: SandboxView, binds: list[tuple[str, str]]) -> list[str]:
@@ -250,14 +252,88 @@ def _under(path: Path, roots: tuple[str, ...]) -> bool:
     return any(path == Path(root) or Path(root) in path.parents for root in roots)
 
 
+class BwrapProblem(NamedTuple):
+    """Why bwrap cannot start a sandbox here, and what fixes it (``SandboxError``'s message and hint)."""
+
+    message: str
+    hint: str
+
+
+UNSAFE = "or pass --unsafe-no-sandbox to run agent commands without any isolation"
+INSTALL_HINT = (
+    "install bubblewrap: sudo apt-get install bubblewrap (Fedora: sudo dnf install bubblewrap; "
+    f"Arch: sudo pacman -S bubblewrap), {UNSAFE}"
+)
+UTIL_LINUX_HINT = f"install util-linux: sudo apt-get install util-linux, {UNSAFE}"
+PROC_SYS = Path("/proc/sys")
+"""Where the kernel's settings are read (tests point it at a fake tree)."""
+USERNS_SYSCTLS = (
+    # Ubuntu 23.10 and later, GitHub's ubuntu-24.04 (ubuntu-latest) runners among them: AppArmor
+    # lets only programs with a profile of their own make unprivileged user namespaces.
+    ("kernel.apparmor_restrict_unprivileged_userns", "1", "0"),
+    ("kernel.unprivileged_userns_clone", "0", "1"),  # Debian's and older Ubuntu kernels
+    ("user.max_user_namespaces", "0", "15000"),
+)
+"""(setting, its value when it blocks unprivileged user namespaces, the value that lifts it)."""
+NAMESPACE_ERROR = re.compile(r"namespace|uid map|gid map|unshare", re.IGNORECASE)
+"""What bwrap says when the kernel refuses it a namespace (``setting up uid map: Permission
+denied`` under Ubuntu's AppArmor restriction, ``No permissions to create new namespace`` with
+``unprivileged_userns_clone=0``, ``Creating new namespace failed`` at ``max_user_namespaces=0``)."""
+GITHUB_STEP = (
+    "on GitHub's ubuntu-24.04 (ubuntu-latest) runners, add a workflow step after installing bubblewrap: "
+    "`run: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0` (docs/ci/README.md)"
+)
+
+
+def blocking_sysctls(root: Path | None = None) -> list[tuple[str, str, str]]:
+    """The ``USERNS_SYSCTLS`` entries that now block unprivileged user namespaces, read from
+    ``root`` (default ``PROC_SYS``); settings this kernel lacks are skipped."""
+    root = root or PROC_SYS
+    found = []
+    for name, blocked, lifted in USERNS_SYSCTLS:
+        try:
+            value = (root / name.replace(".", "/")).read_text().strip()
+        except OSError:
+            continue
+        if value == blocked:
+            found.append((name, blocked, lifted))
+    return found
+
+
+def namespaces_blocked(detail: str) -> BwrapProblem:
+    """The problem when the kernel refuses bwrap its user namespace: the sysctl that lifts it (the
+    one set on this machine when it can be read, else the usual two), never "install bubblewrap"."""
+    blocking = blocking_sysctls()
+    why = "".join(f", {name}={blocked}" for name, blocked, _ in blocking)
+    if blocking:
+        commands = " and ".join(f"sudo sysctl -w {name}={lifted}" for name, _, lifted in blocking)
+    else:
+        (ubuntu, _, on), (debian, _, one) = USERNS_SYSCTLS[:2]
+        commands = (
+            f"sudo sysctl -w {ubuntu}={on} (Ubuntu 23.10+) or sudo sysctl -w {debian}={one} (Debian), "
+            "whichever setting your kernel has"
+        )
+    return BwrapProblem(
+        f"bubblewrap is installed but cannot create a sandbox here: unprivileged user namespaces are "
+        f"blocked ({detail}{why})",
+        f"allow them: {commands} (to keep it after a reboot, put it in /etc/sysctl.d/); {GITHUB_STEP}; "
+        "inside a Docker container, start that with --security-opt seccomp=unconfined --security-opt "
+        f"apparmor=unconfined; --sandbox docker needs no user namespaces; {UNSAFE}",
+    )
+
+
 @functools.lru_cache(maxsize=8)
-def probe_bwrap(bwrap: str, as_root: bool) -> str | None:
-    """None when ``bwrap`` runs a trivial command in a full sandbox; otherwise what went wrong."""
-    if not shutil.which(bwrap):
-        return f"bubblewrap is not installed ({bwrap} not found)"
+def probe_bwrap(bwrap: str, as_root: bool) -> BwrapProblem | None:
+    """None when ``bwrap`` runs a trivial command in a full sandbox; otherwise what went wrong and
+    its fix -- bubblewrap missing (install it) is told apart from user namespaces blocked (a sysctl)."""
+    program = shutil.which(bwrap)
+    if not program:
+        return BwrapProblem(f"bubblewrap is not installed ({bwrap} not found)", INSTALL_HINT)
     missing = [tool for tool in ("prlimit", "setpriv" if as_root else "bash") if not shutil.which(tool)]
     if missing:
-        return f"{' and '.join(missing)} (util-linux) not found; the sandbox needs it"
+        return BwrapProblem(
+            f"{' and '.join(missing)} (util-linux) not found; the sandbox needs it", UTIL_LINUX_HINT
+        )
     workspace = Path(tempfile.mkdtemp(prefix="he-probe-"))
     try:
         workspace, uid = claim_workspace(workspace)
@@ -265,23 +341,29 @@ def probe_bwrap(bwrap: str, as_root: bool) -> str | None:
         def worked(proc: subprocess.CompletedProcess[str]) -> bool:
             return proc.returncode == 0 and (workspace / "probe").exists()
 
-        proc = _probe_run(bwrap, workspace, uid, filtered=uid is not None)
+        proc = _probe_run(program, workspace, uid, filtered=uid is not None)
         if uid is not None and not worked(proc):
             # a kernel that refuses the seccomp filter: the inner bwrap forbids user namespaces
-            proc = _probe_run(bwrap, workspace, uid, filtered=False)
+            proc = _probe_run(program, workspace, uid, filtered=False)
             if worked(proc):
                 seccomp.disable()
         if not worked(proc):
-            detail = (proc.stderr or proc.stdout).strip().splitlines()
-            return (
-                f"bubblewrap cannot create a sandbox here (exit {proc.returncode}: "
-                f"{detail[-1] if detail else 'no output'}); unprivileged user namespaces may be "
-                "disabled (sysctl kernel.unprivileged_userns_clone=1, "
-                "kernel.apparmor_restrict_unprivileged_userns=0)"
+            lines = (proc.stderr or proc.stdout).strip().splitlines()
+            detail = f"exit {proc.returncode}: {lines[-1] if lines else 'no output'}"
+            if NAMESPACE_ERROR.search(proc.stderr or "") or (proc.returncode != 0 and blocking_sysctls()):
+                return namespaces_blocked(detail)
+            return BwrapProblem(
+                f"bubblewrap cannot create a sandbox here ({detail})",
+                "run `bwrap --unshare-all --ro-bind / / true` to see why; if unprivileged user namespaces "
+                "are disabled: "
+                f"sudo sysctl -w {USERNS_SYSCTLS[0][0]}=0 (Ubuntu 23.10+), "
+                f"sudo sysctl -w {USERNS_SYSCTLS[1][0]}=1 (Debian); {UNSAFE}",
             )
         return None
     except (OSError, subprocess.SubprocessError) as exc:
-        return f"bubblewrap cannot start: {exc}"
+        return BwrapProblem(
+            f"bubblewrap cannot start: {exc}", f"check that {program} runs (`{program} --version`); {UNSAFE}"
+        )
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
         release_workspace(workspace)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shlex
 import shutil
 import struct
 import subprocess
@@ -207,15 +208,98 @@ def test_missing_bwrap_says_how_to_install_it(tmp_path: Path, monkeypatch: pytes
     assert "apt-get install bubblewrap" in info.value.hint and "--unsafe-no-sandbox" in info.value.hint
 
 
-def test_bwrap_without_namespaces_is_reported(open_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = fake_program(
-        open_dir, "bwrap", "echo 'bwrap: No permissions to create new namespace' >&2\nexit 1\n"
-    )
-    monkeypatch.setitem(SANDBOXES, "bwrap", lambda limits: BwrapSandbox(limits, bwrap=str(fake)))
-    with pytest.raises(SandboxError, match="cannot create a sandbox.*No permissions") as info:
+def kernel_settings(folder: Path, **values: str) -> Path:
+    """A fake /proc/sys holding ``values`` (``kernel__x`` for ``kernel.x``)."""
+    for key, value in values.items():
+        path = folder.joinpath(*key.split("__"))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(value + "\n")
+    return folder
+
+
+def fake_bwrap_on_path(folder: Path, monkeypatch: pytest.MonkeyPatch, stderr: str) -> None:
+    """``bwrap`` on PATH (before the real one) printing ``stderr`` and failing; the sandbox asks for
+    ``bwrap`` by name."""
+    fake_program(folder / "bin", "bwrap", f"echo {shlex.quote(stderr)} >&2\nexit 1\n")
+    monkeypatch.setenv("PATH", f"{folder / 'bin'}:{os.environ['PATH']}")
+    monkeypatch.setitem(SANDBOXES, "bwrap", lambda limits: BwrapSandbox(limits, bwrap="bwrap"))
+
+
+def test_missing_bwrap_on_path_says_install_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # nothing there
+    monkeypatch.setitem(SANDBOXES, "bwrap", lambda limits: BwrapSandbox(limits, bwrap="bwrap"))
+    with pytest.raises(SandboxError, match="bubblewrap is not installed") as info:
         make_sandbox("bwrap")
-    assert "user namespaces" in info.value.message
-    assert "apt-get install bubblewrap" in info.value.hint
+    assert "apt-get install bubblewrap" in info.value.hint and "--unsafe-no-sandbox" in info.value.hint
+    assert "sysctl" not in info.value.hint and "namespaces" not in info.value.message
+
+
+def test_apparmor_blocked_namespaces_say_the_sysctl_not_install(
+    open_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ubuntu 24.04 (GitHub's ubuntu-latest): bwrap is there, AppArmor refuses its uid map."""
+    fake_bwrap_on_path(open_dir, monkeypatch, "bwrap: setting up uid map: Permission denied")
+    proc_sys = kernel_settings(open_dir / "sys", kernel__apparmor_restrict_unprivileged_userns="1")
+    monkeypatch.setattr(bwrap_sandbox, "PROC_SYS", proc_sys)
+    with pytest.raises(SandboxError) as info:
+        make_sandbox("bwrap")
+    message, hint = info.value.message, info.value.hint
+    assert "bubblewrap is installed" in message and "user namespaces are blocked" in message
+    assert "setting up uid map: Permission denied" in message
+    assert "kernel.apparmor_restrict_unprivileged_userns=1" in message
+    assert "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0" in hint
+    assert "GitHub" in hint and "workflow step" in hint and "--unsafe-no-sandbox" in hint
+    assert "install bubblewrap" not in hint and "apt-get" not in hint
+    assert "unprivileged_userns_clone" not in hint  # only the setting that blocks here
+
+
+def test_debian_blocked_namespaces_name_their_own_sysctl(
+    open_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_bwrap_on_path(open_dir, monkeypatch, "bwrap: No permissions to create new namespace")
+    proc_sys = kernel_settings(open_dir / "sys", kernel__unprivileged_userns_clone="0")
+    monkeypatch.setattr(bwrap_sandbox, "PROC_SYS", proc_sys)
+    with pytest.raises(SandboxError, match="user namespaces are blocked.*No permissions") as info:
+        make_sandbox("bwrap")
+    assert "sudo sysctl -w kernel.unprivileged_userns_clone=1" in info.value.hint
+    assert "install bubblewrap" not in info.value.hint
+
+
+def test_blocked_namespaces_with_unreadable_settings_list_both_sysctls(
+    open_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_bwrap_on_path(open_dir, monkeypatch, "bwrap: setting up uid map: Permission denied")
+    monkeypatch.setattr(bwrap_sandbox, "PROC_SYS", open_dir / "no-such-proc-sys")
+    with pytest.raises(SandboxError, match="user namespaces are blocked") as info:
+        make_sandbox("bwrap")
+    hint = info.value.hint
+    assert "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0" in hint
+    assert "sudo sysctl -w kernel.unprivileged_userns_clone=1" in hint
+    assert "install bubblewrap" not in hint
+
+
+def test_blocking_setting_alone_marks_an_unexplained_failure(
+    open_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bwrap fails with words of its own, but the kernel says namespaces are restricted: that is the fix."""
+    fake_bwrap_on_path(open_dir, monkeypatch, "bwrap: something else")
+    proc_sys = kernel_settings(open_dir / "sys", kernel__apparmor_restrict_unprivileged_userns="1")
+    monkeypatch.setattr(bwrap_sandbox, "PROC_SYS", proc_sys)
+    with pytest.raises(SandboxError, match="user namespaces are blocked") as info:
+        make_sandbox("bwrap")
+    assert "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0" in info.value.hint
+
+
+def test_other_bwrap_failures_are_not_called_blocked_namespaces(
+    open_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_bwrap_on_path(open_dir, monkeypatch, "bwrap: Can't mount proc on /newroot/proc: Device busy")
+    proc_sys = kernel_settings(open_dir / "sys", kernel__apparmor_restrict_unprivileged_userns="0")
+    monkeypatch.setattr(bwrap_sandbox, "PROC_SYS", proc_sys)
+    with pytest.raises(SandboxError, match="cannot create a sandbox here.*Device busy") as info:
+        make_sandbox("bwrap")
+    assert "blocked" not in info.value.message and "install bubblewrap" not in info.value.hint
+    assert "bwrap --unshare-all" in info.value.hint
 
 
 def test_bwrap_probe_runs_once(open_dir: Path) -> None:
