@@ -32,6 +32,11 @@ class CheckInput:
     """The tool server's state after the turn (per turn) or at the end: ``objects`` (``module:Class``
     -> the instance's public attributes as JSON) and ``calls`` (every call so far: ``tool``,
     ``arguments``, ``result``, ``error``); None when the task has no Python or MCP tools."""
+    calls: list[dict[str, Any]]
+    """Every tool call the agent made (up to the turn, for a per-turn check), read from the
+    trajectory, whether or not the tools have implementations: ``tool``, ``arguments``, ``result``
+    (the observation's text, or None) and ``error`` (the error recorded on the call's step, or None).
+    ``state["calls"]`` holds only the calls the tool server served."""
     turn: int | None
     """The user turn (from 0) being scored; None for a check scored once at the end."""
     turns: int
@@ -49,6 +54,29 @@ def _turn_cut(trajectory: dict[str, Any], turn: int) -> dict[str, Any]:
         if s.get("source") == "user" and (s.get("extra") or {}).get("turn", 0) > turn
     ]
     return {**trajectory, "steps": steps[: starts[0]] if starts else steps}
+
+
+def agent_calls(trajectory: dict[str, Any]) -> list[dict[str, Any]]:
+    """The agent's tool calls of an ATIF trajectory, each with its result and its step's error."""
+    out = []
+    for step in trajectory.get("steps", []):
+        if step.get("source") != "agent":
+            continue
+        results = {
+            r.get("source_call_id"): r.get("content")
+            for r in ((step.get("observation") or {}).get("results") or [])
+        }
+        error = (step.get("extra") or {}).get("error")
+        for call in step.get("tool_calls") or []:
+            out.append(
+                {
+                    "tool": call.get("function_name"),
+                    "arguments": call.get("arguments"),
+                    "result": results.get(call.get("tool_call_id")),
+                    "error": error,
+                }
+            )
+    return out
 
 
 def inputs(doc: dict[str, Any]) -> list[CheckInput | str]:
@@ -78,14 +106,19 @@ def inputs(doc: dict[str, Any]) -> list[CheckInput | str]:
 
     if not doc.get("per_turn"):
         last = state_at(len(states) - 1) if states else None
-        return [CheckInput(trajectory=trajectory, state=last, turn=None, **common)]
+        return [
+            CheckInput(trajectory=trajectory, state=last, calls=agent_calls(trajectory), turn=None, **common)
+        ]
     delivered = extra.get("turns", 1)
     out: list[CheckInput | str] = []
     for k in range(turns):
         if k >= delivered or (states is not None and k >= len(states)):
             out.append(f"turn {k} was never reached (the rollout stopped: {extra.get('stop_reason')})")
         else:
-            out.append(CheckInput(trajectory=_turn_cut(trajectory, k), state=state_at(k), turn=k, **common))
+            cut = _turn_cut(trajectory, k)
+            out.append(
+                CheckInput(trajectory=cut, state=state_at(k), calls=agent_calls(cut), turn=k, **common)
+            )
     return out
 
 
