@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -23,6 +24,7 @@ from harnessevolve.cli.options import (
     chosen_sandbox,
     read_only_paths,
 )
+from harnessevolve.cli.progress import progress_hooks
 from harnessevolve.cli.ui import console
 from harnessevolve.core import paths
 from harnessevolve.core.atif import Trajectory
@@ -136,13 +138,34 @@ def import_gold(
         read_only_paths(sandbox_ro),
     )
 
-    async def build() -> list[tuple[str, Trajectory]]:
-        return [(t.id, await replay_gold(agent, t, sandbox=box)) for t in tasks if t.gold]
+    gold = [t for t in tasks if t.gold]
 
-    built = asyncio.run(build())
+    async def build(advance: Callable[[], None]) -> list[tuple[str, Trajectory]]:
+        built: list[tuple[str, Trajectory]] = []
+        for task in gold:
+            built.append((task.id, await replay_gold(agent, task, sandbox=box)))
+            advance()
+        return built
+
+    with progress_hooks(stage="refs import") as hooks:
+        started = (
+            hooks.on_progress("refs import: replay gold solutions", len(gold)) if hooks.on_progress else None
+        )
+        built = asyncio.run(build(started or (lambda: None)))
     for task_id, trajectory in built:
         save_reference(trajectory, folder, task_id)
     console.print(f"wrote {len(built)} reference trajectories to {folder}")
+    unjudged = [task_id for task_id, trajectory in built if trajectory.extra.get("unjudged")]
+    if unjudged:
+        shown = ", ".join(unjudged[:10]) + (
+            f", ... ({len(unjudged) - 10} more)" if len(unjudged) > 10 else ""
+        )
+        console.print(
+            f"note: judge checks not run for {len(unjudged)} task(s): {shown}: a gold replay has no "
+            "conversation to judge (only the gold calls); their other checks, if any, passed; each "
+            "reference records the skipped checks in extra.unjudged",
+            markup=False,
+        )
     skipped = [t.id for t in tasks if not t.gold]
     if skipped:
         shown = ", ".join(skipped[:10]) + (f", ... ({len(skipped) - 10} more)" if len(skipped) > 10 else "")

@@ -37,6 +37,10 @@ from harnessevolve.sandbox.base import Sandbox
 from harnessevolve.scoring.sandboxed_checks import sandboxed_runner
 
 _counter = itertools.count()
+UNJUDGED_NOTE = (
+    "{n} judge check(s) not run: a gold replay has no conversation to judge (only the gold calls, "
+    "no agent message)"
+)
 
 
 REFERENCES_ENV = "HARNESSEVOLVE_REFERENCES"
@@ -122,9 +126,20 @@ async def replay_gold(harness: Harness, task: Task, *, sandbox: Sandbox | None =
 
     Raises ``BenchmarkError`` when the task has no gold solution or the replay fails its checker
     (naming the first tool error the replay met, if any).
+
+    ``judge`` checks are skipped: a gold replay makes the gold calls and says nothing, so there is
+    no conversation for a judge to read. The skipped checks are recorded in the reference's
+    ``extra.unjudged`` (``index``, ``assertion``, ``model``) and its ``extra.notes``; the other
+    checks must pass as usual.
     """
     if not task.gold:
         raise BenchmarkError(f"task {task.id} has no gold solution to replay", field="gold")
+    unjudged = [
+        {"index": i, "assertion": c.assertion, "model": c.model}
+        for i, c in enumerate(task.checks)
+        if c.type == "judge"
+    ]
+    checked = replace(task, checks=tuple(c for c in task.checks if c.type != "judge"))
     name = f"gold-{task.id}-{next(_counter)}"
     replies = gold_replies(task)
     # The replay makes exactly the gold calls: the harness's step limit and repeat stop must not cut it.
@@ -136,10 +151,21 @@ async def replay_gold(harness: Harness, task: Task, *, sandbox: Sandbox | None =
         trajectory = await run_agent(
             harness, task, workspace, model=f"scripted/{name}", seed=0, sandbox=sandbox
         )
-        result = check_rollout(task, workspace, trajectory, runner=sandboxed_runner(sandbox))
+        result = (
+            check_rollout(checked, workspace, trajectory, runner=sandboxed_runner(sandbox))
+            if checked.checks
+            else None
+        )
     finally:
         unregister_script(name)
         remove_workspace(workspace)
+    if unjudged:
+        note = UNJUDGED_NOTE.format(n=len(unjudged))
+        trajectory = trajectory.with_extra(
+            unjudged=unjudged, notes=[*trajectory.extra.get("notes", []), note]
+        )
+    if result is None:  # judge checks only: nothing a replay can be checked by
+        return trajectory.with_extra(reference="gold-replay", passed=True)
     if not result.passed:
         failed = next(d for d in result.details if not d.ok)
         tool_error = first_tool_error(trajectory) or trajectory.extra.get("error", "")

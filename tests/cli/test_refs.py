@@ -75,3 +75,35 @@ def test_import_lists_the_tasks_it_skipped_and_why(cli, tmp_path: Path) -> None:
     assert [p.name for p in out.iterdir()] == ["with-gold.json"]
     assert "skipped 1 task(s) with no gold solution to replay: no-gold" in result.output
     assert "refs generate" in result.output
+
+
+def test_import_replays_gold_of_tasks_with_judge_checks_and_records_the_skipped_judge(
+    cli, scripts, tmp_path: Path
+) -> None:
+    """A gold replay has no conversation to judge: the judge is not called, the note is printed and
+    kept in the reference; the other checks still decide."""
+    judge_calls: list[object] = []
+    judge = scripts("judge-never-asked", lambda m, t: judge_calls.append(m) or '{"holds": false}')
+    said = {"type": "judge", "model": judge, "assertion": "The agent greeted the user."}
+    gold = [{"tool": "submit", "arguments": {"answer": "hi"}}]
+    mixed = answer_task("mixed", "Say hi.", "hi", gold=gold)
+    mixed["checker"].append(said)
+    only = answer_task("only-judge", "Greet me.", "x", gold=gold, checker=[said])
+    wrong = answer_task("wrong-gold", "Say bye.", "bye", gold=gold)
+    wrong["checker"].append(said)
+    suite = write_suite(tmp_path / "suite", "judged", mixed, only)
+    out = tmp_path / "refs"
+    result = cli.invoke(app, ["refs", "import", "-b", str(suite), "--split", "all", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "wrote 2 reference trajectories" in result.output
+    assert "judge checks not run for 2 task(s): mixed, only-judge" in " ".join(result.output.split())
+    assert not judge_calls
+    reference = atif.load(out / "mixed.json")
+    assert reference.extra["unjudged"] == [
+        {"index": 1, "assertion": "The agent greeted the user.", "model": judge}
+    ]
+    assert "no conversation to judge" in reference.extra["notes"][-1]
+    # the other checks still decide: a wrong gold answer stops the import
+    broken = write_suite(tmp_path / "broken", "judged-broken", wrong)
+    result = cli.invoke(app, ["refs", "import", "-b", str(broken), "--split", "all", "--out", str(out)])
+    assert result.exit_code == 2 and "fails its checker" in result.output
