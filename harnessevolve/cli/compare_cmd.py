@@ -22,6 +22,7 @@ from harnessevolve.compare.merge import load_results, result_files
 from harnessevolve.compare.plan import Plan, load_plan
 from harnessevolve.compare.runner import CellDone, Comparison, run_comparison
 from harnessevolve.compare.table import build_table, markdown
+from harnessevolve.core.containment import check_output_path
 from harnessevolve.core.interrupts import stop_signals
 
 lines = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -42,7 +43,7 @@ app = typer.Typer(
     cls=PlanOrCommand,
     no_args_is_help=True,
     add_completion=False,
-    help="Compare arms (the seed harness, evolve runs, best-of-k at matched rollouts, fixed harnesses) "
+    help="Compare arms (the seed harness, evolve runs, best-of-k at matched rollouts, GEPA, fixed harnesses) "
     "over seeds on one benchmark's test split, one resumable cell at a time: "
     "`harnessevolve compare PLAN.yaml` (`--resume` picks a killed comparison up where it stopped; "
     "`--cells seed=0` runs some cells now, the rest later), then `harnessevolve compare merge DIR...` "
@@ -59,6 +60,7 @@ def _cell_line(done: CellDone) -> str:
     r = done.result
     passed = sum(1 for v in r.tasks.values() if v >= 1.0)
     extra = f", k={r.details['k']}, pass@k {_pct(r.oracle)}" if r.kind == "best-of-k" else ""
+    extra += f", ${r.cost_usd:.2f}" if r.cost_usd > 0 else ""
     eta = f", ETA {_duration(done.eta_s)}" if done.eta_s is not None else ""
     return (
         f"[{done.index}/{done.total}] {r.cell_id}: test {r.score * 100:.1f} "
@@ -72,20 +74,38 @@ def _pct(scores: dict[str, float] | None) -> str:
     return f"{sum(values) / len(values) * 100:.1f}" if values else "-"
 
 
-def _command(plan: Path, out: Path, resume: bool, cells: list[str], max_hours: float | None) -> str:
+def _command(
+    plan: Path,
+    out: Path,
+    resume: bool,
+    cells: list[str],
+    max_hours: float | None,
+    max_cost_usd: float | None = None,
+) -> str:
     words = ["harnessevolve", "compare", "run", str(plan), "--out", str(out)]
     words += ["--resume"] if resume else []
     for selector in cells:
         words += ["--cells", selector]
     words += ["--max-hours", f"{max_hours:g}"] if max_hours is not None else []
+    words += ["--max-cost-usd", f"{max_cost_usd:g}"] if max_cost_usd is not None else []
     return shlex.join(words)
 
 
 def _print_table(
-    folders: list[Path], *, arm_order: list[str], as_json: bool, comparison: Comparison | None
+    folders: list[Path],
+    *,
+    arm_order: list[str],
+    as_json: bool,
+    comparison: Comparison | None,
+    html: Path | None = None,
 ) -> None:
     results = load_results(folders) if comparison is None or result_files(comparison.out) else []
     table = build_table(results, arm_order)
+    if html is not None and results:
+        from harnessevolve.compare.html_page import write_page
+
+        write_page(html, table)
+        lines.print(f"HTML page: {html}", markup=False)
     if as_json:
         doc: dict[str, Any] = {"table": table.to_json()}
         if comparison is not None:
@@ -96,6 +116,7 @@ def _print_table(
                 "left": list(comparison.left),
                 "stopped": comparison.stopped,
                 "elapsed_s": round(comparison.elapsed_s, 1),
+                "cost_usd": round(comparison.cost_usd, 6),
             }
         typer.echo(json.dumps(doc, indent=2))
     elif results:
@@ -132,6 +153,19 @@ def run_command(
             "--max-hours", min=0, max=24 * 366, help="Stop cleanly between cells after this many hours."
         ),
     ] = None,
+    max_cost_usd: Annotated[
+        float | None,
+        typer.Option(
+            "--max-cost-usd",
+            min=0,
+            max=1e9,
+            help="Stop cleanly between cells once this invocation's cells cost this many dollars.",
+        ),
+    ] = None,
+    html: Annotated[
+        Path | None,
+        typer.Option("--html", help="Also write the table and its plots as one self-contained HTML page."),
+    ] = None,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Show each cell's run log and rollout progress.")
     ] = False,
@@ -145,7 +179,9 @@ def run_command(
     comparison goes on with --resume (finished cells are kept)."""
     plan: Plan = load_plan(plan_file)
     selectors = list(cells or [])
-    command = _command(plan_file, out, resume, selectors, max_hours)
+    if html is not None:
+        check_output_path(html, option="--html", kind="file")
+    command = _command(plan_file, out, resume, selectors, max_hours, max_cost_usd)
     finished: list[str] = []
 
     def on_cell(done: CellDone) -> None:
@@ -160,13 +196,14 @@ def run_command(
                 resume=resume,
                 selectors=selectors,
                 max_hours=max_hours,
+                max_cost_usd=max_cost_usd,
                 command=command,
                 on_cell=on_cell,
                 log=hooks.log,
                 progress=hooks.on_progress,
             )
     except KeyboardInterrupt:
-        again = _command(plan_file, out, True, selectors, max_hours)
+        again = _command(plan_file, out, True, selectors, max_hours, max_cost_usd)
         lines.print(
             f"Interrupted; {len(finished)} cell(s) finished in this invocation and are kept, the cell "
             f"that was running has no result. Go on with: {again}",
@@ -178,11 +215,13 @@ def run_command(
     if comparison.stopped:
         lines.print(
             f"stopped: {comparison.stopped}; {len(comparison.left)} cell(s) left. Go on with: "
-            f"{_command(plan_file, out, True, selectors, max_hours)}",
+            f"{_command(plan_file, out, True, selectors, max_hours, max_cost_usd)}",
             style="yellow",
             markup=False,
         )
-    _print_table([out], arm_order=[a.name for a in plan.arms], as_json=json_out, comparison=comparison)
+    _print_table(
+        [out], arm_order=[a.name for a in plan.arms], as_json=json_out, comparison=comparison, html=html
+    )
 
 
 @app.command("merge")
@@ -191,12 +230,18 @@ def merge_command(
     folders: Annotated[
         list[Path], typer.Argument(metavar="DIR...", help="Output folders of `harnessevolve compare`.")
     ],
+    html: Annotated[
+        Path | None,
+        typer.Option("--html", help="Also write the table and its plots as one self-contained HTML page."),
+    ] = None,
     json_out: JsonOut = False,
 ) -> None:
     """Join the finished cells of several output folders into one table.
 
     Cells made on other machines or days join the same table; cells whose benchmark slice, agent
     model, scorer, seed harness or arm definition differ are refused (exit 2, with the reason)."""
-    _print_table(list(folders), arm_order=[], as_json=json_out, comparison=None)
+    if html is not None:
+        check_output_path(html, option="--html", kind="file")
+    _print_table(list(folders), arm_order=[], as_json=json_out, comparison=None, html=html)
     if not json_out:
         lines.print(f"merged from {len(folders)} folder(s)", markup=False)

@@ -3,8 +3,9 @@
 Kinds: ``seed`` (the seed harness as it is), ``evolve`` (a ``run`` with ``options``: any run option
 but those the plan sets for every arm), ``best-of-k`` (the seed harness sampled k times per test
 task; k matched to an evolve arm's rollouts with ``matched_to``, or given by hand with ``k``) and
-``harness`` (a fixed harness folder, optionally at a git ``revision``). ``gepa`` is refused: not
-yet supported by compare.
+``harness`` (a fixed harness folder, optionally at a git ``revision``) and ``gepa`` (GEPA on the
+seed harness's texts with a ``reflection_model``, its metric calls matched to an evolve arm's
+rollouts with ``matched_to`` or given as ``budget``; needs the ``gepa`` extra).
 """
 
 from __future__ import annotations
@@ -17,17 +18,17 @@ from typing import Any
 from harnessevolve.compare.options import PlanField, checked_options, run_options
 from harnessevolve.core.errors import HarnessEvolveError
 
-ARM_KINDS = ("seed", "evolve", "best-of-k", "harness")
-NOT_YET = {
-    "gepa": "leave the arm out: benchmarks/perf/vs_gepa.py runs GEPA beside harnessevolve for now",
-}
-"""Arm kinds the issue names that compare refuses for now, and what to do instead."""
+ARM_KINDS = ("seed", "evolve", "best-of-k", "harness", "gepa")
 KIND_FIELDS = {
     "seed": ("name", "kind"),
     "evolve": ("name", "kind", "options"),
     "best-of-k": ("name", "kind", "matched_to", "k", "temperature"),
     "harness": ("name", "kind", "path", "revision"),
+    "gepa": ("name", "kind", "reflection_model", "matched_to", "budget", "max_tokens"),
 }
+MAX_BUDGET = 1_000_000
+"""Metric calls (rollouts) a gepa arm may be given."""
+MAX_REFLECTION_TOKENS = 32_768
 MAX_K = 1000
 """Samples per task a best-of-k arm may take (a larger k is a typo, not a control)."""
 MAX_TEMPERATURE = 5.0
@@ -46,6 +47,10 @@ class Arm:
     cells' result files, so cells of another arm of the same name are told apart."""
     matched_to: str | None = None
     k: int | None = None
+    budget: int | None = None
+    """gepa: GEPA's metric calls when not matched to an evolve arm."""
+    reflection_model: str | None = None
+    max_tokens: int | None = None
     temperature: float | None = None
     path: Path | None = None
     revision: str | None = None
@@ -63,10 +68,6 @@ def check_arm(doc: Any, where: PlanField, base: Path) -> Arm:
     if not isinstance(doc, dict):
         raise where.error(f"an arm is a mapping, not {doc!r}", "e.g. {name: evolve, kind: evolve}")
     kind = doc.get("kind")
-    if kind in NOT_YET:
-        raise where.child("kind").error(
-            f"arm kind {kind!r} is not yet supported by compare", NOT_YET[str(kind)]
-        )
     if kind not in ARM_KINDS:
         raise where.child("kind").error(
             f"unknown arm kind {kind!r}" if kind is not None else "missing", f"kinds: {', '.join(ARM_KINDS)}"
@@ -86,6 +87,8 @@ def check_arm(doc: Any, where: PlanField, base: Path) -> Arm:
         return _best_of_k(name, doc, where)
     if kind == "harness":
         return _fixed(name, doc, where, base)
+    if kind == "gepa":
+        return _gepa(name, doc, where)
     return Arm(name, kind)
 
 
@@ -194,3 +197,63 @@ def _fixed(name: str, doc: dict[str, Any], where: PlanField, base: Path) -> Arm:
             raise where.child("path").error(exc.one_line(), exc.hint) from None
     given = {"revision": revision} if revision is not None else {}
     return Arm(name, "harness", given=tuple(given.items()), path=folder, revision=revision)
+
+
+def _gepa(name: str, doc: dict[str, Any], where: PlanField) -> Arm:
+    from harnessevolve.compare.gepa_cell import DEFAULT_REFLECTION_TOKENS, INSTALL_HINT, gepa_available
+    from harnessevolve.models.preflight import check_model_name
+
+    if not gepa_available():
+        raise where.child("kind").error(
+            "a gepa arm needs the gepa package, which is not installed", INSTALL_HINT
+        )
+    model = doc.get("reflection_model")
+    if not isinstance(model, str) or not model.strip():
+        raise where.child("reflection_model").error(
+            "a gepa arm needs the model GEPA reflects with"
+            if model is None
+            else f"must be a model name, not {model!r}",
+            "e.g. reflection_model: local/qwen2.5-coder-1.5b (any litellm name)",
+        )
+    try:
+        check_model_name(model, option="reflection_model")
+    except HarnessEvolveError as exc:
+        raise where.child("reflection_model").error(exc.message, exc.hint) from None
+    matched_to, budget, max_tokens = doc.get("matched_to"), doc.get("budget"), doc.get("max_tokens")
+    if (matched_to is None) == (budget is None):
+        raise where.child("matched_to").error(
+            "a gepa arm needs matched_to (an evolve arm) or budget, one of them",
+            "matched_to: evolve gives GEPA the rollouts that arm spent; budget: N metric calls",
+        )
+    if matched_to is not None and not isinstance(matched_to, str):
+        raise where.child("matched_to").error(
+            f"must name an evolve arm, not {matched_to!r}", "e.g. matched_to: evolve"
+        )
+    if budget is not None and not _count(budget, MAX_BUDGET):
+        raise where.child("budget").error(
+            f"budget is GEPA's metric calls (rollouts), from 1 to {MAX_BUDGET}, not {budget!r}",
+            "e.g. budget: 200",
+        )
+    if max_tokens is not None and not _count(max_tokens, MAX_REFLECTION_TOKENS):
+        raise where.child("max_tokens").error(
+            f"the reflection's max tokens, from 1 to {MAX_REFLECTION_TOKENS}, not {max_tokens!r}",
+            f"e.g. max_tokens: {DEFAULT_REFLECTION_TOKENS} (the default)",
+        )
+    given = {
+        key: doc[key]
+        for key in ("reflection_model", "matched_to", "budget", "max_tokens")
+        if doc.get(key) is not None
+    }
+    return Arm(
+        name,
+        "gepa",
+        given=tuple(sorted(given.items())),
+        matched_to=matched_to,
+        budget=budget,
+        reflection_model=model,
+        max_tokens=max_tokens or DEFAULT_REFLECTION_TOKENS,
+    )
+
+
+def _count(value: Any, most: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= most

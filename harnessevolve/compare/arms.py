@@ -8,6 +8,8 @@ same scorer every arm gets (``scoring.build.build_scorer`` from the plan's ``exe
   ledger (``run --resume``), its rollout cache serving what already ran.
 - ``best-of-k``: the seed harness sampled k times per test task (k matched to an evolve cell's
   rollouts, or given); the self-consistent pick is the arm's per-task score, pass@k its oracle.
+- ``gepa``: GEPA on the seed harness's texts (``compare/gepa_cell.py``), its metric calls matched
+  to an evolve cell's rollouts or given; its best candidate scored.
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ class ArmOutcome:
     """The content hash of the harness scored (best-of-k: the seed's)."""
     rollouts: int = 0
     tokens: int = 0
+    cost_usd: float = 0.0
+    """Model calls made outside the usage scope the cell runs in (an evolve cell's run meters its
+    own); the cell adds what its scope metered."""
     oracle: dict[str, float] | None = None
     test: dict[str, Any] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
@@ -98,11 +103,14 @@ def run_arm(
             scored.harness,
             rollouts=int(numbers.pop("rollouts")),
             tokens=int(numbers.pop("tokens")),
+            cost_usd=float(numbers.pop("run_cost_usd")),
             test=scored.test,
             details=numbers,
         )
     if arm.kind == "best-of-k":
         return sample_best_of_k(ctx, arm, seed, work, matched_rollouts)
+    if arm.kind == "gepa":
+        return gepa_cell(ctx, arm, seed, work, matched_rollouts)
     raise ValueError(f"no runner for arm kind {arm.kind!r}")
 
 
@@ -206,4 +214,30 @@ def sample_best_of_k(
             "oracle": round(found.oracle, 6),
             "pass1": round(found.pass1, 6),
         },
+    )
+
+
+def gepa_cell(ctx: CellContext, arm: Arm, seed: int, work: Path, matched_rollouts: int | None) -> ArmOutcome:
+    from harnessevolve.compare.gepa_cell import evolve_with_gepa
+
+    budget = arm.budget if arm.budget is not None else matched_rollouts
+    assert budget is not None and arm.reflection_model is not None and arm.max_tokens is not None
+    best, numbers = evolve_with_gepa(
+        ctx.plan.harness.path,
+        ctx.plan.suite,
+        ctx.scorer(seed, work / "gepa-rollouts"),
+        budget=max(1, budget),
+        reflection_model=arm.reflection_model,
+        max_tokens=arm.max_tokens,
+        seed=seed,
+        work=work,
+    )
+    scored = score_harness(ctx, load(best), seed, work, f"{arm.name} seed {seed}: test")
+    return ArmOutcome(
+        scored.tasks,
+        scored.harness,
+        rollouts=int(numbers.pop("rollouts")),
+        tokens=int(numbers.pop("tokens")),
+        test=scored.test,
+        details={**numbers, "matched_to": arm.matched_to, "matched_rollouts": matched_rollouts},
     )

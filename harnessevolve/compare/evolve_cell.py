@@ -89,8 +89,8 @@ def evolve(
     progress: Callable[[str, int], Callable[[], None]] | None,
 ) -> tuple[Path, dict[str, Any]]:
     """Run (or finish) the cell's run; its harness folder and numbers: ``rollouts`` (``spent``:
-    what best-of-k is matched to), ``tokens``,
-    ``run_id``, ``accepted``, ``resumed`` and the validation scores."""
+    what best-of-k is matched to), ``tokens``, ``run_cost_usd`` (the run's model calls, its
+    optimizer's included), ``run_id``, ``accepted``, ``resumed`` and the validation scores."""
     harness_dir = work / HARNESS_DIR
     hooks = RunHooks(on_progress=progress, log=log)
     run = started_run(harness_dir)
@@ -113,6 +113,7 @@ def evolve(
     return harness_dir, {
         "rollouts": spent(finished, resumed=resumed),
         "tokens": int(finished.tokens or 0),
+        "run_cost_usd": float(((finished.usage or {}).get("totals") or {}).get("cost_usd") or 0.0),
         "cached_rollouts": int(finished.cached_rollouts or 0),
         "run_id": run.id,
         "accepted": len(finished.accepted),

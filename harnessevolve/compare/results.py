@@ -8,7 +8,11 @@ atomically, when the cell finished, so a killed cell never has one; read back fi
     tasks {task id: score on the test split}    best-of-k: the self-consistent pick's score
     oracle {task id: score} | null              best-of-k only: the best of the k samples
     rollouts, tokens                            what making the arm's harness spent (evolve: the
-                                                run; best-of-k: its k samples per task; else 0)
+                                                run; best-of-k: its k samples per task; gepa: its
+                                                search; else 0)
+    cost_usd                                    what every model call of the cell cost, making and
+                                                scoring (0 for local and scripted models; absent
+                                                in older files: 0)
     test {rollouts, cached, tokens, infra}      what scoring on the test split ran
     details {...}                               per kind (k, matched_to, run_id, accepted, ...)
     wall_s, attempts, load_average {start, end}, command, harnessevolve {version, commit},
@@ -51,6 +55,7 @@ class CellResult:
     rollouts: int
     tokens: int
     oracle: dict[str, float] | None = None
+    cost_usd: float = 0.0
     test: dict[str, Any] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
     wall_s: float = 0.0
@@ -90,6 +95,7 @@ class CellResult:
             "oracle": self.oracle,
             "rollouts": self.rollouts,
             "tokens": self.tokens,
+            "cost_usd": round(self.cost_usd, 8),
             "test": self.test,
             "details": self.details,
             "wall_s": round(self.wall_s, 3),
@@ -141,6 +147,7 @@ def read_result(path: Path) -> CellResult:
         oracle=_scores(doc["oracle"], "oracle", bad) if doc.get("oracle") is not None else None,
         rollouts=_count(doc, "rollouts", bad),
         tokens=_count(doc, "tokens", bad),
+        cost_usd=_number(doc, "cost_usd", bad) if "cost_usd" in doc else 0.0,
         test=_mapping(doc, "test", bad),
         details=_mapping(doc, "details", bad),
         wall_s=_number(doc, "wall_s", bad),

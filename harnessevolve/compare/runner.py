@@ -5,8 +5,8 @@ only gone on with ``--resume``), the ``--cells`` selection, the finished cells (
 this plan: same benchmark slice, model, scorer, seed harness and arm definition), and that each
 best-of-k cell's evolve cell is finished or runs before it. A cell's result file is written only
 when the cell finished; a killed cell has none, and ``--resume`` runs it again (an evolve cell's
-run is resumed from its ledger, and the rollout cache serves what already ran). ``max_hours``
-stops between cells.
+run is resumed from its ledger, and the rollout cache serves what already ran). ``max_hours`` and
+``max_cost_usd`` (what this invocation's finished cells cost) stop between cells.
 """
 
 from __future__ import annotations
@@ -72,6 +72,8 @@ class Comparison:
     """Selected cells not run: ``max_hours`` stopped the comparison before them."""
     stopped: str | None = None
     elapsed_s: float = 0.0
+    cost_usd: float = 0.0
+    """What this invocation's cells cost (``max_cost_usd`` counts it)."""
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,7 @@ def run_comparison(
     resume: bool = False,
     selectors: Sequence[str] = (),
     max_hours: float | None = None,
+    max_cost_usd: float | None = None,
     command: str = "",
     on_cell: Callable[[CellDone], None] = lambda _d: None,
     log: Callable[[str], None] = lambda _m: None,
@@ -191,16 +194,23 @@ def run_comparison(
     )
     started = time.monotonic()
     ran: list[str] = []
+    cost = 0.0
     for index, cell in enumerate(todo):
         elapsed = time.monotonic() - started
+        stopped = None
         if max_hours is not None and elapsed >= max_hours * 3600:
+            stopped = f"--max-hours {max_hours:g} reached after {elapsed / 60:.1f} min"
+        elif max_cost_usd is not None and cost >= max_cost_usd:
+            stopped = f"--max-cost-usd {max_cost_usd:g} reached: ${cost:.4f} spent"
+        if stopped is not None:
             return Comparison(
                 out,
                 tuple(ran),
                 tuple(c.id for c in selected if c not in todo),
                 tuple(c.id for c in todo[index:]),
-                stopped=f"--max-hours {max_hours:g} reached after {elapsed / 60:.1f} min",
+                stopped=stopped,
                 elapsed_s=elapsed,
+                cost_usd=cost,
             )
         try:
             result = run_cell(ctx, cell, out, expected, command)
@@ -209,6 +219,7 @@ def run_comparison(
             raise
         write_result(cell.result_file(out), result)
         ran.append(cell.id)
+        cost += result.cost_usd
         elapsed = time.monotonic() - started
         left = len(todo) - index - 1
         on_cell(
@@ -219,6 +230,7 @@ def run_comparison(
         tuple(ran),
         tuple(c.id for c in selected if c not in todo),
         elapsed_s=time.monotonic() - started,
+        cost_usd=cost,
     )
 
 
@@ -232,7 +244,11 @@ def run_cell(ctx: CellContext, cell: Cell, out: Path, expected: Expected, comman
     matched = None
     if cell.arm.matched_to is not None:
         matched = read_result(Cell(ctx.plan.arm(cell.arm.matched_to), cell.seed).result_file(out)).rollouts
-    outcome = run_arm(ctx, cell.arm, cell.seed, work, matched_rollouts=matched)
+    from harnessevolve.models.usage import UsageMeter, usage_scope
+
+    meter = UsageMeter()
+    with usage_scope(meter, stage="compare"):
+        outcome = run_arm(ctx, cell.arm, cell.seed, work, matched_rollouts=matched)
     return CellResult(
         arm=cell.arm.name,
         kind=cell.arm.kind,
@@ -247,6 +263,7 @@ def run_cell(ctx: CellContext, cell: Cell, out: Path, expected: Expected, comman
         oracle=outcome.oracle,
         rollouts=outcome.rollouts,
         tokens=outcome.tokens,
+        cost_usd=outcome.cost_usd + meter.totals().cost_usd,
         test=outcome.test,
         details=outcome.details,
         wall_s=time.monotonic() - began,

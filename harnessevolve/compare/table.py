@@ -6,7 +6,8 @@ below); the rollouts that made the arm's harness. Losses are shown as they are.
 
 A best-of-k arm gives two rows: ``(sc)``, the deployable self-consistent pick, and ``(pass@k
 oracle)``, a bound that needs the checker at pick time. Scores and differences are in points
-(percent of test tasks).
+(percent of test tasks). Rollouts and cost are means over seeds; cost is what the cell's model
+calls cost, making and scoring (``$0`` for local and scripted models).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from harnessevolve.gate.noise import Pair, paired_gain_ci
 
 CONFIDENCE = 0.95
 TABLE_VERSION = 1
-KIND_ORDER = ("seed", "evolve", "best-of-k", "harness")
+KIND_ORDER = ("seed", "evolve", "gepa", "best-of-k", "harness")
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,8 @@ class Row:
     rollouts: dict[int, int]
     tokens: dict[int, int]
     details: dict[str, Any] = field(default_factory=dict)
+    cost_usd: dict[int, float] = field(default_factory=dict)
+    """seed -> what the cell's model calls cost (making and scoring)."""
     vs_seed: Gain | None = None
     vs_sc: Gain | None = None
 
@@ -72,6 +75,14 @@ class Row:
         values = list(self.scores().values())
         return statistics.stdev(values) if len(values) > 1 else None
 
+    @property
+    def cost_mean(self) -> float:
+        return statistics.fmean(self.cost_usd.values()) if self.cost_usd else 0.0
+
+    @property
+    def rollouts_mean(self) -> float:
+        return statistics.fmean(self.rollouts.values()) if self.rollouts else 0.0
+
     def to_json(self) -> dict[str, Any]:
         return {
             "label": self.label,
@@ -83,6 +94,7 @@ class Row:
             "rollouts": {str(s): n for s, n in sorted(self.rollouts.items())},
             "rollouts_mean": round(statistics.fmean(self.rollouts.values()), 1) if self.rollouts else 0,
             "tokens_mean": round(statistics.fmean(self.tokens.values()), 1) if self.tokens else 0,
+            "cost_usd_mean": round(self.cost_mean, 6),
             "vs_seed": self.vs_seed.to_json() if self.vs_seed else None,
             "vs_best_of_k_sc": self.vs_sc.to_json() if self.vs_sc else None,
             "details": self.details,
@@ -138,11 +150,12 @@ def _rows_of(arm: str, cells: Sequence[CellResult]) -> list[Row]:
     kind = cells[0].kind
     rollouts = {c.seed: c.rollouts for c in cells}
     tokens = {c.seed: c.tokens for c in cells}
+    cost = {c.seed: c.cost_usd for c in cells}
     if kind != "best-of-k":
-        return [Row(arm, arm, kind, {c.seed: c.tasks for c in cells}, rollouts, tokens)]
+        return [Row(arm, arm, kind, {c.seed: c.tasks for c in cells}, rollouts, tokens, cost_usd=cost)]
     ks = sorted({int(c.details.get("k", 0)) for c in cells})
     details = {"k": ks[0] if len(ks) == 1 else ks, "matched_to": cells[0].details.get("matched_to")}
-    sc = Row(f"{arm} (sc)", arm, kind, {c.seed: c.tasks for c in cells}, rollouts, tokens, details)
+    sc = Row(f"{arm} (sc)", arm, kind, {c.seed: c.tasks for c in cells}, rollouts, tokens, details, cost)
     oracle = Row(
         f"{arm} (pass@k oracle)",
         arm,
@@ -151,6 +164,7 @@ def _rows_of(arm: str, cells: Sequence[CellResult]) -> list[Row]:
         rollouts,
         tokens,
         details,
+        cost,
     )
     return [sc, oracle]
 
@@ -180,6 +194,7 @@ def build_table(results: Sequence[CellResult], arm_order: Sequence[str] = ()) ->
                 row.rollouts,
                 row.tokens,
                 row.details,
+                row.cost_usd,
                 vs_seed=paired_gain(row, seed) if seed is not None and row is not seed else None,
                 vs_sc=paired_gain(row, sc) if sc is not None and row.arm != sc.arm else None,
             )
@@ -208,6 +223,13 @@ def _gain_text(gain: Gain | None) -> str:
     return f"{gain.points:+.1f}{ci} ({gain.wins}W/{gain.losses}L)"
 
 
+def cost_text(usd: float) -> str:
+    """``$0`` (local and scripted models), else dollars to the cent, or below a cent."""
+    if usd <= 0:
+        return "$0"
+    return f"${usd:.2f}" if usd >= 0.01 else "<$0.01"
+
+
 def markdown(table: Table) -> str:
     """The table as Markdown (what README and docs paste), with the line that says what it is."""
     bench = table.benchmark
@@ -221,16 +243,15 @@ def markdown(table: Table) -> str:
     lines = [
         head,
         "",
-        "| arm | test (mean ± sd) | per seed | vs seed | vs best-of-k (sc) | rollouts |",
-        "|---|---|---|---|---|---|",
+        "| arm | test (mean ± sd) | per seed | vs seed | vs best-of-k (sc) | rollouts | cost |",
+        "|---|---|---|---|---|---|---|",
     ]
     for row in table.rows:
         sd = f" ± {row.sd:.1f}" if row.sd is not None else ""
         seeds = ", ".join(f"{v:.1f}" for v in row.scores().values())
         label = row.label + (f" k={row.details['k']}" if row.label.endswith("(sc)") else "")
-        rollouts = statistics.fmean(row.rollouts.values()) if row.rollouts else 0
         lines.append(
             f"| {label} | {row.mean:.1f}{sd} | {seeds} | {_gain_text(row.vs_seed)} | {_gain_text(row.vs_sc)} "
-            f"| {rollouts:.0f} |"
+            f"| {row.rollouts_mean:.0f} | {cost_text(row.cost_mean)} |"
         )
     return "\n".join(lines)

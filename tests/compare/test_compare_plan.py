@@ -68,7 +68,16 @@ CASES: dict[str, tuple[Edit, str, str]] = {
     "no harness folder": (_set(harness="missing-folder"), "harness", "no harness.yaml"),
     "no arms": (_set(arms=[]), "arms", "non-empty list"),
     "unknown arm kind": (_arm(0, kind="sampling"), "arms[0].kind", "unknown arm kind 'sampling'"),
-    "gepa arm": (_add_arm({"kind": "gepa"}), "arms[3].kind", "not yet supported by compare"),
+    "gepa arm without a reflection model": (
+        _add_arm({"kind": "gepa", "budget": 5}),
+        "arms[3].reflection_model",
+        "needs the model",
+    ),
+    "gepa budget of 0": (
+        _add_arm({"kind": "gepa", "budget": 0, "reflection_model": "scripted/policy:learner"}),
+        "arms[3].budget",
+        "from 1 to",
+    ),
     "k of 0": (_arm(2, matched_to=None, k=0), "arms[2].k", "from 1 to"),
     "k and matched_to": (_arm(2, k=3), "arms[2].matched_to", "one of them"),
     "matched to no evolve arm": (_arm(2, matched_to="seed"), "arms[2].matched_to", "names no evolve arm"),

@@ -307,3 +307,45 @@ def test_an_interrupt_inside_a_cell_exits_130_and_keeps_the_finished_ones(
     monkeypatch.setattr(arms, "score_harness", real)
     doc = table_of(compare(plan, "--out", out, "--resume", "--json"))
     assert doc["comparison"]["ran"] == ["hand/seed-0"] and read_result(out, "hand", 0)["attempts"] == 2
+
+
+def test_max_cost_usd_counts_what_finished_cells_cost_and_stops_between_cells(
+    bench: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harnessevolve.models import pricing
+
+    monkeypatch.setattr(pricing, "_GIVEN", {LEARNER: pricing.Price(1000.0, 1000.0)})
+    plan = write_plan(tmp_path, model=LEARNER, benchmark=str(bench), seeds=[0, 1], arms=[{"kind": "seed"}])
+    out = tmp_path / "out"
+    stopped = table_of(compare(plan, "--out", out, "--max-cost-usd", "0.000001", "--json"))
+    spent = read_result(out, "seed", 0)["cost_usd"]
+    assert spent > 0  # the learner's tokens at the given price: the scoring's model calls
+    assert stopped["comparison"]["ran"] == ["seed/seed-0"] and stopped["comparison"]["left"] == [
+        "seed/seed-1"
+    ]
+    assert stopped["comparison"]["stopped"].startswith("--max-cost-usd 1e-06 reached")
+    assert stopped["comparison"]["cost_usd"] == pytest.approx(spent, abs=1e-6)
+    row = rows(stopped)["seed"]
+    assert row["cost_usd_mean"] == pytest.approx(spent, abs=1e-6)
+
+
+def test_html_page_holds_the_table_and_its_plots_without_script(
+    full: tuple[Path, Path, Any], tmp_path: Path
+) -> None:
+    _plan, out, _result = full
+    page = tmp_path / "compare.html"
+    merged = compare("merge", out, "--html", page)
+    assert merged.exit_code == 0, merged.output
+    html = page.read_text()
+    assert (
+        html.startswith("<!doctype html>")
+        and "<script" not in html
+        and "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    )
+    assert html.count("<svg") == 2  # scores per seed; differences against the seed arm
+    for label in ("seed", "evolve", "best-of-k (sc) k=", "best-of-k (pass@k oracle)", "hand"):
+        assert f"<td>{label}" in html
+    assert 'class="win"' in html  # evolve's interval is above zero
+    assert "evolve, seed 0: 100.0" in html  # each seed's dot carries its value
+    bad = compare("merge", out, "--html", tmp_path)
+    assert bad.exit_code == 2 and "--html" in bad.output
