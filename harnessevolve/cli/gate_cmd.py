@@ -13,7 +13,8 @@ from rich.table import Table
 from harnessevolve.cli._errors import EXIT_FAILED, handle_errors
 from harnessevolve.cli.config_options import config_command, own_option
 from harnessevolve.cli.options import ControlK, JsonOut
-from harnessevolve.cli.ui import console, mark, progress_hooks
+from harnessevolve.cli.progress import progress_hooks
+from harnessevolve.cli.ui import console, mark
 from harnessevolve.core.containment import check_output_path
 from harnessevolve.core.errors import BenchmarkError
 from harnessevolve.core.files import atomic_write_text
@@ -95,7 +96,8 @@ def gate(
     for path, option in ((junit, "--junit"), (markdown, "--markdown")):
         if path is not None:
             check_output_path(path, option=option)
-    with stop_signals(), progress_hooks(enabled=not as_json) as hooks:  # SIGTERM stops it like Ctrl-C
+    # SIGTERM stops it like Ctrl-C
+    with stop_signals(), progress_hooks(enabled=not as_json, stage="gate") as hooks:
         report = run_gate(options, hooks)
     if junit:
         atomic_write_text(junit, junit_xml(report))

@@ -14,7 +14,8 @@ from rich.table import Table
 from harnessevolve.cli._errors import handle_errors
 from harnessevolve.cli.final_view import print_final
 from harnessevolve.cli.options import ControlK, HarnessDir, JsonOut, Model, Seed
-from harnessevolve.cli.ui import console, note_malformed, progress_hooks, score
+from harnessevolve.cli.progress import progress_hooks
+from harnessevolve.cli.ui import console, note_malformed, score
 from harnessevolve.core.containment import check_output_path
 from harnessevolve.pipeline.final import score_test_split
 from harnessevolve.report.components import ComponentRow, component_rows
@@ -107,7 +108,7 @@ def report(
     if (control_k is not None or variants or control_temperature is not None) and not final:
         raise typer.BadParameter("needs --final", param_hint="--control-k/--variants/--control-temperature")
     if final:
-        with progress_hooks(enabled=not as_json) as hooks:
+        with progress_hooks(enabled=not as_json, stage="test split") as hooks:
             final_scores = score_test_split(
                 harness_dir,
                 RunDir(run_dir).load(),

@@ -11,7 +11,8 @@ from rich.table import Table
 
 from harnessevolve.cli._errors import EXIT_FAILED, handle_errors
 from harnessevolve.cli.config_options import OUTPUT_PANEL, config_command, own_option
-from harnessevolve.cli.ui import console, mark, progress_hooks, score
+from harnessevolve.cli.progress import progress_hooks
+from harnessevolve.cli.ui import console, mark, score
 from harnessevolve.core.interrupts import stop_signals
 from harnessevolve.pipeline.run import start_run
 from harnessevolve.pipeline.state import GenerationRow

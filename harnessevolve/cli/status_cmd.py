@@ -92,9 +92,7 @@ def status(run_ref: RunRef = None, harness: HarnessDir = Path("."), as_json: Jso
         console.print_json(json.dumps(status_document(view), default=str))
         return
     last = view.last_event
-    table = Table.grid(padding=(0, 2))
-    table.add_column(style="bold")
-    table.add_column()
+    table = StatusRows()
     table.add_row("run", Text(f"{view.run_id}  ({view.root})"))
     table.add_row("state", Text(view.state, STATE_STYLE.get(view.state, "")))
     table.add_row("benchmark", Text(f"{view.benchmark or '?'}, model {view.model or 'from the harness'}"))
@@ -147,7 +145,31 @@ def status(run_ref: RunRef = None, harness: HarnessDir = Path("."), as_json: Jso
                 "yellow",
             ),
         )
-    console.print(table)
+    table.show()
+
+
+class StatusRows:
+    """``status``'s label/value rows: a grid on a terminal; in a pipe one plain line each, the
+    value after the aligned label, never wrapped or padded (a log keeps each row whole)."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, Text]] = []
+
+    def add_row(self, label: str, value: Text) -> None:
+        self.rows.append((label, value))
+
+    def show(self) -> None:
+        if console.is_terminal:
+            grid = Table.grid(padding=(0, 2))
+            grid.add_column(style="bold")
+            grid.add_column()
+            for label, value in self.rows:
+                grid.add_row(label, value)
+            console.print(grid)
+            return
+        width = max((len(label) for label, _ in self.rows), default=0)
+        for label, value in self.rows:
+            console.print(Text.assemble((label.ljust(width), "bold"), "  ", value), soft_wrap=True)
 
 
 def status_document(view: RunView) -> dict[str, Any]:

@@ -12,7 +12,8 @@ from rich.table import Table
 
 from harnessevolve.cli._errors import handle_errors
 from harnessevolve.cli.options import JsonOut
-from harnessevolve.cli.ui import console, progress_bars
+from harnessevolve.cli.progress import progress_bars
+from harnessevolve.cli.ui import console
 from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.train.config import MODES, TrainConfig
 from harnessevolve.train.errors import require_train_stack

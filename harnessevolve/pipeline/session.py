@@ -32,7 +32,14 @@ from harnessevolve.proposing.agent_proposer import (
 from harnessevolve.report.infra_view import fold_infra
 from harnessevolve.runs.counters import Counts, RunCounters
 from harnessevolve.runs.events import BudgetExhausted as BudgetExhaustedEvent
-from harnessevolve.runs.events import Event, RunFailed, RunFinished, RunInterrupted, RunStarted
+from harnessevolve.runs.events import (
+    Event,
+    GenerationStarted,
+    RunFailed,
+    RunFinished,
+    RunInterrupted,
+    RunStarted,
+)
 from harnessevolve.runs.ledger import Ledger, read_ledger
 from harnessevolve.runs.run_config import RunConfig
 from harnessevolve.runs.rundir import STATE_DIR
@@ -161,6 +168,13 @@ def run_generations(
     journal = SpendJournal(run_dir, meter)  # spend on disk as it happens: budgets hold across kills
     counters = RunCounters(run_dir)  # this process's rollout counts, kept beside a killed one's
     ledger.listeners.append(lambda _event: counters.record(_counts(loop, scorer)))
+    ledger.listeners.append(
+        lambda event: (
+            hooks.on_outer(event.generation, options.loop.generations)
+            if isinstance(event, GenerationStarted)
+            else None
+        )
+    )
     scorer.on_rollout = lambda: counters.record(_counts(loop, scorer), durable=False)  # per rollout
     try:
         with run_tempdir(run_id) as (_folder, swept):

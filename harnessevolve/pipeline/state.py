@@ -34,4 +34,7 @@ class RunHooks:
     """How the caller watches a run: progress bars and log lines (the CLI passes rich ones)."""
 
     on_progress: Callable[[str, int], Callable[[], None]] | None = None
+    """A stage of ``total`` rollouts starts (``label``); returns what to call as each one ends."""
     log: Callable[[str], None] = lambda _m: None
+    on_outer: Callable[[int, int], None] = lambda _n, _total: None
+    """The outer count of a long command: a run's generation ``n`` of ``total`` has begun."""

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import git
-import pytest
 
 from harnessevolve.cli.app import app
 
@@ -234,112 +232,3 @@ def test_gate_on_the_test_split_is_recorded(harness_dir: Path, cli, learner) -> 
     event = json.loads(lines[0])
     assert event["event"] == "test_evaluated" and event["revisions"] == {"baseline": base, "candidate": cand}
     assert not git.Repo(harness_dir).is_dirty(untracked_files=True)
-
-
-def test_gate_piped_output_shows_progress_lines(harness_dir: Path, cli, learner, monkeypatch) -> None:
-    """Piped (CI) output of slow work gets plain progress lines, not a bar drawn at the end (the
-    clock advances a minute at each look, so every rollout counts as slow)."""
-    from harnessevolve.cli import ui
-
-    ticks = iter(range(0, 10**6, 60))
-    monkeypatch.setattr(ui, "_now", lambda: float(next(ticks)))
-    base = git.Repo(harness_dir).head.commit.hexsha
-    cand = commit_examples(harness_dir, DEMO, "add a demonstration")
-    result = cli.invoke(app, gate_args(harness_dir, learner, base, cand))
-    assert result.exit_code == 0, result.output
-    lines = re.findall(r"^(.+): (\d+)/(\d+) \((\d+):(\d\d):(\d\d)\)$", result.output, re.M)
-    assert len({label for label, *_ in lines}) >= 2  # baseline and candidate are scored apart
-    assert any(done == total for _, done, total, *_ in lines)
-    assert not re.search(r"━ +\d+/\d+ \d+:\d\d:\d\d", result.output)  # no bar
-
-
-def test_progress_lines_wait_for_slow_work_and_end_with_the_last(capsys) -> None:
-    from harnessevolve.cli.ui import progress_lines
-
-    now = [0.0]
-    advance = progress_lines("score", 6, clock=lambda: now[0])
-    for step in (5, 5, 25, 40, 1, 1):  # seconds each rollout took
-        now[0] += step
-        advance()
-    assert capsys.readouterr().out.splitlines() == [
-        "score: 3/6 (0:00:35)",
-        "score: 4/6 (0:01:15)",
-        "score: 6/6 (0:01:17)",
-    ]
-    quick = progress_lines("quick", 3, clock=lambda: 0.0)
-    for _ in range(3):
-        quick()
-    assert capsys.readouterr().out == ""
-
-
-def test_progress_lines_beat_while_a_slow_rollout_runs(capsys) -> None:
-    """Rollouts of minutes each: the newest unfinished label gets a line every LINE_EVERY_S from the
-    heartbeat's ticks, before any rollout ends; a finished label and an older one get none."""
-    from harnessevolve.cli.ui import ProgressLines
-
-    now = [0.0]
-    lines = ProgressLines(clock=lambda: now[0])
-    lines("earlier", 2)()  # left unfinished (a batch cut by a stop): no heartbeat for it
-    advance = lines("score", 2)
-    for second in (10, 29, 31, 45, 62):
-        now[0] = second
-        lines.tick()
-    now[0] = 70
-    advance()  # 8 s after the last line: quiet
-    now[0] = 75
-    advance()  # the last, shown because a line was
-    now[0] = 200
-    lines.tick()  # finished: nothing more
-    assert capsys.readouterr().out.splitlines() == [
-        "score: 0/2 (0:00:31)",
-        "score: 0/2 (0:01:02)",
-        "score: 2/2 (0:01:15)",
-    ]
-
-
-def test_heartbeat_ticks_until_its_block_ends() -> None:
-    import threading
-
-    from harnessevolve.cli.ui import heartbeat
-
-    ticked = threading.Event()
-
-    class Lines:
-        def tick(self) -> None:
-            ticked.set()
-
-    with heartbeat(Lines(), every_s=0.01):  # type: ignore[arg-type]
-        assert ticked.wait(30)
-    ticked.clear()
-    assert not ticked.wait(0.05)  # the thread is gone with the block
-
-
-@pytest.mark.parametrize(
-    ("env", "tty", "live"),
-    [
-        ({}, True, True),
-        ({}, False, False),
-        ({"TERM": "dumb"}, True, False),
-        ({"FORCE_COLOR": "1"}, False, False),  # a CI log with colours forced: lines, not a bar
-        ({"TTY_INTERACTIVE": "0"}, True, False),
-        ({"TTY_INTERACTIVE": "1"}, False, True),
-    ],
-)
-def test_live_bars_only_on_a_terminal_that_can_redraw_them(monkeypatch, env, tty, live) -> None:
-    import io
-
-    from rich.console import Console
-
-    from harnessevolve.cli import ui
-
-    class Stream(io.StringIO):
-        def isatty(self) -> bool:
-            return tty
-
-    for name in ("TERM", "FORCE_COLOR", "TTY_INTERACTIVE", "TTY_COMPATIBLE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("TERM", "xterm")
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.setattr(ui, "console", Console(file=Stream()))
-    assert ui.live_display() is live
