@@ -73,18 +73,26 @@ def cache_key(model: str, messages: list[dict[str, str]]) -> str:
 
 
 def _ask(model: str, messages: list[dict[str, str]]) -> str:
+    """One judge call on an event loop of its own, quietly: litellm's loggers at ERROR during it,
+    and its logging tasks and HTTP clients of that loop settled before the loop ends
+    (``models.quiet``), so no warning per call and no "Task was destroyed but it is pending!"."""
     from harnessevolve.models import acomplete
+    from harnessevolve.models.quiet import quiet_litellm, settle_loop
 
     async def call() -> str:
-        reply = await acomplete(model, messages, temperature=0.0)
+        try:
+            reply = await acomplete(model, messages, temperature=0.0)
+        finally:
+            await settle_loop()
         return reply.content
 
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(call())
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # called from inside an event loop
-        return pool.submit(contextvars.copy_context().run, asyncio.run, call()).result()
+    with quiet_litellm():
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(call())
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:  # called from inside an event loop
+            return pool.submit(contextvars.copy_context().run, asyncio.run, call()).result()
 
 
 def check_judge(check: Check, trajectory: Trajectory | None) -> tuple[bool, str]:

@@ -98,3 +98,27 @@ def test_judge_is_a_check_kind_of_run_checks(judge, tmp_path: Path) -> None:
 )
 def test_parse_verdict(content: str, verdict) -> None:
     assert parse_verdict(content) == verdict
+
+
+def test_judge_calls_are_quiet_and_leave_no_pending_task(judge, capfd: pytest.CaptureFixture[str]) -> None:
+    """Each judge call runs on an event loop of its own: litellm's logging worker and clients are
+    settled before that loop ends, so no "event loop changed" warning per call, no pending task."""
+    import asyncio
+    import gc
+    import logging
+
+    model, seen = judge
+    level = logging.getLogger("LiteLLM").level
+    check = Check(type="judge", assertion="The agent told the user the refund amount.", model=model)
+    for i in range(4):
+        assert check_judge(check, conversation_run(f"Your refund is 42.5 (call {i})."))[0]
+
+    async def inside_a_loop() -> None:  # the way a run calls it: from inside its event loop
+        assert check_judge(check, conversation_run("Your refund is 42.5 (in a loop)."))[0]
+
+    asyncio.run(inside_a_loop())
+    gc.collect()
+    assert len(seen) == 5
+    err = capfd.readouterr().err
+    assert "LoggingWorker" not in err and "Task was destroyed" not in err and "WARNING" not in err, err
+    assert logging.getLogger("LiteLLM").level == level  # quiet only during the calls
