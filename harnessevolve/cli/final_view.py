@@ -8,10 +8,8 @@ from typing import Any
 from rich.table import Table
 
 from harnessevolve.cli.ui import console
-
-
-def ci_text(ci: Any) -> str:
-    return f"{ci[0]:.3f} - {ci[1]:.3f}" if ci else "-"
+from harnessevolve.report.final_text import beats_line
+from harnessevolve.report.final_text import interval_text as ci_text
 
 
 def control_label(control: dict[str, Any]) -> str:
@@ -19,15 +17,6 @@ def control_label(control: dict[str, Any]) -> str:
         k, tasks, spent = control["k"], control["tasks"], control["matched_to"]
         return f"matched: k={k} x {tasks} tasks ~ the run's {spent} rollouts"
     return f"k={control['k']} given by --control-k: NOT matched to the run's rollouts"
-
-
-def beats_line(control: dict[str, Any]) -> str:
-    gain, ci = control["evolved_minus_sc"], control.get("evolved_minus_sc_ci")
-    verdict = "beats the control" if gain > 0 else "does NOT beat the control"
-    where = f" ({100 * control['confidence']:g}% CI {ci[0] * 100:+.1f} to {ci[1] * 100:+.1f})" if ci else ""
-    if gain > 0 and ci and ci[0] <= 0:
-        verdict += " (the interval reaches 0: not shown beyond noise)"
-    return f"evolved - control (sc): {gain * 100:+.1f} points{where}: {verdict}"
 
 
 def print_final(doc: dict[str, Any]) -> None:

@@ -15,12 +15,13 @@ from typing import Any
 
 from harnessevolve import __version__
 from harnessevolve.core.files import atomic_write_text
-from harnessevolve.report.conversations import anchor_for, conversation_views
+from harnessevolve.report.conversations import anchor_for, conversation_groups, conversation_views
+from harnessevolve.report.final_text import beats_line, interval_text
 from harnessevolve.report.firing import firings
 from harnessevolve.report.run_model import CandidateView, RunView
 from harnessevolve.report.runs import format_duration
 from harnessevolve.report.svg_chart import PALETTE, Series, line_chart
-from harnessevolve.report.task_matrix import task_matrix
+from harnessevolve.report.task_matrix import failure_groups, task_matrix
 
 TEMPLATE = "report.html.j2"
 TOP_CLUSTERS = 10
@@ -124,10 +125,12 @@ def render_html(view: RunView, link_base: str | None = None) -> str:
     env.filters["num"] = format_number
     env.filters["score"] = lambda v: "-" if v is None else f"{v:.3f}"
     env.filters["money"] = lambda v: "-" if v is None else f"${v:,.4f}"
+    env.filters["ci"] = interval_text
     generated = datetime.now(UTC)
     chart = line_chart(score_series(view), title="Scores per generation") if view.generations else None
     stages = sorted(view.usage)
     matrix = task_matrix(view.root, list(view.events))
+    conversations = conversation_views(Path(view.root), matrix)
     return env.get_template(TEMPLATE).render(
         view=view,
         version=__version__,
@@ -146,8 +149,11 @@ def render_html(view: RunView, link_base: str | None = None) -> str:
         },
         anchors={c.sha: c.anchor for c in view.candidates if c.sha},
         tasks=matrix,
-        conversations=conversation_views(Path(view.root), matrix),
+        conversations=conversations,
+        conversation_groups=conversation_groups(conversations),
         conversation_anchor=anchor_for,
+        failure_groups=failure_groups,
+        beats_line=beats_line,
         firing={f.sha: f for f in firings(view.events)},
         run_link=(link_base if link_base is not None else Path(view.root).resolve().as_uri()).rstrip("/"),
     )

@@ -94,6 +94,9 @@ class TestScores:
     ts: str
     control: dict[str, Any] | None = None
     """The matched-budget control (``test_evaluated.control``): the seed's best-of-k."""
+    intervals: dict[str, list[float]] = field(default_factory=dict)
+    """The confidence interval of each score (``test_evaluated.intervals``, as ``report --final``
+    computed and printed them); {} for an older event without them."""
 
 
 @dataclass(frozen=True)

@@ -198,7 +198,14 @@ class _Fold:
         scores = {k: float(v) for k, v in e.scores.items() if _float(v) is not None}
         revisions = {k: str(v) for k, v in e.revisions.items()}
         control = e.control if isinstance(e.control, dict) else None
-        self.tests.append(TestScores(int(e.tasks or 0), scores, revisions, e.model, str(e.ts or ""), control))
+        intervals = {
+            k: [float(x) for x in v]
+            for k, v in (e.intervals if isinstance(e.intervals, dict) else {}).items()
+            if isinstance(v, list) and len(v) == 2 and all(_float(x) is not None for x in v)
+        }
+        self.tests.append(
+            TestScores(int(e.tasks or 0), scores, revisions, e.model, str(e.ts or ""), control, intervals)
+        )
 
 
 FOLDS: dict[type[ev.Event], Callable[[_Fold, Any], None]] = {

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from harnessevolve.cli.app import app
 from harnessevolve.report.html import render_html
 from harnessevolve.report.run_view import load_run_view
+from harnessevolve.report.task_matrix import task_matrix
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -90,6 +91,20 @@ def test_usage_per_stage_and_generation_from_the_ledger(finished_run: Path, tmp_
 def test_rejected_candidates_show_recorded_diffs(multi_candidate_run: Path, tmp_path: Path) -> None:
     html = report_html(multi_candidate_run, tmp_path / "k2.html").read_text()
     assert "diff from recorded changes" in html and "diff from git" in html
+
+
+def test_the_task_matrix_names_revisions_by_commit(multi_candidate_run: Path, tmp_path: Path) -> None:
+    events = ledger_events(multi_candidate_run)
+    known = {e["rev"] for e in events if e["event"] == "baseline"}
+    known |= {e["sha"] for e in events if e["event"] == "candidate_committed"}
+    matrix = task_matrix(multi_candidate_run, list(load_run_view(multi_candidate_run).events))
+    committed = [r for r in matrix.revisions if r.commit]
+    assert committed and {r.commit for r in committed} <= known and matrix.revisions[0].commit in known
+    html = report_html(multi_candidate_run, tmp_path / "k2.html").read_text()
+    for r in matrix.revisions:  # a candidate never committed has no commit: its content hash, said so
+        shown = r.commit[:8] if r.commit else f"content {r.harness_hash[:8]}"
+        assert f'title="harness content {r.harness_hash}">{shown}<' in html
+        assert r.commit or r.label == "uncommitted candidate"
 
 
 def chromium(*args: str, timeout: int = 90) -> subprocess.CompletedProcess:
