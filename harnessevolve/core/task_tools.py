@@ -94,6 +94,10 @@ class SimulatedUser:
     recorded as ``stop``."""
     frame: str = USER_FRAME
     opening: str = USER_OPENING
+    scenario: str = ""
+    """What the user wants, in the task's words (``user.scenario``): what demonstrations, proposers
+    and the leakage gate know a user-opened task by, instead of ``instructions`` (the simulator's
+    whole system prompt, persona and rules included). Empty: see ``Task.opening_text``."""
 
     @property
     def stop_tokens(self) -> tuple[tuple[str, str], ...]:
@@ -190,6 +194,7 @@ def load_tool_use(doc: dict[str, Any], search: tuple[str, ...], *, root: Path, f
             stops=stops,
             frame=u.get("frame", USER_FRAME),
             opening=u.get("opening", USER_OPENING),
+            scenario=u.get("scenario", ""),
         )
         if doc.get("turns"):
             raise BenchmarkError(

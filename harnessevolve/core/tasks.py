@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from harnessevolve.core import paths
+from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.errors import BenchmarkError
 from harnessevolve.core.files import read_yaml
 from harnessevolve.core.schema import check
@@ -101,10 +102,22 @@ class Task:
     @property
     def opening_text(self) -> str:
         """What the task asks, for demonstrations, proposers and the leakage gate: the instruction,
-        or, for a task whose simulated user opens the conversation, that user's scenario."""
+        or, for a task whose simulated user opens the conversation, that user's ``scenario``
+        (``user.instructions`` when it has none; ``opening_in`` prefers what the user said)."""
         if self.instruction:
             return self.instruction
-        return self.user.instructions if self.user is not None else ""
+        if self.user is None:
+            return ""
+        return self.user.scenario or self.user.instructions
+
+    def opening_in(self, reference: Trajectory | None) -> str:
+        """``opening_text``, except for a user-opened task without a ``scenario``: the first
+        message its simulated user wrote in ``reference`` (what the agent was asked), so that a
+        demonstration carries the scenario, not the simulator's whole system prompt."""
+        if self.instruction or self.user is None or self.user.scenario or reference is None:
+            return self.opening_text
+        said = next((s.message for s in reference.steps if s.source == "user" and s.message.strip()), "")
+        return said.strip() or self.opening_text
 
     @property
     def user_turns(self) -> tuple[str, ...]:

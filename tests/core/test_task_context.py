@@ -92,3 +92,17 @@ def test_a_task_opened_by_its_simulated_user_is_known_by_the_scenario() -> None:
     after = {"prompts/system.md": "Example: You want a refund for order 4411 placed last week.\n"}
     verdict = ngram_verdict({"prompts/system.md": ""}, after, [task], LeakageConfig())
     assert not verdict.passed and "instruction" in verdict.reason
+
+
+def test_a_task_files_user_scenario_is_what_the_task_is_known_by(tmp_path: Path) -> None:
+    user = {
+        "model": "scripted/u",
+        "instructions": "You are a user simulator. PERSONA: Mia.",
+        "scenario": "A refund.",
+    }
+    task = answer_task("refund", "", "ok", user=user)
+    del task["instruction"]
+    suite = write_suite(tmp_path / "suite", "scenarios", task)
+    (loaded,) = load_benchmark(str(suite)).tasks
+    assert loaded.user is not None and loaded.user.scenario == "A refund."
+    assert loaded.opening_text == "A refund."
