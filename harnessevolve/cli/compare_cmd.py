@@ -17,7 +17,7 @@ from typer.core import TyperGroup
 
 from harnessevolve.cli._errors import EXIT_INTERRUPTED, handle_errors
 from harnessevolve.cli.options import JsonOut
-from harnessevolve.cli.ui import progress_hooks
+from harnessevolve.cli.progress import progress_hooks
 from harnessevolve.compare.merge import load_results, result_files
 from harnessevolve.compare.plan import Plan, load_plan
 from harnessevolve.compare.runner import CellDone, Comparison, run_comparison
@@ -167,7 +167,8 @@ def run_command(
         typer.Option("--html", help="Also write the table and its plots as one self-contained HTML page."),
     ] = None,
     verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="Show each cell's run log and rollout progress.")
+        bool,
+        typer.Option("--verbose", "-v", help="Show each cell's run log too (its decisions, its stages)."),
     ] = False,
     json_out: JsonOut = False,
 ) -> None:
@@ -189,7 +190,8 @@ def run_command(
         lines.print(_cell_line(done), markup=False)
 
     try:
-        with stop_signals(), progress_hooks(enabled=verbose) as hooks:
+        shown = progress_hooks(console=lines, unit="cell", whole="comparison", stage="compare")
+        with stop_signals(), shown as hooks:
             comparison = run_comparison(
                 plan,
                 out,
@@ -199,7 +201,8 @@ def run_command(
                 max_cost_usd=max_cost_usd,
                 command=command,
                 on_cell=on_cell,
-                log=hooks.log,
+                on_start=hooks.on_outer,
+                log=hooks.log if verbose else lambda _m: None,
                 progress=hooks.on_progress,
             )
     except KeyboardInterrupt:

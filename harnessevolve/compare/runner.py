@@ -166,10 +166,12 @@ def run_comparison(
     max_cost_usd: float | None = None,
     command: str = "",
     on_cell: Callable[[CellDone], None] = lambda _d: None,
+    on_start: Callable[[int, int], None] = lambda _n, _total: None,
     log: Callable[[str], None] = lambda _m: None,
     progress: Progress | None = None,
 ) -> Comparison:
-    """Run the selected cells of ``plan`` into ``out``; see the module docstring."""
+    """Run the selected cells of ``plan`` into ``out``; see the module docstring. ``on_start(n, m)``
+    is called as the n-th of the m cells to run starts, ``on_cell`` as it finishes."""
     check_output_path(out, option="--out", kind="folder")
     if has_cells(out) and not resume:
         raise CompareError(
@@ -212,6 +214,7 @@ def run_comparison(
                 elapsed_s=elapsed,
                 cost_usd=cost,
             )
+        on_start(index + 1, len(todo))
         try:
             result = run_cell(ctx, cell, out, expected, command)
         except HarnessEvolveError as exc:  # say which cell stopped the comparison
