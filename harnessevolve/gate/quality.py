@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from harnessevolve.core.tasks import Task
 from harnessevolve.gate.config import QualityConfig
 from harnessevolve.gate.verdict import GateVerdict
 from harnessevolve.harness.editable import change_allowed
@@ -38,8 +39,11 @@ def quality_gate(
     config: QualityConfig,
     *,
     model: str | None = None,
+    tasks: Sequence[Task] = (),
 ) -> GateVerdict:
-    """``model``: the agent model whose tokenizer counts the prompt (default: the harness's)."""
+    """``model``: the agent model whose tokenizer counts the prompt (default: the harness's).
+    ``tasks``: the benchmark's; the largest one's context and tools count against the model's
+    context window with the harness's prompt and tools (``rendered_window``)."""
     problems = validate_harness(candidate_dir)
     if problems:
         return GateVerdict("quality", False, f"invalid harness: {problems[0]}", {"problems": len(problems)})
@@ -51,7 +55,7 @@ def quality_gate(
     prompt_tokens = measured.tokens
     examples_before = sum(count_examples(t) for p, t in before.items() if p.endswith(".md"))
     examples_after = sum(count_examples(t) for p, t in harness.files.items() if p.endswith(".md"))
-    window = rendered_window(harness, model or harness.model)
+    window = rendered_window(harness, model or harness.model, tasks)
     numbers = {
         "changed": changed,
         "prompt_chars": prompt_chars,
@@ -78,13 +82,7 @@ def quality_gate(
             numbers,
         )
     if window.over:
-        return GateVerdict(
-            "quality",
-            False,
-            f"prompt overflows the model's window: {window.rendered_tokens} tokens of system prompt and "
-            f"tool definitions + {window.reply_tokens} reply > {window.window} of {window.model}",
-            numbers,
-        )
+        return GateVerdict("quality", False, window.reason(), numbers)
     if examples_after - examples_before > config.max_new_examples:
         return GateVerdict(
             "quality",
@@ -97,31 +95,75 @@ def quality_gate(
 
 @dataclass(frozen=True)
 class RenderedWindow:
-    """The harness's own part of every model call (system prompt and the tool definitions it
-    offers, JSON as sent) with the reply it asks for, against the model's context window. A task's
-    own context and tools come on top and are the benchmark's (counted apart)."""
+    """What every model call of a rollout sends before its first user message, with the reply it
+    asks for, against the model's context window: the harness's own part (system prompt and the
+    tool definitions it offers, JSON as sent) and the largest task's part (its ``context`` and the
+    tools it adds to the harness's; MCP servers' tools are listed only when a rollout starts and
+    are not counted)."""
 
     model: str
     rendered_tokens: int
     reply_tokens: int
     window: int | None
+    task_tokens: int = 0
+    """The largest task part of the tasks given (0: none given, or none adds anything)."""
+    task_id: str = ""
+    """The task it belongs to."""
 
     @property
     def over(self) -> bool:
-        return self.window is not None and self.rendered_tokens + self.reply_tokens > self.window
+        return self.window is not None and self.total > self.window
+
+    @property
+    def total(self) -> int:
+        return self.rendered_tokens + self.task_tokens + self.reply_tokens
+
+    def reason(self) -> str:
+        task = f" + {self.task_tokens} of task {self.task_id}'s context and tools" if self.task_tokens else ""
+        return (
+            f"prompt overflows the model's window: {self.rendered_tokens} tokens of system prompt and "
+            f"tool definitions{task} + {self.reply_tokens} reply > {self.window} of {self.model}"
+        )
 
     def numbers(self) -> dict[str, Any]:
         return {
             "rendered_tokens": self.rendered_tokens,
+            "task_tokens": self.task_tokens,
+            "largest_task": self.task_id or None,
             "reply_tokens": self.reply_tokens,
             "context_window": self.window,
         }
 
 
-def rendered_window(harness: Harness, model: str) -> RenderedWindow:
+TASKS_MEASURED = 3
+"""How many of the longest task parts (by characters) are measured in tokens for the largest."""
+
+
+def task_part(harness: Harness, task: Task) -> str:
+    """A task's own part of the system message and tool definitions, as a rollout sends it: its
+    context, and its tools that the harness does not define (a harness tool of the same name is
+    offered in their place, and is counted with the harness)."""
+    names = {t.name for t in harness.tools}
+    tools = [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+        }
+        for t in task.tools
+        if t.name not in names
+    ]
+    return "\n".join(part for part in (task.context.strip(), json.dumps(tools) if tools else "") if part)
+
+
+def rendered_window(harness: Harness, model: str, tasks: Sequence[Task] = ()) -> RenderedWindow:
     tools = json.dumps([t.openai_schema() for t in harness.tools], ensure_ascii=False)
     rendered = measure_tokens(harness.assembled_prompt() + "\n" + tools, model).tokens
-    return RenderedWindow(model, rendered, harness.loop.max_tokens or 0, context_window(model))
+    parts = sorted(((task_part(harness, t), t.id) for t in tasks), key=lambda p: -len(p[0]))
+    measured = [(measure_tokens(text, model).tokens, tid) for text, tid in parts[:TASKS_MEASURED] if text]
+    task_tokens, task_id = max(measured, default=(0, ""))
+    return RenderedWindow(
+        model, rendered, harness.loop.max_tokens or 0, context_window(model), task_tokens, task_id
+    )
 
 
 # --- code: changed Python compiles and survives a sandboxed smoke run -------------------------------

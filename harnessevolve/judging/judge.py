@@ -118,7 +118,9 @@ class CandidateJudge:
     async def screen(self, current: Harness, candidate_dir: Path, smoke_task: Task, label: str) -> Judgement:
         """The quality gate: schemas, editable paths, size; then leakage; then a one-task smoke run."""
         judgement = Judgement()
-        quality = quality_gate(candidate_dir, current.files, current.editable, self.gates.quality)
+        quality = quality_gate(
+            candidate_dir, current.files, current.editable, self.gates.quality, tasks=self.benchmark.tasks
+        )
         judgement.verdicts.append(quality)
         judgement.table = {"quality": quality.passed, "performance": None, "heldout": None}
         if not quality.passed:

@@ -47,6 +47,23 @@ def check_seed_leakage(harness: Harness, benchmark: Benchmark, gates: GateConfig
         )
 
 
+def check_context_window(harness: Harness, benchmark: Benchmark, model: str) -> None:
+    """The seed's prompt and tools, the largest task's context and tools and the reply fit the
+    model's context window (when it is known): else that task could not run, and the quality
+    gate, which counts the same, would refuse every edit."""
+    from harnessevolve.gate.quality import rendered_window
+
+    window = rendered_window(harness, model, benchmark.tasks)
+    if window.over:
+        raise BenchmarkError(
+            window.reason().replace("prompt overflows", "the seed's prompt overflows", 1),
+            file=_task_file(benchmark, window.task_id) if window.task_id else str(harness.root),
+            field="context" if window.task_tokens else "system_prompt",
+            hint="shorten the task's context or tools or the harness's prompt, lower loop.max_tokens, "
+            "or use a model with a larger window (local models: HARNESSEVOLVE_LOCAL_N_CTX)",
+        )
+
+
 def _task_file(benchmark: Benchmark, task_id: str) -> str:
     path = benchmark.root / "tasks" / f"{task_id}.yaml"
     return str(path if path.is_file() else benchmark.root)

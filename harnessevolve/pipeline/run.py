@@ -120,6 +120,7 @@ def check_run(options: RunConfig) -> CheckedRun:
     preflight.check_prompt_cap(seed_harness, gates)
     preflight.check_seed_leakage(seed_harness, benchmark, gates)
     preflight.check_models(agent_model, optimize.optimizer_model, gates)
+    preflight.check_context_window(seed_harness, benchmark, agent_model)
     priced = check_cost_budget(
         (agent_model, optimize.optimizer_model, gates.leakage.judge_model),
         max_cost_usd=budget.max_cost_usd,

@@ -201,6 +201,36 @@ def test_quality_counts_prompt_and_tool_definitions_against_the_models_window(
     assert "> 256 of local/smollm2-135m" in over.reason
 
 
+def test_quality_counts_the_largest_tasks_context_and_tools_against_the_window(
+    harness_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task's context and the tools it adds ride on every call of its rollouts: they count too."""
+    from harnessevolve.core.task_tools import TaskTool
+    from harnessevolve.core.tasks import Check, Task
+
+    before = read_files(harness_dir)
+    monkeypatch.setenv("HARNESSEVOLVE_LOCAL_N_CTX", "4096")
+    check = (Check(type="answer", expected="x"),)
+    small = Task("small", "hi", "train", check, context="Be polite.")
+    tool = TaskTool("lookup_order", "Look an order up. " * 200, {"type": "object", "properties": {}})
+    big = Task("big", "hi", "train", check, context="Refunds need a receipt. " * 600, tools=(tool,))
+    alone = quality_gate(harness_dir, before, EDITABLE, QualityConfig(), model="local/smollm2-135m")
+    assert alone.passed and alone.numbers["task_tokens"] == 0
+    with_tasks = quality_gate(
+        harness_dir, before, EDITABLE, QualityConfig(), model="local/smollm2-135m", tasks=[small, big]
+    )
+    assert not with_tasks.passed, with_tasks.numbers
+    assert "of task big's context and tools" in with_tasks.reason
+    assert with_tasks.numbers["largest_task"] == "big" and with_tasks.numbers["task_tokens"] > 3000
+    # a harness tool of the same name is offered in the task tool's place (and counted with the harness)
+    shadowed = TaskTool("bash", "Run it. " * 3000, {"type": "object", "properties": {}})
+    small = Task("small", "hi", "train", check, context="Be polite.", tools=(shadowed,))
+    fits = quality_gate(
+        harness_dir, before, EDITABLE, QualityConfig(), model="local/smollm2-135m", tasks=[small]
+    )
+    assert fits.passed and 0 < fits.numbers["task_tokens"] < 20, fits.numbers
+
+
 def example(i: int) -> str:
     return f'## Example\nTask: task {i}\nStep 1: call submit {{"answer": "{i}"}}\n'
 
