@@ -20,6 +20,7 @@ import re
 from typing import Any
 
 from harnessevolve.core.signals import Cluster
+from harnessevolve.harness.components import split_location
 from harnessevolve.optimize.edits import split_front_matter
 from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed
 from harnessevolve.optimize.reference_diff import split_demonstrations
@@ -71,6 +72,19 @@ def _section_text(text: str, section: str) -> str:
     return text[start:end] if text.count(text[start:end]) == 1 else section
 
 
+def _removal(
+    context: ProposalContext, location: str, section: str
+) -> tuple[list[dict[str, Any]], dict[str, str | None] | None]:
+    """(the ``delete_text`` edit that removes ``section`` from its file, None); for a location inside
+    a config file (a mini-swe-agent template), no edit but the change itself (None: it cannot be made)."""
+    text = context.text_at(location)
+    old = _section_text(text, section)
+    if split_location(location)[1]:
+        kept = text.replace(old, "", 1)
+        return [], context.changes_at(location, kept.rstrip("\n") + "\n" if text.endswith("\n") else kept)
+    return [{"op": "delete_text", "path": location, "old": old}], None
+
+
 def _snippets(body: str) -> list[str]:
     found = [a or b for a, b in CODE.findall(body)]
     found += [line for block in FENCE.findall(body) for line in block.splitlines()]
@@ -81,6 +95,12 @@ class AblationProposer:
     """Removes demonstrations that are copied into wrong tasks, bloat, and skills nobody uses."""
 
     name = "ablate"
+    parts = "demonstrations or skills"
+    """What it edits (named when ``run`` refuses a harness none of its proposers reaches)."""
+
+    def reaches(self, context: ProposalContext) -> bool:
+        """It removes demonstrations and skills: either must be editable."""
+        return context.may_edit_at(context.examples_path) or bool(context.editable_files("skills/*/SKILL.md"))
 
     async def propose(self, context: ProposalContext) -> Candidate | None:
         for make in (self._copied_demonstration, self._bloat, self._unused_skill):
@@ -100,8 +120,13 @@ class AblationProposer:
         rationale: str,
         evidence: list[str],
         tasks: list[str],
+        written: dict[str, str | None] | None = None,
     ) -> Candidate | None:
-        changes = context.fresh_changes(edits, summary)
+        """``written``: the change itself, where no edit operation can say it (a key of a config file)."""
+        if written is not None:
+            changes = None if summary in context.rejected else written
+        else:
+            changes = context.fresh_changes(edits, summary) if edits else None
         if changes is None:
             return None  # not editable, or the harness would not validate: not this proposer's call
         clusters = [c for c in (_cluster_of(context, t) for t in tasks) if c is not None]
@@ -119,7 +144,7 @@ class AblationProposer:
 
     def _copied_demonstration(self, context: ProposalContext) -> Candidate | None:
         path = context.examples_path
-        text = context.files.get(path or "", "")
+        text = context.text_at(path)
         if not path or not text:
             return None
         failed = _failed_actions(context)
@@ -145,21 +170,21 @@ class AblationProposer:
                     break
             if not copies:
                 continue
-            edits = [{"op": "delete_text", "path": path, "old": _section_text(text, section)}]
+            edits, written = _removal(context, path, section)
             summary = f"remove the demonstration of {task[:60]!r}: copied into failed runs of other tasks"
             rationale = (
                 f"Failed runs of other tasks repeat this demonstration's tool calls verbatim "
                 f"({', '.join(tasks)}): the agent copies it instead of solving its own task."
             )
-            return self._candidate(context, edits, summary, rationale, copies, tasks)
+            return self._candidate(context, edits, summary, rationale, copies, tasks, written)
         return None
 
     def _bloat(self, context: ProposalContext) -> Candidate | None:
         limits = context.limits
         chars = context.prompt_chars
         if chars is None:
-            parts = [context.system_prompt_path, context.examples_path or ""]
-            chars = sum(len(context.files.get(p, "")) for p in parts) + sum(
+            parts = dict.fromkeys([context.system_prompt_path, context.examples_path or ""])
+            chars = sum(len(context.text_at(p)) for p in parts) + sum(
                 len(t)
                 for p, t in context.files.items()
                 if p.startswith("skills/") and p.endswith("/SKILL.md")
@@ -173,12 +198,10 @@ class AblationProposer:
         measure += f", {context.prompt_tokens} tokens)" if context.prompt_tokens is not None else ")"
         tasks = [t for c in context.clusters for t in c.task_ids]
         path = context.examples_path
-        sections = split_demonstrations(context.files.get(path or "", ""))[1] if path else []
+        sections = split_demonstrations(context.text_at(path))[1] if path else []
         if path and sections:
             task, _ = demonstration_calls(sections[0])
-            edits = [
-                {"op": "delete_text", "path": path, "old": _section_text(context.files[path], sections[0])}
-            ]
+            edits, written = _removal(context, path, sections[0])
             summary = f"remove the oldest demonstration ({task[:60]!r}): prompt near its size cap"
             return self._candidate(
                 context,
@@ -187,6 +210,7 @@ class AblationProposer:
                 f"The {measure}; the oldest demonstration goes first.",
                 [measure],
                 tasks,
+                written,
             )
         unused = self._unused_skills(context, require_evidence=False)
         if unused:

@@ -46,6 +46,7 @@ from harnessevolve.optimize.code_levers import (
     _section,
     _text_call_code,
     _unknown_code,
+    agent_script,
     harness_settings,
 )
 from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed
@@ -240,6 +241,21 @@ class BehaviourProposer:
     that fits, as one edit-operation candidate."""
 
     name = "behaviour"
+    parts = "agent code, loop settings or tool definitions"
+    """What it edits (named when ``run`` refuses a harness none of its proposers reaches)."""
+
+    def reaches(self, context: ProposalContext) -> bool:
+        """Its levers: a command agent's editable script, the builtin loop's settings or recovery
+        rules, or an editable tool definition."""
+        settings = harness_settings(context)
+        loop = _builtin(settings) and (
+            context.may_edit("harness.yaml", "loop") or context.may_edit("harness.yaml", "recovery")
+        )
+        return (
+            loop
+            or bool(context.editable_files("tools/*.yaml"))
+            or agent_script(context, settings) is not None
+        )
 
     async def propose(self, context: ProposalContext) -> Candidate | None:
         settings = harness_settings(context)

@@ -64,6 +64,12 @@ def _path(text: str) -> str:
 
 class MemoryProposer:
     name = "memory"
+    parts = "experience memory (turned on)"
+    """What it edits (named when ``run`` refuses a harness none of its proposers reaches)."""
+
+    def reaches(self, context: ProposalContext) -> bool:
+        """Memory is on and its entries are editable."""
+        return self._settings(context) is not None
 
     def _settings(self, context: ProposalContext) -> dict[str, Any] | None:
         section = component_settings(context, "memory")

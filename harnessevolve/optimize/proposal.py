@@ -8,6 +8,13 @@ from typing import Any, Protocol
 
 from harnessevolve.core.errors import EditError
 from harnessevolve.core.signals import Cluster
+from harnessevolve.harness.components import (
+    BUILTIN_STEP_LIMIT,
+    may_edit_location,
+    read_location,
+    split_location,
+    write_location,
+)
 from harnessevolve.harness.editable import may_edit, may_edit_section
 
 
@@ -40,7 +47,11 @@ class ProposalContext:
     editable: tuple[str, ...]
     """Glob patterns of the files an edit may touch."""
     system_prompt_path: str
+    """Where rules go: a harness file, or a key of a YAML file of it (``mini.yaml#agent.system_template``,
+    a *location*: ``harness/components.py``); '' when the harness has none. Read and write it with
+    ``text_at`` / ``changes_at``."""
     examples_path: str | None
+    """Where demonstrations go (a location, like ``system_prompt_path``); None when nowhere."""
     clusters: tuple[Cluster, ...]
     """This batch's error clusters, largest and most severe first."""
     instructions: dict[str, str] = field(default_factory=dict)
@@ -68,6 +79,52 @@ class ProposalContext:
     strikes: dict[str, int] = field(default_factory=dict)
     """proposer name -> how many of its candidates a gate turned down in this run since its last
     accepted one (``ChainProposer`` asks the proposers with fewer first)."""
+    step_limit_path: str = BUILTIN_STEP_LIMIT
+    """The location of the agent's step limit: ``harness.yaml#loop.max_steps`` for the builtin loop and
+    command agents, a key of an agent's own config otherwise (``mini.yaml#agent.step_limit``)."""
+    templates: bool = False
+    """The prompt locations are Jinja templates (mini-swe-agent's): text put in them goes through
+    ``components.literal``."""
+
+    def editable_files(self, pattern: str) -> list[str]:
+        """The harness's files that match the glob ``pattern`` and may change as a whole."""
+        from fnmatch import fnmatch
+
+        return [p for p in sorted(self.files) if fnmatch(p, pattern) and self.may_edit(p)]
+
+    def may_edit_at(self, location: str | None) -> bool:
+        """The location (a file, or a key of a YAML file) may change."""
+        return bool(location) and may_edit_location(location or "", self.editable)
+
+    def text_at(self, location: str | None) -> str:
+        """The text at a location ('' when absent or not text)."""
+        found = read_location(self.files, location) if location else None
+        return found if isinstance(found, str) else ""
+
+    def value_at(self, location: str) -> Any:
+        """The value at a location (None when absent)."""
+        return read_location(self.files, location)
+
+    def changes_at(self, location: str, value: Any) -> dict[str, str | None] | None:
+        """The whole-file change that puts ``value`` at ``location``. A key of a YAML file is written in
+        place and the edited harness must still validate (no problem the current one lacks); None
+        when it would not, or the location is not editable."""
+        if not self.may_edit_at(location):
+            return None
+        path, keys = split_location(location)
+        try:
+            new = write_location(self.files, location, value)
+        except ValueError:
+            return None
+        if new == self.files.get(path):
+            return None
+        if keys:
+            from harnessevolve.optimize.edits import harness_problems
+
+            known = {str(p) for p in harness_problems(self.files)}
+            if any(str(p) not in known for p in harness_problems({**self.files, path: new})):
+                return None
+        return {path: new}
 
     def may_edit(self, path: str, section: str | None = None) -> bool:
         """``path`` may change as a whole, or (``section``) in that top-level YAML section."""
@@ -192,6 +249,10 @@ class Proposer(Protocol):
     ``candidate.revised(new, reason)`` so that ``revision`` and ``feedback`` record the history;
     or raises ``ProposalFailed`` when it cannot answer that reason (never returns None). The
     pipeline calls it at most T_rev times in a row for one generation.
+
+    Optionally, ``reaches(context) -> bool`` says whether the harness lets it edit anything at all
+    (asked once, before any rollout, with a context without evidence: see ``reaches`` below) and
+    ``parts`` names what it edits; ``run`` refuses a harness that none of its proposers reaches.
     """
 
     name: str
@@ -225,3 +286,24 @@ def component_settings(context: ProposalContext, key: str) -> dict[str, Any] | N
     if not isinstance(section, dict) or section.get("enabled") is False:
         return None
     return section
+
+
+def anything_editable(context: ProposalContext) -> bool:
+    """The harness lets an edit change something: an existing file, or a section of one."""
+    return any(context.may_edit(path) for path in context.files) or any(
+        "#" in entry and entry.split("#", 1)[0] in context.files for entry in context.editable
+    )
+
+
+def reaches(proposer: Proposer, context: ProposalContext) -> bool:
+    """Whether ``proposer`` could edit anything in the harness of ``context`` (a context without
+    evidence will do: only its files, ``editable`` and locations are read). A proposer says so with a
+    ``reaches(context) -> bool`` method; one that has none (the model proposers, the optimizer
+    agent) edits any editable file, so it reaches the harness when anything is editable."""
+    check = getattr(proposer, "reaches", None)
+    return anything_editable(context) if check is None else bool(check(context))
+
+
+def reach_parts(proposer: Proposer) -> str:
+    """What ``proposer`` edits, in words (its ``parts``; any editable file when it does not say)."""
+    return str(getattr(proposer, "parts", "any editable file"))

@@ -11,6 +11,7 @@ import json
 import re
 
 from harnessevolve.core.signals import Cause, Cluster
+from harnessevolve.harness.components import literal, read_location
 from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed, ReferenceAction
 
 OBSERVATION_CHARS = 160
@@ -64,7 +65,7 @@ def join_demonstrations(preamble: str, sections: list[str]) -> str:
 
 
 def cluster_candidate(
-    proposer: str, cluster: Cluster, path: str, new: str, summary: str, detail: str = ""
+    proposer: str, cluster: Cluster, changes: dict[str, str | None], summary: str, detail: str = ""
 ) -> Candidate:
     """A one-file edit aimed at ``cluster``, with the cluster's evidence as its rationale."""
     rationale = (
@@ -72,7 +73,7 @@ def cluster_candidate(
         f"(severity {cluster.severity:.2f}); {cluster.fix_direction}."
     )
     return Candidate(
-        changes={path: new},
+        changes=changes,
         summary=summary,
         rationale=f"{rationale} {detail}".strip(),
         targets=(cluster.cause.value,),
@@ -89,30 +90,40 @@ class DemoProposer:
     """Adds one failed task's reference steps as a demonstration, from the largest cluster first."""
 
     name = "demo"
+    parts = "the demonstrations"
+    """What it edits (named when ``run`` refuses a harness none of its proposers reaches)."""
+
+    def reaches(self, context: ProposalContext) -> bool:
+        """It writes demonstrations: the harness must have an editable place for them."""
+        return context.may_edit_at(context.examples_path)
 
     async def propose(self, context: ProposalContext) -> Candidate | None:
         path = context.examples_path
-        if path is None or not context.may_edit(path):
+        if path is None or not context.may_edit_at(path):
             return None
-        current = context.files.get(path, "")
+        current = context.text_at(path)
         for cluster in context.clusters:
             for task_id in _ranked_tasks(cluster, context):
-                demo = render_demonstration(
-                    context.instructions.get(task_id, ""), context.references[task_id]
+                demo = literal(
+                    render_demonstration(context.instructions.get(task_id, ""), context.references[task_id]),
+                    context.templates,
                 )
                 summary = f"add a demonstration of {task_id} for {cluster.cause.value}"
                 if demo in current or summary in context.rejected:
                     continue
                 new = (current.rstrip() + "\n\n" if current.strip() else "") + demo
+                changes = context.changes_at(path, new)
+                if changes is None:
+                    continue
                 why = f"First divergence of {task_id}: {cluster.signals[0].hint}"
-                return cluster_candidate(self.name, cluster, path, new, summary, why)
+                return cluster_candidate(self.name, cluster, changes, summary, why)
         return None
 
     async def revise(self, context: ProposalContext, candidate: Candidate, reason: str) -> Candidate:
         """Answers prompt bloat by dropping the oldest demonstrations (never the one it adds)."""
         path = context.examples_path
         bloat = BLOAT_REASON.search(reason)
-        if path is None or bloat is None or candidate.changes.get(path) is None:
+        if path is None or bloat is None or read_location(candidate.changes, path) is None:
             raise ProposalFailed(
                 self.name, [f"cannot revise: the demo proposer only answers prompt bloat ({reason})"]
             )
@@ -121,7 +132,7 @@ class DemoProposer:
         if context.prompt_chars and context.prompt_tokens:
             ratio = context.prompt_chars / context.prompt_tokens
         excess = (size - cap) * (1 if unit == "chars" else ratio) * 1.1 + 1
-        preamble, sections = split_demonstrations(candidate.changes[path] or "")
+        preamble, sections = split_demonstrations(str(read_location(candidate.changes, path)))
         dropped = 0
         while len(sections) > 1 and excess > 0:
             excess -= len(sections.pop(0))
@@ -130,11 +141,13 @@ class DemoProposer:
             raise ProposalFailed(
                 self.name, [f"cannot revise: no older demonstration left to drop for {reason}"]
             )
-        new = join_demonstrations(preamble, sections)
+        changes = context.changes_at(path, join_demonstrations(preamble, sections))
+        if changes is None:
+            raise ProposalFailed(self.name, [f"cannot revise: dropping demonstrations breaks {path}"])
         summary = f"{candidate.summary} (dropping the {dropped} oldest demonstration(s))"
         rationale = f"{candidate.rationale} Revised after: {reason}"
         revised = Candidate(
-            changes={path: new},
+            changes=changes,
             summary=summary,
             rationale=rationale,
             targets=candidate.targets,
@@ -149,12 +162,18 @@ class RuleProposer:
     """Adds the rule for the largest cluster's cause under '## Rules' in the system prompt."""
 
     name = "rules"
+    parts = "the system prompt"
+    """What it edits (named when ``run`` refuses a harness none of its proposers reaches)."""
+
+    def reaches(self, context: ProposalContext) -> bool:
+        """It writes rules into the system prompt: that must be editable."""
+        return context.may_edit_at(context.system_prompt_path)
 
     async def propose(self, context: ProposalContext) -> Candidate | None:
         path = context.system_prompt_path
-        if not context.may_edit(path):
+        if not context.may_edit_at(path):
             return None
-        current = context.files.get(path, "")
+        current = context.text_at(path)
         for cluster in context.clusters:
             rule = RULES.get(cluster.cause)
             summary = f"add a rule for {cluster.cause.value}"
@@ -164,7 +183,9 @@ class RuleProposer:
                 new = current.replace(RULES_HEADING, f"{RULES_HEADING}\n- {rule}", 1)
             else:
                 new = current.rstrip() + f"\n\n{RULES_HEADING}\n- {rule}\n"
-            return cluster_candidate(self.name, cluster, path, new, summary)
+            changes = context.changes_at(path, new)
+            if changes is not None:
+                return cluster_candidate(self.name, cluster, changes, summary)
         return None
 
     async def revise(self, context: ProposalContext, candidate: Candidate, reason: str) -> Candidate:

@@ -166,6 +166,8 @@ class SmallModelRuleProposer:
     up to ``signals`` runs per proposal); the first rule that passes the checks becomes the edit."""
 
     name = "llm-rule"
+    parts = "the system prompt file"
+    """What it edits (named when ``run`` refuses a harness none of its proposers reaches)."""
 
     def __init__(
         self,
@@ -181,6 +183,10 @@ class SmallModelRuleProposer:
         self.max_tokens = max_tokens
         self.stats: Counter[str] = Counter()
         """asked, parsed, proposed, and refused:<reason> counts over this proposer's life."""
+
+    def reaches(self, context: ProposalContext) -> bool:
+        """It writes rules into the system prompt file: that must be editable."""
+        return context.system_prompt_path in context.files and context.may_edit(context.system_prompt_path)
 
     def _cases(self, context: ProposalContext) -> list[tuple[Cluster, ErrorSignal]]:
         cases = [(c, s) for c in context.clusters for s in c.signals if s.expected or s.actual]

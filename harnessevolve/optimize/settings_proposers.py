@@ -4,10 +4,13 @@
   out required, with a sentence in the tool's description; a ``wrong_tool`` cluster sharpens the
   description of the tool the reference used, naming the tool the runs used instead;
 * ``loop``: a ``step_limit`` cluster whose runs repeat a call turns on ``stop_on_repeat`` (or, with
-  it already on, gives the agent two more steps, within the schema's bounds).
+  it already on, gives the agent two more steps, within the schema's bounds). An agent whose step
+  limit lives in its own config (mini-swe-agent's ``agent.step_limit``, ``ProposalContext.step_limit_path``)
+  has no ``stop_on_repeat``: it gets the two more steps, written into that config.
 
-Both answer with ``edit_tool`` / ``set_loop`` operations, so they only act where ``tools/*.yaml``
-or ``harness.yaml`` is editable; a revision is never possible (ProposalFailed).
+Both answer with ``edit_tool`` / ``set_loop`` operations (or the config change), so they only act
+where ``tools/*.yaml``, ``harness.yaml`` or the agent's config is editable; a revision is never
+possible (ProposalFailed).
 """
 
 from __future__ import annotations
@@ -23,9 +26,19 @@ EXTRA_STEPS = 2
 
 
 def _edit_candidate(
-    name: str, context: ProposalContext, cluster: Cluster, edits: list[dict[str, Any]], summary: str, why: str
+    name: str,
+    context: ProposalContext,
+    cluster: Cluster,
+    edits: list[dict[str, Any]],
+    summary: str,
+    why: str,
+    written: dict[str, str | None] | None = None,
 ) -> Candidate | None:
-    changes = context.fresh_changes(edits, summary)
+    """``written``: the change itself, where no edit operation can say it (a key of a config file)."""
+    if written is not None:
+        changes = None if summary in context.rejected else written
+    else:
+        changes = context.fresh_changes(edits, summary)
     if changes is None:
         return None
     return Candidate(
@@ -61,6 +74,12 @@ class ToolSpecProposer:
     """Makes a left-out argument required, or sharpens the description of the tool that fits."""
 
     name = "tools"
+    parts = "tool definitions (tools/*.yaml)"
+    """What it edits (named when ``run`` refuses a harness none of its proposers reaches)."""
+
+    def reaches(self, context: ProposalContext) -> bool:
+        """It edits tool definitions: one of ``tools/*.yaml`` must be editable."""
+        return bool(context.editable_files("tools/*.yaml"))
 
     async def propose(self, context: ProposalContext) -> Candidate | None:
         for cluster in context.clusters:
@@ -111,10 +130,18 @@ class LoopSettingsProposer:
     """Stops runs that repeat a call (``stop_on_repeat``) or gives step-limited runs more steps."""
 
     name = "loop"
+    parts = "the step limit"
+    """What it edits (named when ``run`` refuses a harness none of its proposers reaches)."""
+
+    def reaches(self, context: ProposalContext) -> bool:
+        """It sets the step limit (and, in harness.yaml, ``stop_on_repeat``): that must be editable."""
+        return context.may_edit_at(context.step_limit_path)
 
     async def propose(self, context: ProposalContext) -> Candidate | None:
         import yaml
 
+        if not context.step_limit_path.startswith("harness.yaml#"):
+            return self._own_step_limit(context)
         try:
             doc = bounded_yaml(context.files.get("harness.yaml", "")) or {}
         except yaml.YAMLError:
@@ -139,6 +166,24 @@ class LoopSettingsProposer:
             candidate = _edit_candidate(self.name, context, cluster, edits, summary, why)
             if candidate is not None:
                 return candidate
+        return None
+
+    def _own_step_limit(self, context: ProposalContext) -> Candidate | None:
+        """Two more steps, written at the agent's own step limit (a positive integer; 0 or none there
+        means no limit, so nothing to raise)."""
+        location = context.step_limit_path
+        steps = context.value_at(location)
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            return None
+        for cluster in context.clusters:
+            if cluster.cause != Cause.STEP_LIMIT:
+                continue
+            summary = f"allow {steps + EXTRA_STEPS} agent steps"
+            written = context.changes_at(location, steps + EXTRA_STEPS)
+            if written is None:
+                return None
+            why = f"the runs were stopped at {steps} steps before finishing ({location})."
+            return _edit_candidate(self.name, context, cluster, [], summary, why, written)
         return None
 
     async def revise(self, context: ProposalContext, candidate: Candidate, reason: str) -> Candidate:

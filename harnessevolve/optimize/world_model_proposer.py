@@ -32,6 +32,12 @@ def _one_line(text: str, limit: int) -> str:
 
 class WorldModelProposer:
     name = "world_model"
+    parts = "the world model (turned on)"
+    """What it edits (named when ``run`` refuses a harness none of its proposers reaches)."""
+
+    def reaches(self, context: ProposalContext) -> bool:
+        """The world model is on and its file is editable."""
+        return self._settings(context) is not None
 
     def _settings(self, context: ProposalContext) -> tuple[str, int] | None:
         section = component_settings(context, "world_model")

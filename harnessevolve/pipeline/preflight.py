@@ -17,6 +17,7 @@ from harnessevolve.core.tasks import Benchmark, Task
 from harnessevolve.gate.config import GateConfig
 from harnessevolve.harness.model import Harness
 from harnessevolve.models.preflight import check_model_name
+from harnessevolve.optimize.proposal import ProposerChain
 
 
 def check_prompt_cap(harness: Harness, gates: GateConfig, harness_yaml: str = "harness.yaml") -> None:
@@ -29,6 +30,34 @@ def check_prompt_cap(harness: Harness, gates: GateConfig, harness_yaml: str = "h
             field="system_prompt",
             hint=f"shorten prompt, skills or examples, or raise quality.max_prompt_chars in {gates.source}",
         )
+
+
+def check_proposers_reach(harness: Harness, proposer: ProposerChain) -> None:
+    """Before any rollout: at least one of the chosen proposers can edit something in this harness
+    (``optimize.proposal.reaches``); else every generation would end with "proposer had nothing new"."""
+    from harnessevolve.optimize.proposal import anything_editable, reach_parts, reaches
+    from harnessevolve.proposing.context import reach_context
+
+    context = reach_context(harness)
+    if any(reaches(p, context) for p in proposer.proposers):
+        return
+    names = ", ".join(p.name for p in proposer.proposers)
+    opened = ", ".join(harness.editable) or "nothing"
+    if not anything_editable(context):
+        raise HarnessError(
+            f"nothing in this harness is editable (editable: {opened}), so no proposer ({names}) can edit it",
+            file="harness.yaml",
+            field="editable",
+            hint="list what the optimizer may change under editable, e.g. prompts/*.md or harness.yaml#loop",
+        )
+    needs = "; ".join(f"{p.name}: {reach_parts(p)}" for p in proposer.proposers)
+    raise HarnessError(
+        f"none of the proposers ({names}) can edit this harness: what they edit ({needs}) is not "
+        f"in its editable list ({opened})",
+        file="harness.yaml",
+        field="editable",
+        hint="pass --optimizer-model MODEL (the llm proposer edits any editable file) or --proposer agent",
+    )
 
 
 def check_seed_leakage(harness: Harness, benchmark: Benchmark, gates: GateConfig) -> None:

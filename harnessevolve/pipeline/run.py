@@ -118,6 +118,7 @@ def check_run(options: RunConfig) -> CheckedRun:
     )
     preflight.check_benchmark(benchmark, gates)
     preflight.check_prompt_cap(seed_harness, gates)
+    preflight.check_proposers_reach(seed_harness, proposer)
     preflight.check_seed_leakage(seed_harness, benchmark, gates)
     preflight.check_models(agent_model, optimize.optimizer_model, gates)
     preflight.check_context_window(seed_harness, benchmark, agent_model)

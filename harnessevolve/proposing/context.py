@@ -10,6 +10,7 @@ from harnessevolve.core.documents import bounded_yaml
 from harnessevolve.core.signals import Cluster
 from harnessevolve.core.tasks import Task
 from harnessevolve.gate.config import QualityConfig
+from harnessevolve.harness.components import harness_components
 from harnessevolve.harness.model import Harness
 from harnessevolve.models.tokens import count_tokens
 from harnessevolve.optimize.proposal import PromptLimits, ProposalContext, ReferenceAction
@@ -37,6 +38,25 @@ def forecast_misses(trajectory: Trajectory) -> tuple[dict[str, Any], ...]:
     return tuple(r for r in records if isinstance(r, dict) and r.get("match") is False)
 
 
+def static_context(harness: Harness) -> dict[str, Any]:
+    """What a ``ProposalContext`` knows of a harness before any run: its files, what may change and
+    where its components are (``harness/components.py``)."""
+    components = harness_components(bounded_yaml(harness.files["harness.yaml"]), harness.files)
+    return {
+        "files": dict(harness.files),
+        "editable": harness.editable,
+        "system_prompt_path": components.system_prompt,
+        "examples_path": components.examples,
+        "step_limit_path": components.step_limit,
+        "templates": components.templates,
+    }
+
+
+def reach_context(harness: Harness) -> ProposalContext:
+    """A context without evidence (no clusters, no runs): what ``Proposer.reaches`` is asked with."""
+    return ProposalContext(**static_context(harness), clusters=())
+
+
 def build_context(
     current: Harness,
     clusters: Sequence[Cluster],
@@ -51,14 +71,9 @@ def build_context(
 ) -> ProposalContext:
     failed_ids = {s.task_id for c in clusters for s in c.signals}
     tasks = {t.id: t for t in batch}
-    settings = bounded_yaml(current.files["harness.yaml"])
-    doc_examples = "prompts/examples.md" if "prompts/examples.md" in current.files else None
     prompt = current.assembled_prompt()
     return ProposalContext(
-        files=dict(current.files),
-        editable=current.editable,
-        system_prompt_path=settings.get("system_prompt", ""),  # external agents may have none
-        examples_path=settings.get("examples") or doc_examples,
+        **static_context(current),
         clusters=tuple(clusters),
         instructions={tid: tasks[tid].opening_in(references.get(tid)) for tid in tasks},
         references={tid: reference_actions(references[tid]) for tid in failed_ids if tid in references},
