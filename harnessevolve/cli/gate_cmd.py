@@ -120,6 +120,8 @@ def gate(
             )
         else:
             console.print("[green]candidate passes[/]" if report.passed else "[red]candidate fails[/]")
+        if "kept" in report.extra:
+            console.print(f"per-task outcomes and trajectories kept in {report.extra['kept']}", markup=False)
     if not report.passed:
         raise typer.Exit(EXIT_FAILED)
 

@@ -14,11 +14,13 @@ from __future__ import annotations
 import asyncio
 import tempfile
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from harnessevolve.adapters import load_benchmark_spec
 from harnessevolve.core.errors import HarnessEvolveError
+from harnessevolve.core.files import atomic_write_json
 from harnessevolve.core.tasks import Task
 from harnessevolve.gate.config import load_gate_config
 from harnessevolve.gate.performance import mean
@@ -77,6 +79,8 @@ def run_gate(options: GateOptions, hooks: RunHooks) -> GateReport:
         preflight.check_benchmark(benchmark, gates, options.split)
         preflight.check_models(options.model or baseline.model, None, gates)
         cand_dir = repo.export(cand_sha, Path(tmp) / "candidate")
+        # a look at the sealed test split keeps what it saw, as a run keeps its splits' rollouts
+        kept = kept_folder(repo, base_sha, cand_sha) if options.split == "test" else None
         scorer = build_scorer(
             options.execution,
             benchmark=benchmark,
@@ -85,6 +89,7 @@ def run_gate(options: GateOptions, hooks: RunHooks) -> GateReport:
             seed=options.seed,
             references=load_references(benchmark),
             on_progress=hooks.on_progress,
+            out_dir=kept,
         )
         judge = CandidateJudge(
             benchmark=benchmark,
@@ -130,6 +135,11 @@ def run_gate(options: GateOptions, hooks: RunHooks) -> GateReport:
         heldout = next((v for v in verdicts if v.gate == "heldout"), None)
         if options.split == "test" and heldout is not None:
             numbers = heldout.numbers
+            if kept is not None:
+                harnesses = {"baseline": baseline, "candidate": load_harness(cand_dir)}
+                revisions = {"baseline": base_sha, "candidate": cand_sha}
+                tests = list(benchmark.split("test"))
+                asyncio.run(keep_outcomes(scorer, harnesses, revisions, tests, kept))
             record_sealed_test(
                 repo,
                 benchmark.name,
@@ -139,6 +149,7 @@ def run_gate(options: GateOptions, hooks: RunHooks) -> GateReport:
                 numbers["current"],
                 numbers["candidate"],
                 control=next((v.numbers for v in verdicts if v.gate == "control"), None),
+                kept=kept,
             )
     return GateReport(
         baseline=base_sha,
@@ -150,8 +161,49 @@ def run_gate(options: GateOptions, hooks: RunHooks) -> GateReport:
             "gates": gates.source,
             "performance_mode": gates.performance.mode,
             **({"control": control_note} if control_note else {}),
+            **({"kept": str(kept)} if kept is not None and kept.is_dir() else {}),
         },
     )
+
+
+KEPT_DIR = "gates"
+"""``DIR/.harnessevolve/gates/<UTC time>-<baseline>-<candidate>/``: what a ``gate --split test`` saw."""
+
+
+def kept_folder(repo: HarnessRepo, baseline: str, candidate: str) -> Path:
+    """A new folder for one look at the test split (made when the first rollout is saved)."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    return repo.dir / STATE_DIR / KEPT_DIR / f"{stamp}-{baseline[:8]}-{candidate[:8]}"
+
+
+async def keep_outcomes(
+    scorer: Scorer,
+    harnesses: dict[str, Harness],
+    revisions: dict[str, str],
+    tests: list[Task],
+    folder: Path,
+) -> None:
+    """``outcomes.json`` in ``folder``: per revision, its harness hash (the name of its folders
+    under ``trajectories/`` and ``evaluations/``, written by the scorer) and each test task's score,
+    pass and stop reason. The held-out gate scored them already: these come from the scorer's memo."""
+    doc: dict[str, Any] = {"split": "test", "revisions": {}}
+    for name, harness in harnesses.items():
+        results = await scorer.score(harness, tests, f"test split: {name}")
+        doc["revisions"][name] = {
+            "revision": revisions[name],
+            "harness_hash": harness.content_hash(),
+            "score": round(mean([r.score for r in results]), 4),
+            "tasks": {
+                r.task_id: {
+                    "score": r.score,
+                    "passed": r.passed,
+                    "stop_reason": r.trajectory.extra.get("stop_reason"),
+                    **({"infra": r.infra} if r.infra else {}),
+                }
+                for r in results
+            },
+        }
+    atomic_write_json(folder / "outcomes.json", doc)
 
 
 def gate_control_k(options: GateOptions, candidate: str, tasks: int) -> tuple[int, int | None, str]:
@@ -215,8 +267,10 @@ def record_sealed_test(
     cand: float,
     *,
     control: dict[str, Any] | None = None,
+    kept: Path | None = None,
 ) -> None:
-    """Every look at the sealed test split outside a run goes to ``DIR/.harnessevolve/sealed-test.jsonl``."""
+    """Every look at the sealed test split outside a run goes to ``DIR/.harnessevolve/sealed-test.jsonl``
+    (``kept``: the folder of its per-task outcomes and trajectories, named relative to ``DIR``)."""
     ledger = Ledger(repo.dir / STATE_DIR / SEALED_TEST_LEDGER)
     ledger.append(
         TestEvaluated(
@@ -226,6 +280,7 @@ def record_sealed_test(
             revisions={"baseline": baseline, "candidate": candidate},
             scores={"baseline": round(base, 4), "candidate": round(cand, 4)},
             control=control,
+            kept=str(kept.relative_to(repo.dir)) if kept is not None and kept.is_dir() else None,
         )
     )
     ledger.close()

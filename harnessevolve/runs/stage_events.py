@@ -73,6 +73,9 @@ class TestEvaluated(Event):
     """``report --final --variants N``: seed and evolved on synthesized variants of the test tasks."""
     infra: dict[str, Any] | None = None
     """Rollouts of this scoring that failed on the machine (``scoring/infra.py``), counted apart."""
+    kept: str | None = None
+    """``gate --split test``: the folder (relative to the harness folder) that keeps this look's
+    per-task outcomes (``outcomes.json``), trajectories and evaluations."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -232,3 +232,17 @@ def test_gate_on_the_test_split_is_recorded(harness_dir: Path, cli, learner) -> 
     event = json.loads(lines[0])
     assert event["event"] == "test_evaluated" and event["revisions"] == {"baseline": base, "candidate": cand}
     assert not git.Repo(harness_dir).is_dirty(untracked_files=True)
+    # it keeps what it saw, as a run keeps its splits: per-task outcomes and every trajectory
+    kept = harness_dir / event["kept"]
+    assert event["kept"].startswith(".harnessevolve/gates/") and kept.name.endswith(f"{base[:8]}-{cand[:8]}")
+    outcomes = json.loads((kept / "outcomes.json").read_text())
+    assert set(outcomes["revisions"]) == {"baseline", "candidate"}
+    for name, revision in outcomes["revisions"].items():
+        assert revision["revision"] == event["revisions"][name]
+        assert revision["score"] == event["scores"][name]
+        assert len(revision["tasks"]) == event["tasks"]
+        for task_id, outcome in revision["tasks"].items():
+            assert set(outcome) >= {"score", "passed", "stop_reason"}
+            assert (kept / "trajectories" / revision["harness_hash"] / f"{task_id}.json").is_file()
+            assert (kept / "evaluations" / revision["harness_hash"] / f"{task_id}.json").is_file()
+    assert "per-task outcomes and trajectories kept in" in result.output
