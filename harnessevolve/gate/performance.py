@@ -100,10 +100,10 @@ def refuse_tie(performance: GateVerdict, heldout: GateVerdict, config: Performan
         return performance  # a validation gain: the tie on the batch is not the whole evidence
     numbers = {**performance.numbers, "tie_refused": True}
     reason = (
-        f"tie: no gain on its batch ({numbers.get('gain', 0.0):+.3f}: {numbers.get('wins', 0)} wins, "
-        f"{numbers.get('losses', 0)} losses, {numbers.get('ties', 0)} ties) and none on "
+        f"refused as a tie: no gain on its batch ({numbers.get('gain', 0.0):+.3f}: {numbers.get('wins', 0)} "
+        f"wins, {numbers.get('losses', 0)} losses, {numbers.get('ties', 0)} ties) and none on "
         f"{heldout.numbers.get('split', 'validation')} ({float(before):.3f} -> {float(after):.3f}); "
-        "ties are not gains (accept_ties: true, as in gates/paper.yaml, accepts them)"
+        "ties are not gains by default (performance.accept_ties: true, as in gates/paper.yaml, would keep it)"
     )
     return GateVerdict("performance", False, reason, numbers)
 

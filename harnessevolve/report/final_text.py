@@ -12,10 +12,12 @@ def interval_text(ci: Any) -> str:
 
 
 def beats_line(control: dict[str, Any]) -> str:
-    """``evolved - control (sc): +12.5 points (95% CI +0.0 to +31.2): beats the control ...``."""
+    """``evolved - control (sc): +12.5 points (95% CI +2.0 to +31.2): beats the control``; one verdict:
+    it beats the control when the gain is above 0 and so is its interval's lower end, it is ahead
+    within noise when only the gain is, and it does not beat the control otherwise."""
     gain, ci = control["evolved_minus_sc"], control.get("evolved_minus_sc_ci")
     verdict = "beats the control" if gain > 0 else "does NOT beat the control"
     where = f" ({100 * control['confidence']:g}% CI {ci[0] * 100:+.1f} to {ci[1] * 100:+.1f})" if ci else ""
     if gain > 0 and ci and ci[0] <= 0:
-        verdict += " (the interval reaches 0: not shown beyond noise)"
+        verdict = "not shown to beat the control (ahead, but the interval reaches 0: within noise)"
     return f"evolved - control (sc): {gain * 100:+.1f} points{where}: {verdict}"

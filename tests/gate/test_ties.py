@@ -18,7 +18,8 @@ def test_a_tie_without_validation_gain_is_refused() -> None:
     flat = heldout_gate([0.0, 1.0], [0.0, 1.0], HeldoutConfig())
     refused = refuse_tie(perf, flat, config)
     assert not refused.passed and refused.gate == "performance" and refused.numbers["tie_refused"]
-    assert "ties are not gains" in refused.reason and "validation (0.500 -> 0.500)" in refused.reason
+    assert refused.reason.startswith("refused as a tie: ") and "validation (0.500 -> 0.500)" in refused.reason
+    assert "ties are not gains by default" in refused.reason and "accepts them" not in refused.reason
     gained = heldout_gate([0.0, 0.0], [0.0, 1.0], HeldoutConfig())
     assert refuse_tie(perf, gained, config) is perf  # the validation gain is evidence
     assert refuse_tie(perf, flat, PerformanceConfig(accept_ties=True)) is perf

@@ -137,8 +137,9 @@ def test_the_test_split_table_shows_the_terminals_confidence_intervals(
     for ci in ([0.0, 0.5625], [0.125, 0.875], [0.05, 0.45], [0.2, 0.8]):
         assert f'<td class="num ci">{ci_text(ci)}</td>' in table  # as report --final prints it
     assert ci_text([0.0, 0.5625]) == "0.000 - 0.562"
-    said = "evolved - control (sc): +25.0 points (95% CI +0.0 to +50.0): beats the control"
+    said = "evolved - control (sc): +25.0 points (95% CI +0.0 to +50.0): not shown to beat the control"
     assert beats_line(control).startswith(said) and beats_line(control) in table
+    assert "beats the control" not in beats_line(control)  # one verdict: the interval reaches 0
 
 
 PROBE = """<script>
