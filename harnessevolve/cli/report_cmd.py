@@ -13,6 +13,7 @@ from rich.table import Table
 
 from harnessevolve.cli._errors import handle_errors
 from harnessevolve.cli.final_view import print_final
+from harnessevolve.cli.headroom_view import print_headroom, run_headroom
 from harnessevolve.cli.options import ControlK, HarnessDir, JsonOut, Model, Seed
 from harnessevolve.cli.progress import progress_hooks
 from harnessevolve.cli.ui import console, note_malformed, score
@@ -121,6 +122,7 @@ def report(
                 variants=variants,
             )
     view = load_run_view(run_dir)
+    room = run_headroom(view.events)
     components = component_rows(run_dir)
     html_path = write_html_report(view, html) if html is not None else None
     tracker = make_tracker(track, harness_dir, run_dir=run_dir)
@@ -132,6 +134,7 @@ def report(
             "accepted": [c.sha for c in view.accepted],
             "accepted_on_ties": [c.sha for c in view.accepted if c.tie],
             "net_change": view.net_change,
+            "headroom": room.to_json() if room is not None else None,
             "test": final_scores,
             "components": [row.to_json() for row in components],
             "html": str(html_path) if html_path else None,
@@ -163,6 +166,8 @@ def report(
     net = view.net_change
     if net is not None and not net.get("changed"):
         console.print("[yellow]no net change: the final harness equals the seed[/]")
+    if room is not None:
+        print_headroom(room)
     if components:
         print_components(components)
     if final_scores:

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from harnessevolve.cli._errors import EXIT_FAILED, handle_errors
 from harnessevolve.cli.config_options import OUTPUT_PANEL, config_command, own_option
+from harnessevolve.cli.headroom_view import print_headroom, run_headroom
 from harnessevolve.cli.progress import progress_hooks
 from harnessevolve.cli.ui import console, mark, score
 from harnessevolve.core.interrupts import stop_signals
@@ -46,7 +47,9 @@ def run(options: RunConfig, *, resume: str | None = None, as_json: bool = False)
     with stop_signals(), progress_hooks(enabled=not as_json) as hooks:
         result = start_run(options, hooks, resume=resume)
     state, run_dir = result.state, result.run_dir
-    rows = generation_rows(RunDir(run_dir).events(), state.rows)
+    events = RunDir(run_dir).events()
+    rows = generation_rows(events, state.rows)
+    room = run_headroom(events)
     net = result.net
     outcomes = [Outcome.parse(r.outcome) for r in rows]
     ties = sum(1 for o in outcomes if o is not None and o.accepted and o.tie)
@@ -67,6 +70,7 @@ def run(options: RunConfig, *, resume: str | None = None, as_json: bool = False)
                     "usage": result.usage,
                     "net_change": net.to_dict() if net else None,
                     "no_net_gain": no_gain,
+                    "headroom": room.to_json() if room is not None else None,
                 }
             )
         )
@@ -123,6 +127,8 @@ def run(options: RunConfig, *, resume: str | None = None, as_json: bool = False)
                 style="yellow",
                 markup=False,
             )
+        if room is not None:
+            print_headroom(room)
     if (net is not None and not net.changed) or not state.accepted or no_gain:
         raise typer.Exit(EXIT_FAILED)
 
