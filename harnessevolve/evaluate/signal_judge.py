@@ -131,9 +131,15 @@ def _parse(text: str) -> dict[str, Any]:
 
 
 async def _ask(model: str, messages: list[dict[str, str]]) -> str:
+    """One call on an event loop of its own (``asyncio.run``): litellm's state on that loop is
+    settled before it ends, so no warning per call and no pending task (``models.quiet``)."""
     from harnessevolve.models.call import acomplete
+    from harnessevolve.models.quiet import settle_loop
 
-    reply = await acomplete(model, messages, temperature=0.0, max_tokens=400)
+    try:
+        reply = await acomplete(model, messages, temperature=0.0, max_tokens=400)
+    finally:
+        await settle_loop()
     return reply.content
 
 
@@ -153,7 +159,10 @@ def judge_signal(
     cached = answer is not None
     if answer is None:
         try:
-            answer = _parse(asyncio.run(_ask(model, messages)))
+            from harnessevolve.models.quiet import quiet_litellm
+
+            with quiet_litellm():
+                answer = _parse(asyncio.run(_ask(model, messages)))
         except Exception as exc:  # noqa: BLE001 -- any provider or reply failure leaves the rules' signal
             view = {"model": model, "error": f"{type(exc).__name__}: {str(exc)[:200]}", "applied": False}
             return replace(signal, judge=view)

@@ -142,3 +142,15 @@ def test_only_a_lone_harmless_extra_call_counts_as_ambiguous() -> None:
     assert lone.cause is Cause.EXTRA_STEP and ambiguous(lone)
     plain = ErrorSignal("t", Cause.EXTRA_STEP, 0.4, "step 2: an unneeded bash(command='rm x') before read()")
     assert not ambiguous(plain)
+
+
+def test_judge_calls_leave_no_litellm_warning(judge: str, tmp_path: Path, capfd) -> None:
+    """Each call runs on an event loop of its own; litellm's state on it is settled (models.quiet)."""
+    register_script(judge, [answer("wrong_argument")] * 4)
+    for i in range(4):
+        run = trajectory(("read", {"path": f"b{i}.txt"}))
+        judge_signal(
+            first_divergence(run, REF), run, REF, model=f"scripted/{judge}", cache=JudgeCache(tmp_path)
+        )
+    err = capfd.readouterr().err
+    assert "LoggingWorker" not in err and "Task was destroyed" not in err, err
