@@ -107,7 +107,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--generations", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--smoke", action="store_true", help="one repeat of one generation: a check that it runs"
+    )
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.repeats, args.generations = 1, 1
     load_start = os.getloadavg()
     times: dict[str, list[float]] = {"compare": [], "by hand": []}
     with tempfile.TemporaryDirectory(prefix="compare-overhead-") as tmp:

@@ -45,8 +45,9 @@ class LeakageConfig:
 
 @dataclass(frozen=True)
 class PerformanceConfig:
-    mode: Literal["fixed", "sequential"] = "fixed"
-    """fixed: HarnessEvolve's rule on one batch; sequential: a paired sequential test (gate/noise.py)."""
+    mode: Literal["fixed", "sequential", "pooled"] = "fixed"
+    """fixed: HarnessEvolve's rule on one batch; sequential: a paired sequential test (gate/noise.py);
+    pooled: one sign test over the paired outcomes of the batch, the recent batches and validation."""
     min_gain: float = 0.0
     """fixed mode, delta: the candidate's batch score minus the current harness's must be at least this."""
     max_recent_drop: float = 0.025
@@ -65,6 +66,9 @@ class PerformanceConfig:
     max_rollouts_per_task: int = 32
     """sequential: repetitions per task before the gate gives up (and rejects); stochastic
     harnesses only: at temperature 0 every task is run once."""
+    pooled_alpha: float = 0.2
+    """pooled: P(accepting a candidate no better than the current harness) <= this, exactly (a
+    one-sided sign test over every discordant pair of the batch, the recent batches and validation)."""
     accept_ties: bool = False
     """fixed mode: keep a candidate that ties on its batch (gain 0) and gains nothing on validation.
     Off by default (a tie is no evidence of a gain); HarnessEvolve's rule accepts it

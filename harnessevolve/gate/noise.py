@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
@@ -212,6 +212,70 @@ def decide_fixed(
     if gain < config.min_gain - TOLERANCE:
         return Decision(Outcome.REJECT, f"batch gain {gain:+.3f} < {config.min_gain:+.3f}", numbers)
     return Decision(Outcome.ACCEPT, f"batch gain {gain:+.3f} >= {config.min_gain:+.3f}", numbers)
+
+
+POOLED_SOURCES = ("batch", "recent", "validation")
+
+
+def pooled_p_value_at_best(wins: int, losses: int, unseen: int) -> float:
+    """The smallest sign-test p-value reachable if ``unseen`` pairs still to be scored all went to
+    the candidate: above alpha means no outcome of them can get the candidate accepted."""
+    return mcnemar_p_value(wins + unseen, losses)
+
+
+def decide_pooled(
+    evidence: Mapping[str, Sequence[Pair]],
+    config: PerformanceConfig,
+    *,
+    ci_resamples: int = CI_RESAMPLES,
+    seed: int = 0,
+) -> Decision:
+    """One decision over every paired outcome of candidate vs current the judge has: ``evidence``
+    maps a source (``batch``, ``recent``, ``validation``) to its pairs. Accept when the candidate
+    wins more discordant pairs than it loses and the exact one-sided sign test over all of them gives
+    p <= ``pooled_alpha``: P(accepting a candidate no better than current) <= pooled_alpha, whatever
+    the sizes of the sets. A win on one set and a loss on another weigh the same; no per-set veto."""
+    pairs = [p for source in POOLED_SOURCES for p in evidence.get(source, ())]
+    wins, losses, ties = _counts(pairs)
+    p_value = mcnemar_p_value(wins, losses)
+    ci = paired_gain_ci(pairs, config.confidence, resamples=ci_resamples, seed=seed) if ci_resamples else None
+    by_source = {}
+    for source in POOLED_SOURCES:
+        if source in evidence:
+            w, lo, t = _counts(list(evidence[source]))
+            by_source[source] = {"wins": w, "losses": lo, "ties": t}
+    batch = list(evidence.get("batch", ()))
+    numbers = {
+        "mode": "pooled",
+        "current": round(_mean(p.current for p in batch), 4),
+        "candidate": round(_mean(p.candidate for p in batch), 4),
+        "gain": round(_mean(p.candidate - p.current for p in pairs), 4),
+        "gain_ci": list(ci) if ci else None,
+        "confidence": config.confidence,
+        "wins": wins,
+        "losses": losses,
+        "ties": ties,
+        "p_value": float(f"{p_value:.4g}"),
+        "alpha": config.pooled_alpha,
+        "sources": by_source,
+        "tasks": len(pairs),
+    }
+    shown = ", ".join(f"{s} {v['wins']}W/{v['losses']}L" for s, v in by_source.items())
+    if wins > losses and p_value <= config.pooled_alpha + TOLERANCE:
+        return Decision(
+            Outcome.ACCEPT,
+            f"{wins} wins, {losses} losses over {len(pairs)} pairs ({shown}): sign test "
+            f"p {p_value:.3f} <= {config.pooled_alpha:g}",
+            numbers,
+        )
+    why = (
+        "no more wins than losses"
+        if wins <= losses
+        else f"sign test p {p_value:.3f} > {config.pooled_alpha:g}"
+    )
+    return Decision(
+        Outcome.REJECT, f"{wins} wins, {losses} losses over {len(pairs)} pairs ({shown}): {why}", numbers
+    )
 
 
 class SequentialGate:

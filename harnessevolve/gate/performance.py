@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harnessevolve.gate.config import HeldoutConfig, PerformanceConfig
-from harnessevolve.gate.noise import TOLERANCE, Decision, Pair, decide_fixed, paired_gain_ci
+from harnessevolve.gate.noise import CI_RESAMPLES, TOLERANCE, Decision, Pair, decide_fixed, paired_gain_ci
 from harnessevolve.gate.verdict import GateVerdict
 
 __all__ = [
@@ -115,10 +115,13 @@ def heldout_gate(
     *,
     confidence: float = PerformanceConfig.confidence,
     task_ids: Sequence[str] | None = None,
+    ci_resamples: int = CI_RESAMPLES,
 ) -> GateVerdict:
+    """The validation drop against ``max_drop`` (``ci_resamples`` 0: no interval, for simulations)."""
     drop = mean(current) - mean(candidate)
     ids = list(task_ids) if task_ids is not None else [str(i) for i in range(len(current))]
-    ci = paired_gain_ci([Pair(t, a, b) for t, a, b in zip(ids, current, candidate, strict=True)], confidence)
+    pairs = [Pair(t, a, b) for t, a, b in zip(ids, current, candidate, strict=True)]
+    ci = paired_gain_ci(pairs, confidence, resamples=ci_resamples) if ci_resamples else None
     numbers = {
         "split": config.split,
         "current": round(mean(current), 4),

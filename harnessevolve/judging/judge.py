@@ -20,7 +20,7 @@ from harnessevolve.core.files import atomic_write_text
 from harnessevolve.core.tasks import Benchmark, Task
 from harnessevolve.gate.config import GateConfig
 from harnessevolve.gate.leakage import aleakage_gate
-from harnessevolve.gate.noise import Decision
+from harnessevolve.gate.noise import Decision, Pair, decide_pooled, pooled_p_value_at_best
 from harnessevolve.gate.performance import (
     heldout_gate,
     mean,
@@ -168,6 +168,15 @@ class CandidateJudge:
             cand_prev = await self.scorer.score(candidate, tasks, f"{label} (recent batch)")
             recent.append(([r.score for r in cur_prev], [r.score for r in cand_prev]))
         config = self.gates.performance
+        if config.mode == "pooled":
+            pairs = {
+                "recent": [
+                    Pair(t.id, a, b)
+                    for tasks, (cur, can) in zip(previous, recent, strict=True)
+                    for t, a, b in zip(tasks, cur, can, strict=True)
+                ]
+            }
+            return await self.pooled(current, judgement, batch, cand, pairs, label)
         if config.mode == "sequential":
             perf = await self.sequential_performance(
                 current, candidate, batch, recent, judgement, generation, label
@@ -203,6 +212,69 @@ class CandidateJudge:
                 judgement.verdicts[judgement.verdicts.index(perf)] = refused
                 judgement.table["performance"] = False
         judgement.validation = val_candidate
+        return judgement
+
+    async def pooled(
+        self,
+        current: Harness,
+        judgement: Judgement,
+        batch: list[Task],
+        cand: list[TaskResult],
+        evidence: dict[str, list[Pair]],
+        label: str,
+    ) -> Judgement:
+        """``performance.mode: pooled``: one sign test over the batch, the recent batches and
+        validation (``noise.decide_pooled``). Validation is scored unless no outcome of it could get
+        the candidate accepted (then the decision is made without spending its rollouts); the
+        held-out verdict reports validation as part of that one decision, not a veto of its own."""
+        candidate = judgement.harness
+        assert candidate is not None
+        config = self.gates.performance
+        cur = await self.scorer.score(current, batch, label)
+        evidence["batch"] = [Pair(t.id, a.score, b.score) for t, a, b in zip(batch, cur, cand, strict=True)]
+        validation = list(self.benchmark.split(self.heldout_split))  # type: ignore[arg-type]
+        seen = [p for ps in evidence.values() for p in ps]
+        wins, losses = sum(p.sign > 0 for p in seen), sum(p.sign < 0 for p in seen)
+        hopeless = pooled_p_value_at_best(wins, losses, len(validation)) > config.pooled_alpha
+        split = self.heldout_split
+        val_current: list[TaskResult] = []
+        val_candidate: list[TaskResult] = []
+        if validation and (not hopeless or self.keep_going):
+            val_current = await self.scorer.score(current, validation, f"{label} ({split}, current)")
+            val_candidate = await self.scorer.score(candidate, validation, f"{label} ({split})")
+            evidence["validation"] = [
+                Pair(t.id, a.score, b.score)
+                for t, a, b in zip(validation, val_current, val_candidate, strict=True)
+            ]
+        decision = decide_pooled(evidence, config)
+        if hopeless and "validation" not in evidence:
+            decision = Decision(
+                decision.outcome,
+                f"{decision.reason}; {split} not scored: even {len(validation)} more wins could not "
+                f"bring p to {config.pooled_alpha:g}",
+                {**decision.numbers, "validation_skipped": True},
+            )
+        perf = GateVerdict("performance", decision.accepted, decision.reason, decision.numbers)
+        judgement.verdicts.append(perf)
+        judgement.table["performance"] = perf.passed
+        if val_candidate:
+            before = mean([r.score for r in val_current])
+            after = mean([r.score for r in val_candidate])
+            judgement.verdicts.append(
+                GateVerdict(
+                    "heldout",
+                    decision.accepted,
+                    f"{split} {before:.3f} -> {after:.3f} (weighed in the pooled decision)",
+                    {
+                        "split": split,
+                        "current": round(before, 4),
+                        "candidate": round(after, 4),
+                        "pooled": True,
+                    },
+                )
+            )
+            judgement.table["heldout"] = decision.accepted
+            judgement.validation = val_candidate
         return judgement
 
     async def smoke_run(self, candidate: Harness, task: Task, label: str) -> GateVerdict:

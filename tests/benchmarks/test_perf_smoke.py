@@ -43,6 +43,9 @@ SMOKE: dict[str, tuple[list[str], str]] = {
     "rollout_limits": (["--smoke"], r"== processes: 20: \d+\.\d s"),
     "demo_gain": (["--smoke"], r"mean gain [+-]\d+\.\d points"),
     "vs_gepa": (["--smoke"], r"test gain: harnessevolve [+-]\d+\.\d pts, GEPA [+-]\d+\.\d pts"),
+    "pooled_gate_simulation": (["--smoke"], r"\| no better \| no \| \d+\.\d% \| \d+\.\d% \|"),
+    "compare_overhead": (["--smoke"], r"compare \d+\.\d+ s \| by hand \d+\.\d+ s \| ratio \d+\.\d{3}"),
+    "compare_tables": (["--smoke", "README.md"], r"[1-9]\d* compare table\(s\) fresh in 1 file"),
 }
 SLOW_SMOKE: dict[str, tuple[list[str], str]] = {
     # the real embedded model or torch, or several whole `harnessevolve` runs in subprocesses (minutes)
