@@ -271,3 +271,17 @@ def test_normalising_keeps_what_matters() -> None:
         ("illustrative", "a real model"),
         (None, ""),
     ]
+
+
+def test_the_report_page_lists_the_html_reports_sections_in_order() -> None:
+    template = (ROOT / "harnessevolve" / "report" / "templates" / "report.html.j2").read_text(
+        encoding="utf-8"
+    )
+    headings = [
+        re.sub(r"<[^>]+>|\{[^}]*\}", "", h).strip() for h in re.findall(r"<h2[^>]*>(.*?)</h2>", template)
+    ]
+    page = (DOCS / "stages" / "report.md").read_text(encoding="utf-8")
+    listed = page[page.index("Its sections") :]
+    places = [listed.find(f"**{heading}**") for heading in headings]
+    assert -1 not in places, [h for h, at in zip(headings, places, strict=True) if at == -1]
+    assert places == sorted(places), headings
