@@ -285,3 +285,14 @@ def test_the_report_page_lists_the_html_reports_sections_in_order() -> None:
     places = [listed.find(f"**{heading}**") for heading in headings]
     assert -1 not in places, [h for h, at in zip(headings, places, strict=True) if at == -1]
     assert places == sorted(places), headings
+
+
+def test_every_environment_variable_the_package_reads_is_documented() -> None:
+    package = ROOT / "harnessevolve"
+    used = {
+        name for f in package.rglob("*.py") for name in re.findall(r"HARNESSEVOLVE_[A-Z0-9_]+", f.read_text())
+    }
+    docs = "\n".join(page.read_text(encoding="utf-8") for page in OUTPUT_PAGES)
+    assert used, "no HARNESSEVOLVE_* variable found: the pattern is wrong"
+    missing = sorted(name for name in used if name not in docs)
+    assert not missing, f"HARNESSEVOLVE_* variables no page names: {missing}"
