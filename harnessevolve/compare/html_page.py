@@ -38,18 +38,18 @@ def _axis(lo: float, hi: float, height: float, label: str, step: float) -> list[
     tick = lo
     while tick <= hi + 1e-9:
         x = _x(tick, lo, hi)
-        parts.append(f'<line x1="{x:.1f}" y1="10" x2="{x:.1f}" y2="{height - 30:.1f}" stroke="#e5e7eb"/>')
-        parts.append(f'<text x="{x:.1f}" y="{height - 14:.1f}" text-anchor="middle">{tick:g}</text>')
+        parts.append(f'<line x1="{x:.1f}" y1="10" x2="{x:.1f}" y2="{height - 36:.1f}" stroke="#e5e7eb"/>')
+        parts.append(f'<text x="{x:.1f}" y="{height - 20:.1f}" text-anchor="middle">{tick:g}</text>')
         tick += step
     parts.append(
-        f'<text x="{LEFT + PLOT_W / 2:.1f}" y="{height - 1:.1f}" text-anchor="middle">{escape(label)}</text>'
+        f'<text x="{LEFT + PLOT_W / 2:.1f}" y="{height - 4:.1f}" text-anchor="middle">{escape(label)}</text>'
     )
     return parts
 
 
 def scores_plot(table: Table) -> Markup:
     """Per arm (one line each): a dot per seed and a bar at the mean, on 0 to 100 points."""
-    height = 10 + ROW_H * len(table.rows) + 40
+    height = 10 + ROW_H * len(table.rows) + 46
     parts = _axis(0, 100, height, "test score (points)", 20)
     for i, row in enumerate(table.rows):
         y = 10 + ROW_H * i + ROW_H / 2
@@ -78,10 +78,10 @@ def gains_plot(table: Table) -> Markup:
     lo, hi = min(-10.0, *ends), max(10.0, *ends)
     step = 10.0 if hi - lo <= 120 else 20.0
     lo, hi = step * (lo // step), step * -(-hi // step)
-    height = 10 + ROW_H * len(rows) + 40
+    height = 10 + ROW_H * len(rows) + 46
     parts = _axis(lo, hi, height, "difference against the seed arm (points)", step)
     zero = _x(0, lo, hi)
-    parts.append(f'<line x1="{zero:.1f}" y1="10" x2="{zero:.1f}" y2="{height - 30}" stroke="#6b7280"/>')
+    parts.append(f'<line x1="{zero:.1f}" y1="10" x2="{zero:.1f}" y2="{height - 36}" stroke="#6b7280"/>')
     for i, row in enumerate(rows):
         gain = row.vs_seed
         assert gain is not None
