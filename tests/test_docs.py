@@ -3,6 +3,8 @@ real command-line parser (options, types, ranges), so documented commands cannot
 
 from __future__ import annotations
 
+import doctest
+import importlib.util
 import os
 import re
 import subprocess
@@ -135,7 +137,10 @@ SCENARIOS: dict[str, tuple[str, str, str]] = {
     "optimize": ("docs/stages/optimize.md", "/tmp", INIT_H),
     "pipeline": ("docs/stages/pipeline.md", "/tmp", INIT_H),
     "compare-command": ("docs/compare-command.md", "/tmp", "{plans}"),
+    "nl2bash": ("docs/adapters.md", "/tmp", ""),
 }
+NEEDS = {"nl2bash": "icalfa"}
+"""A scenario that needs an optional extra's module is skipped without it (nl2bash: the nl2bash extra)."""
 """Each scenario runs its page's `tested` blocks in page order, in one scratch folder."""
 
 
@@ -233,6 +238,8 @@ def run_shown(command: str, folder: Path, home: str) -> str:
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_tested_blocks_print_what_the_page_shows(scenario: str, tmp_path: Path) -> None:
     page_name, home, setup = SCENARIOS[scenario]
+    if scenario in NEEDS and importlib.util.find_spec(NEEDS[scenario]) is None:
+        pytest.skip(f"needs {NEEDS[scenario]}")
     page = ROOT / page_name
     markdown = page.read_text(encoding="utf-8")
     blocks = [
@@ -296,3 +303,30 @@ def test_every_environment_variable_the_package_reads_is_documented() -> None:
     assert used, "no HARNESSEVOLVE_* variable found: the pattern is wrong"
     missing = sorted(name for name in used if name not in docs)
     assert not missing, f"HARNESSEVOLVE_* variables no page names: {missing}"
+
+
+def python_sessions(markdown: str) -> list[tuple[int, str]]:
+    """(line number, body) of each ```python block written as an interpreter session (`>>> `)."""
+    return [
+        (markdown[: m.start()].count("\n") + 1, m.group(2))
+        for m in FENCE.finditer(markdown)
+        if m.group(1) == "python" and m.group(2).lstrip().startswith(">>> ")
+    ]
+
+
+@pytest.mark.parametrize("page", OUTPUT_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_interpreter_sessions_print_what_the_page_shows(
+    page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ```python block of `>>> ` lines is run as a doctest, in a scratch folder."""
+    sessions = python_sessions(page.read_text(encoding="utf-8"))
+    if any("nl2bash" in body for _, body in sessions) and importlib.util.find_spec("icalfa") is None:
+        pytest.skip("needs icalfa (the nl2bash extra)")
+    monkeypatch.chdir(tmp_path)
+    for line, body in sessions:
+        name = f"{page.relative_to(ROOT)}:{line}"
+        test = doctest.DocTestParser().get_doctest(body, {}, name, str(page), line)
+        runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+        report: list[str] = []
+        runner.run(test, out=report.append)
+        assert not runner.failures, "".join(report)
