@@ -136,6 +136,7 @@ SCENARIOS: dict[str, tuple[str, str, str]] = {
     "adapters": ("docs/adapters.md", "/tmp", f"{INIT_H} && ln -s {{repo}}/benchmarks benchmarks"),
     "optimize": ("docs/stages/optimize.md", "/tmp", INIT_H),
     "pipeline": ("docs/stages/pipeline.md", "/tmp", INIT_H),
+    "execute": ("docs/stages/execute.md", "/tmp", INIT_H),
     "compare-command": ("docs/compare-command.md", "/tmp", "{plans}"),
     "nl2bash": ("docs/adapters.md", "/tmp", ""),
 }
