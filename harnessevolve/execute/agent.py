@@ -37,11 +37,13 @@ from harnessevolve.core.atif import ObservationResult, ToolCall, Trajectory
 from harnessevolve.core.enums import StopReason
 from harnessevolve.core.tasks import Task
 from harnessevolve.core.transcript import NO_TOOL_NUDGE, PARSE_NUDGE
+from harnessevolve.execute.call_repair import repair_call
 from harnessevolve.execute.rollout_tools import OfferedTool, dispatch, rollout_tools
 from harnessevolve.execute.simulated_user import next_user_turn
 from harnessevolve.execute.tool_server import ToolServer, ToolServerError, agent_view, with_read_only
 from harnessevolve.harness.model import ANSWER_CHECK_REPLY, FINAL_SUBMIT_ASK, Harness
 from harnessevolve.models import ModelReply, acomplete
+from harnessevolve.models.call import ModelToolCall
 from harnessevolve.sandbox.base import Sandbox, resolve_sandbox
 
 __all__ = [
@@ -217,13 +219,17 @@ class AgentLoop:
         calls, observations, errors = [], [], []
         submitted = False
         for call in reply.tool_calls:
-            tool = self.tools.get(call.name)
-            arguments = call.arguments if call.arguments is not None else {}
-            calls.append(ToolCall(call.id, call.name, arguments))
+            name, given, missing = self.repaired(call)
+            tool = self.tools.get(name)
+            arguments = given if given is not None else {}
+            calls.append(ToolCall(call.id, name, arguments))
             if tool is None:
-                output = f"error: unknown tool {call.name!r}; tools: {', '.join(self.tools)}"
-                errors.append(f"unknown_tool: {call.name}")
-            elif call.arguments is None:
+                output = f"error: unknown tool {name!r}; tools: {', '.join(self.tools)}"
+                errors.append(f"unknown_tool: {name}")
+            elif missing is not None:
+                output = missing
+                errors.append(f"missing_arguments: {name}")
+            elif given is None:
                 output = f"error: arguments of {call.name} are not a JSON object: {call.raw_arguments[:200]}"
                 errors.append(f"bad_arguments: {call.name}")
             else:
@@ -241,7 +247,7 @@ class AgentLoop:
                     errors.append(f"tool_error: {result.error}")
                 submitted_answer = result.submitted
                 checked = (
-                    self.check_answer(submitted_answer, calls, call.name)
+                    self.check_answer(submitted_answer, calls, name)
                     if submitted_answer is not None
                     else None
                 )
@@ -253,6 +259,20 @@ class AgentLoop:
                     submitted = True
             observations.append(ObservationResult(call.id, output))
         return Actions(tuple(calls), tuple(observations), tuple(errors), submitted)
+
+    def repaired(self, call: ModelToolCall) -> tuple[str, dict[str, Any] | None, str | None]:
+        """``(tool name, arguments, error)`` of a call as it will run: as the model made it, or, with
+        ``loop.repair_calls``, checked against its tool's schema (``execute/call_repair.py``); the
+        error is set when the call lacks a required argument and must not run."""
+        if not self.loop.repair_calls:
+            return call.name, call.arguments, None
+        schemas = {name: tool.spec.parameters for name, tool in self.tools.items()}
+        repair = repair_call(call.name, call.arguments, call.raw_arguments or "", schemas)
+        if repair.notes:
+            self.rollout.extra.setdefault("call_repairs", []).append(
+                {"call": call.id, "tool": call.name, "notes": repair.notes}
+            )
+        return repair.name, repair.arguments, repair.error
 
     def check_answer(self, answer: str, calls: list[ToolCall], submit: str) -> tuple[str, str | None] | None:
         """``loop.answer_check``: for a submitted ``answer`` that is none of the ARGUMENT values this

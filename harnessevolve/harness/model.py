@@ -73,6 +73,11 @@ class LoopSettings:
     the run with the last of them as the answer. For tasks whose answer is a call the agent made,
     not its output or a description of the work. Recorded as ``extra.answer_check`` (``taken``:
     the second time). Empty: off."""
+    repair_calls: bool = False
+    """Check each tool call against its tool's JSON schema before it runs (``execute/call_repair.py``):
+    a near-miss tool or argument name, or a value of the wrong type, is repaired where one reading
+    fits; a call missing a required argument is answered with what it needs instead of run.
+    Recorded as ``extra.call_repairs``."""
 
 
 FINAL_SUBMIT_ASK = "You have used all your steps. Call submit now with your final answer."

@@ -22,8 +22,10 @@ Per pattern (agent code / loop / tools):
 * wrong_submission: a submit that is none of the run's calls' arguments the references submit is
   turned back once, naming the last, and replaced by the last the second time / ``answer_check`` /
   submit's answer is that argument, not a result;
-* unknown_tool: an unknown name goes to the closest tool / -- / the closest tool names itself;
-* malformed_call: a tool call written as JSON text is run / ``json_grammar`` (local model) / --.
+* unknown_tool: an unknown name goes to the closest tool / ``repair_calls`` / the closest tool names
+  itself;
+* malformed_call: a tool call written as JSON text is run / ``json_grammar`` (local model), then
+  ``repair_calls`` (each call checked against its tool's schema before it runs) / --.
 
 Every candidate is a normal edit-operation candidate (``Candidate.edits``), gated like any other;
 code edits meet the quality gate's compile and sandboxed smoke run. Never revised.
@@ -113,6 +115,19 @@ def _loop_edit(context: ProposalContext, pattern: Pattern, settings: dict[str, A
                 "constrain replies to JSON tool calls",
                 "the runs' replies were not valid tool calls.",
             )
+    if pattern.kind in ("malformed_call", "unknown_tool") and not loop.get("repair_calls"):
+        edit = {"op": "set_loop", "setting": "repair_calls", "value": True}
+        what = (
+            "called tools the harness does not have"
+            if pattern.kind == "unknown_tool"
+            else ("made calls without their required arguments or with malformed ones")
+        )
+        why = (
+            f"the runs {what}; each call is now checked against its tool's schema before it runs: "
+            "a near-miss name or a value of the wrong type is repaired where one reading fits, and a "
+            "call missing a required argument is answered with what it needs instead of run."
+        )
+        return [edit], "check tool calls against their schemas before they run", why
     return None
 
 

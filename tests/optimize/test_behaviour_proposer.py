@@ -187,7 +187,8 @@ def test_an_unknown_tool_name_goes_to_the_closest_tool(bench: str) -> None:
     tasks = tasks_of(bench)
     code = code_of(propose(context(PY_AGENT, tasks, misnamed, cause=Cause.UNKNOWN_TOOL)))
     assert "difflib.get_close_matches(name, list(specs)" in code
-    described = propose(context(SHELL_AGENT, tasks, misnamed, cause=Cause.UNKNOWN_TOOL))
+    files_only = tuple(p for p in load_harness(SHELL_AGENT).editable if "#" not in p)  # no loop lever
+    described = propose(context(SHELL_AGENT, tasks, misnamed, cause=Cause.UNKNOWN_TOOL, editable=files_only))
     assert described.targets == ("unknown_tool",)
     (path,) = described.changes
     assert "(there is no tool run_shell)" in yaml.safe_load(described.changes[path])["description"]
@@ -214,6 +215,22 @@ def test_malformed_calls_get_a_text_call_parser_or_a_json_grammar(bench: str) ->
     editable = (*load_harness(SHELL_AGENT).editable, "harness.yaml")
     ctx = context(SHELL_AGENT, tasks, no_calls, cause=Cause.FORMAT_ERROR, editable=editable)
     assert propose(ctx).edits == ({"op": "set_loop", "setting": "json_grammar", "value": True},)
+
+
+@pytest.mark.parametrize("bench", BENCHMARKS)
+def test_misnamed_or_malformed_calls_get_their_calls_checked_against_the_schemas(bench: str) -> None:
+    """With the loop editable: an unknown tool name turns on ``repair_calls``; so do malformed calls
+    once ``json_grammar`` is on (or the model is not local)."""
+    tasks = tasks_of(bench)
+    editable = (*load_harness(SHELL_AGENT).editable, "harness.yaml")
+    misnamed_ctx = context(SHELL_AGENT, tasks, misnamed, cause=Cause.UNKNOWN_TOOL, editable=editable)
+    proposed = propose(misnamed_ctx)
+    assert proposed.edits == ({"op": "set_loop", "setting": "repair_calls", "value": True},)
+    assert proposed.summary == "check tool calls against their schemas before they run"
+    no_calls: Callable[[Task], tuple[ReferenceAction, ...]] = lambda t: ()  # noqa: E731
+    ctx = context(SHELL_AGENT, tasks, no_calls, cause=Cause.FORMAT_ERROR, editable=editable)
+    first = propose(ctx)
+    assert first.edits == ({"op": "set_loop", "setting": "json_grammar", "value": True},)
 
 
 # --- the wrong thing submitted ----------------------------------------------------------------------

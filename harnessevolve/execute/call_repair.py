@@ -1,0 +1,174 @@
+"""``loop.repair_calls``: a tool call checked against the tool's JSON schema before it runs, and the
+mistakes small models make repaired where the schema leaves one reading, or answered with what the
+schema needs where it does not.
+
+Repaired (the call runs as repaired; each repair is a note in the rollout's ``extra.call_repairs``):
+
+- a tool name not in the schema that matches exactly one tool up to case and separators
+  (``Bash``, ``math_add`` for ``math.add``), or is the one close spelling (``difflib``, cutoff 0.85);
+- arguments that are no JSON object, for a tool with exactly one required string parameter: the
+  raw text becomes that parameter;
+- an argument name that matches exactly one parameter up to case and separators (``FilePath`` ->
+  ``file_path``); an unknown name when exactly one required parameter is missing;
+- a value of the wrong JSON type where one conversion fits the schema: a numeric string for an
+  integer or number, ``"true"``/``"false"`` for a boolean, a number or boolean for a string, a
+  JSON text for an array or object, a single value for an array of that value's type; an enum
+  value up to case.
+
+Answered instead of run: a call still missing a required parameter gets an error naming what is
+missing and the tool's parameters (the model fixes it on its next turn, no tool runs with half its
+arguments). Nothing here names a benchmark or a task: it reads the schemas the harness offers.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+CLOSE_NAME = 0.85
+
+
+@dataclass
+class Repair:
+    name: str
+    arguments: dict[str, Any] | None
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None
+    """Set when the call must not run: what the schema needs that the call lacks."""
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def match_name(name: str, known: list[str]) -> str | None:
+    """The one known name ``name`` stands for (case and separators aside, or one close spelling)."""
+    if name in known:
+        return name
+    same = [k for k in known if _key(k) == _key(name)]
+    if len(same) == 1:
+        return same[0]
+    close = difflib.get_close_matches(name, known, n=2, cutoff=CLOSE_NAME)
+    return close[0] if len(close) == 1 else None
+
+
+def repair_call(
+    name: str, arguments: dict[str, Any] | None, raw: str, schemas: Mapping[str, dict[str, Any]]
+) -> Repair:
+    """``name(arguments)`` checked against ``schemas`` (tool name -> JSON-schema ``parameters``)."""
+    repair = Repair(name, arguments)
+    found = match_name(name, list(schemas))
+    if found is None:
+        return repair  # the loop answers an unknown tool as it always has
+    if found != name:
+        repair.notes.append(f"tool {name!r} -> {found!r}")
+        repair.name = found
+    schema = schemas[found] or {}
+    properties: dict[str, Any] = schema.get("properties") or {}
+    required = [r for r in schema.get("required") or [] if r in properties]
+    if arguments is None:
+        strings = [r for r in required if (properties[r] or {}).get("type") == "string"]
+        if len(required) == 1 and strings and raw.strip():
+            repair.arguments = {strings[0]: raw.strip()}
+            repair.notes.append(f"raw text -> {strings[0]!r}")
+        return repair
+    fixed: dict[str, Any] = {}
+    unknown: list[str] = []
+    for key, value in arguments.items():
+        target = key if key in properties else match_name(key, list(properties)) if properties else None
+        if target is None or target in arguments and target != key:
+            fixed[key] = value
+            if properties and key not in properties:
+                unknown.append(key)
+            continue
+        if target != key:
+            repair.notes.append(f"argument {key!r} -> {target!r}")
+        fixed[target] = value
+    missing = [r for r in required if r not in fixed]
+    if len(missing) == 1 and len(unknown) == 1:
+        repair.notes.append(f"argument {unknown[0]!r} -> {missing[0]!r} (the one required argument missing)")
+        fixed[missing[0]] = fixed.pop(unknown[0])
+        missing = []
+    for key, value in list(fixed.items()):
+        if key in properties:
+            converted, note = coerce(value, properties[key] or {})
+            if note:
+                repair.notes.append(f"{key}: {note}")
+                fixed[key] = converted
+    repair.arguments = fixed
+    if missing:
+        repair.error = (
+            f"error: {found} was not run: it needs {', '.join(repr(m) for m in missing)}. "
+            f"Its parameters: {describe(properties, required)}. Call it again with every required argument."
+        )
+    return repair
+
+
+def coerce(value: Any, schema: dict[str, Any]) -> tuple[Any, str | None]:
+    """``value`` converted to the schema's type where one conversion fits; ``(value, None)`` else."""
+    kind = schema.get("type")
+    enum = schema.get("enum")
+    if isinstance(enum, list) and value not in enum and isinstance(value, str):
+        same = [e for e in enum if isinstance(e, str) and e.lower() == value.lower()]
+        if len(same) == 1:
+            return same[0], f"{value!r} -> {same[0]!r} (enum)"
+    if not isinstance(kind, str) or _fits(value, kind):
+        return value, None
+    if kind in ("integer", "number") and isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            return value, None
+        if kind == "integer" and number.is_integer():
+            return int(number), f"{value!r} -> integer"
+        if kind == "number":
+            return (
+                int(number) if number.is_integer() and "." not in value else number
+            ), f"{value!r} -> number"
+        return value, None
+    if kind == "boolean" and isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true", f"{value!r} -> boolean"
+    if kind == "string" and isinstance(value, (int, float, bool)) and not isinstance(value, bool):
+        return str(value), f"{value!r} -> string"
+    if kind in ("array", "object") and isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = None
+        if _fits(parsed, kind):
+            return parsed, f"JSON text -> {kind}"
+    if kind == "array" and not isinstance(value, list):
+        items = schema.get("items") or {}
+        item_kind = items.get("type") if isinstance(items, dict) else None
+        if item_kind is None or _fits(value, item_kind):
+            return [value], "one value -> array"
+    return value, None
+
+
+def _fits(value: Any, kind: str) -> bool:
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "array":
+        return isinstance(value, list)
+    if kind == "object":
+        return isinstance(value, dict)
+    return True
+
+
+def describe(properties: Mapping[str, Any], required: list[str]) -> str:
+    """``name (type, required), ...``: what the model sees of a tool's parameters in an error."""
+    parts = []
+    for key, prop in properties.items():
+        kind = (prop or {}).get("type", "any")
+        parts.append(f"{key} ({kind}{', required' if key in required else ''})")
+    return ", ".join(parts) or "none"
