@@ -97,16 +97,8 @@ def run_arm(
         from harnessevolve.compare.evolve_cell import evolve
 
         harness_dir, numbers = evolve(ctx.plan, arm, seed, work, log=ctx.log, progress=ctx.progress)
-        scored = score_harness(ctx, load(harness_dir), seed, work, f"{arm.name} seed {seed}: test")
-        return ArmOutcome(
-            scored.tasks,
-            scored.harness,
-            rollouts=int(numbers.pop("rollouts")),
-            tokens=int(numbers.pop("tokens")),
-            cost_usd=float(numbers.pop("run_cost_usd")),
-            test=scored.test,
-            details=numbers,
-        )
+        numbers["cost_usd"] = numbers.pop("run_cost_usd")
+        return made_and_scored(ctx, arm, seed, work, harness_dir, numbers)
     if arm.kind == "best-of-k":
         return sample_best_of_k(ctx, arm, seed, work, matched_rollouts)
     if arm.kind == "gepa":
@@ -232,12 +224,22 @@ def gepa_cell(ctx: CellContext, arm: Arm, seed: int, work: Path, matched_rollout
         seed=seed,
         work=work,
     )
-    scored = score_harness(ctx, load(best), seed, work, f"{arm.name} seed {seed}: test")
+    numbers.update(matched_to=arm.matched_to, matched_rollouts=matched_rollouts)
+    return made_and_scored(ctx, arm, seed, work, best, numbers)
+
+
+def made_and_scored(
+    ctx: CellContext, arm: Arm, seed: int, work: Path, harness_dir: Path, numbers: dict[str, Any]
+) -> ArmOutcome:
+    """A harness an arm made (``numbers``: what making it spent, ``rollouts``, ``tokens`` and
+    perhaps ``cost_usd`` not metered in the cell's scope; the rest its details), scored on test."""
+    scored = score_harness(ctx, load(harness_dir), seed, work, f"{arm.name} seed {seed}: test")
     return ArmOutcome(
         scored.tasks,
         scored.harness,
         rollouts=int(numbers.pop("rollouts")),
         tokens=int(numbers.pop("tokens")),
+        cost_usd=float(numbers.pop("cost_usd", 0.0)),
         test=scored.test,
-        details={**numbers, "matched_to": arm.matched_to, "matched_rollouts": matched_rollouts},
+        details=numbers,
     )
