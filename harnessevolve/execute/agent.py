@@ -247,9 +247,7 @@ class AgentLoop:
                     errors.append(f"tool_error: {result.error}")
                 submitted_answer = result.submitted
                 checked = (
-                    self.check_answer(submitted_answer, calls, name)
-                    if submitted_answer is not None
-                    else None
+                    self.check_answer(submitted_answer, calls, name) if submitted_answer is not None else None
                 )
                 if checked is not None:
                     output, submitted_answer = checked
