@@ -210,9 +210,11 @@ def commands_and_outputs(body: str) -> list[tuple[str, str]]:
     return [(command, "\n".join(lines)) for command, lines in pairs]
 
 
-def run_shown(command: str, folder: Path, home: str) -> str:
+def run_shown(command: str, folder: Path, home: str, *, rewrite: bool = True) -> str:
     """What `command` prints (stdout and stderr in the order written) in `folder`, which the page
-    shows as `home`."""
+    shows as `home` (``rewrite``: the page's `home/` paths in the command point into `folder`; a
+    scenario's own set-up, which names the checkout, is run as written: a checkout under /tmp
+    would otherwise be pointed into the scratch folder)."""
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_INTERACTIVE", "COLUMNS")}
     env |= {
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
@@ -224,7 +226,7 @@ def run_shown(command: str, folder: Path, home: str) -> str:
         "NO_COLOR": "1",
     }
     done = subprocess.run(
-        ["bash", "-c", command.replace(f"{home}/", f"{folder}/")],
+        ["bash", "-c", command.replace(f"{home}/", f"{folder}/") if rewrite else command],
         cwd=folder,
         env=env,
         stdout=subprocess.PIPE,
@@ -249,7 +251,7 @@ def test_tested_blocks_print_what_the_page_shows(scenario: str, tmp_path: Path) 
     assert blocks, f"{page_name} has no block marked <!-- tested: {scenario} -->"
     if setup:
         plans = compare_plans(tmp_path, markdown) if "{plans}" in setup else ""
-        run_shown(setup.format(repo=ROOT, plans=plans), tmp_path, home)
+        run_shown(setup.format(repo=ROOT, plans=plans), tmp_path, home, rewrite=False)
     rewritten = markdown
     for body in blocks:
         new_body = []
