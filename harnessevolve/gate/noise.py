@@ -244,7 +244,7 @@ def decide_pooled(
         if source in evidence:
             w, lo, t = _counts(list(evidence[source]))
             by_source[source] = {"wins": w, "losses": lo, "ties": t}
-    batch = list(evidence.get("batch", ()))
+    batch = list(evidence["batch"]) if "batch" in evidence else []
     numbers = {
         "mode": "pooled",
         "current": round(_mean(p.current for p in batch), 4),

@@ -62,16 +62,17 @@ def rename_tools(tools: list[dict[str, Any]], names: Mapping[str, str]) -> list[
 def rename_messages(messages: list[dict[str, Any]], names: Mapping[str, str]) -> list[dict[str, Any]]:
     """Copies of the messages whose assistant tool calls and tool messages name a mapped tool."""
     out = []
-    for message in messages:
-        calls = message.get("tool_calls")
+    for original in messages:
+        msg = original
+        calls = msg.get("tool_calls")
         if isinstance(calls, list) and calls:
-            message = {
-                **message,
+            msg = {
+                **msg,
                 "tool_calls": [_renamed_function(c, names) if isinstance(c, Mapping) else c for c in calls],
             }
-        if message.get("role") == "tool" and message.get("name") in names:
-            message = {**message, "name": names[message["name"]]}
-        out.append(message)
+        if msg.get("role") == "tool" and msg.get("name") in names:
+            msg = {**msg, "name": names[msg["name"]]}
+        out.append(msg)
     return out
 
 

@@ -175,13 +175,11 @@ def _oracle(events: Sequence[ev.Event]) -> dict[str, Any] | None:
 
 def _advice(head: Headroom) -> list[str]:
     advice = []
-    oracle = head.oracle
-    if (
-        oracle
-        and isinstance(oracle.get("oracle"), (int, float))
-        and isinstance(oracle.get("seed"), (int, float))
-    ):
-        room = oracle["oracle"] - oracle["seed"]
+    control = head.oracle or {}
+    best, seed = control.get("oracle"), control.get("seed")
+    if isinstance(best, (int, float)) and isinstance(seed, (int, float)):
+        oracle = control
+        room = best - seed
         if room > 0:
             advice.append(
                 f"sampling has room: the seed passes {oracle['oracle']:.0%} of test tasks in one of "

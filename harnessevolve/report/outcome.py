@@ -113,16 +113,16 @@ def judge_reasons(checks: tuple[str, ...], signal_judge: Any = None) -> tuple[st
         verdict, _, rest = line.partition(" ")
         if verdict in ("ok", "FAIL") and rest.startswith("judge: "):
             out.append(rest.removeprefix("judge: "))
-    if isinstance(signal_judge, dict) and signal_judge.get("model"):
-        model = signal_judge["model"]
-        if signal_judge.get("error"):
-            out.append(f"judge {model} on the divergence failed: {signal_judge['error']}")
-        elif signal_judge.get("cause"):
-            rules = signal_judge.get("rules_cause")
-            agrees = "as the rules" if signal_judge.get("agrees") else f"the rules said {rules}"
-            why = signal_judge.get("why") or signal_judge.get("hint") or ""
+    judged = signal_judge
+    if isinstance(judged, dict) and judged.get("model"):
+        model = judged["model"]
+        if judged.get("error"):
+            out.append(f"judge {model} on the divergence failed: {judged['error']}")
+        elif judged.get("cause"):
+            rules = judged.get("rules_cause")
+            agrees = "as the rules" if judged.get("agrees") else f"the rules said {rules}"
+            why = judged.get("why") or judged.get("hint") or ""
             out.append(
-                f"judge {model} on the divergence: {signal_judge['cause']} ({agrees})"
-                + (f": {why}" if why else "")
+                f"judge {model} on the divergence: {judged['cause']} ({agrees})" + (f": {why}" if why else "")
             )
     return tuple(out)
