@@ -17,14 +17,13 @@ Read from the ledger alone:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harnessevolve.runs import events as ev
 
 SMALL_CHANGE = 0.05
 """A validation change at most this (score units) counts as small: headroom is shown for it too."""
-MODEL_PROPOSERS = ("llm", "llm-rule", "llm-patch", "agent")
 
 
 @dataclass(frozen=True)
@@ -56,6 +55,9 @@ class Headroom:
     levers: tuple[Lever, ...]
     idle_proposers: dict[str, int] = field(default_factory=dict)
     """Proposer -> generations it had nothing new (or failed)."""
+    model_proposers: bool | None = None
+    """Whether the run could write edits with a model (``--optimizer-model`` or ``--proposer
+    agent``), from its ``run_started.options``; None when they cannot be read."""
     advice: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
@@ -68,6 +70,7 @@ class Headroom:
             "causes": [c.__dict__ for c in self.causes],
             "levers": [lever.__dict__ for lever in self.levers],
             "idle_proposers": self.idle_proposers,
+            "model_proposers": self.model_proposers,
             "advice": list(self.advice),
         }
 
@@ -91,6 +94,7 @@ def headroom(events: Sequence[ev.Event]) -> Headroom:
     causes, batch_runs, failed_runs = _causes(events)
     levers, idle = _levers(events)
     oracle = _oracle(events)
+    started = next((e for e in events if isinstance(e, ev.RunStarted)), None)
     head = Headroom(
         seed_validation=baseline.score if baseline is not None else None,
         final_validation=net.get("validation_final"),
@@ -100,8 +104,22 @@ def headroom(events: Sequence[ev.Event]) -> Headroom:
         failed_runs=failed_runs,
         levers=levers,
         idle_proposers=idle,
+        model_proposers=_model_proposers(started),
     )
-    return Headroom(**{**head.__dict__, "advice": tuple(_advice(head))})
+    return replace(head, advice=tuple(_advice(head)))
+
+
+def _model_proposers(started: ev.RunStarted | None) -> bool | None:
+    from harnessevolve.core.errors import HarnessEvolveError
+    from harnessevolve.runs.run_config import RunConfig
+
+    if started is None:
+        return None
+    try:
+        flat = RunConfig.from_json(started.options).flat()
+    except (HarnessEvolveError, TypeError, ValueError):
+        return None
+    return flat.get("optimizer_model") is not None or "agent" in (flat.get("proposers") or ())
 
 
 def _causes(events: Sequence[ev.Event]) -> tuple[tuple[Cause, ...], int, int]:
@@ -178,17 +196,15 @@ def _advice(head: Headroom) -> list[str]:
     control = head.oracle or {}
     best, seed = control.get("oracle"), control.get("seed")
     if isinstance(best, (int, float)) and isinstance(seed, (int, float)):
-        oracle = control
-        room = best - seed
-        if room > 0:
+        if best > seed:
             advice.append(
-                f"sampling has room: the seed passes {oracle['oracle']:.0%} of test tasks in one of "
-                f"{oracle['k']} tries against {oracle['seed']:.0%} in one; levers that make the agent "
+                f"sampling has room: the seed passes {best:.0%} of test tasks in one of "
+                f"{control['k']} tries against {seed:.0%} in one; levers that make the agent "
                 "check and retry (a verify step, answer checks) can reach some of it"
             )
         else:
             advice.append(
-                f"no room for sampling: {oracle['k']} tries of the seed pass no more test tasks than one; "
+                f"no room for sampling: {control['k']} tries of the seed pass no more test tasks than one; "
                 "the agent model, not the harness, likely bounds this benchmark"
             )
     if head.failed_runs and not any(c.with_reference for c in head.causes):
@@ -201,9 +217,7 @@ def _advice(head: Headroom) -> list[str]:
             "every edit was refused as a tie: the agent did not change what it did; "
             "edits to the loop (operators) move small models more than prompt text"
         )
-    if not any(
-        p in MODEL_PROPOSERS for p in {lever.proposer for lever in head.levers} | set(head.idle_proposers)
-    ):
+    if head.model_proposers is False:
         advice.append(
             "only offline proposers ran: an optimizer model (--optimizer-model MODEL) or "
             "--proposer agent can write edits the fixed operators cannot"

@@ -105,7 +105,7 @@ def failed_checks(checks: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(c for c in checks if c.startswith("FAIL"))
 
 
-def judge_reasons(checks: tuple[str, ...], signal_judge: Any = None) -> tuple[str, ...]:
+def judge_reasons(checks: tuple[str, ...], judged: Any = None) -> tuple[str, ...]:
     """What judges said: each ``judge`` check's message (``judge M: does not hold (why)``), then the
     signal's LLM-judge view of the divergence when the run asked for one."""
     out = []
@@ -113,7 +113,6 @@ def judge_reasons(checks: tuple[str, ...], signal_judge: Any = None) -> tuple[st
         verdict, _, rest = line.partition(" ")
         if verdict in ("ok", "FAIL") and rest.startswith("judge: "):
             out.append(rest.removeprefix("judge: "))
-    judged = signal_judge
     if isinstance(judged, dict) and judged.get("model"):
         model = judged["model"]
         if judged.get("error"):
