@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,10 +74,13 @@ def split_front_matter(text: str) -> tuple[str, str]:
     return text[:cut], text[cut:]
 
 
-def write_components(seed_dir: Path, dest: Path, candidate: Mapping[str, str]) -> Path:
+def write_components(
+    seed_dir: Path, dest: Path, candidate: Mapping[str, str], known: Collection[str] | None = None
+) -> Path:
     """A copy of the seed harness with the candidate's texts written in (skills keep their front
-    matter). Only the seed's own component files are written: a name GEPA made up is ignored."""
-    known = harness_components(seed_dir)
+    matter). Only the seed's own component files (``known``: read from the seed when not given)
+    are written: a name GEPA made up is ignored."""
+    known = harness_components(seed_dir) if known is None else known
     copy_harness(seed_dir, dest)
     for rel, text in candidate.items():
         if rel not in known:
@@ -137,6 +140,7 @@ class HarnessGEPAAdapter:
         self.scorer = scorer
         self.validation_ids = {t.id for t in validation}
         self.validation_log: list[tuple[int, float]] = []
+        self.components = tuple(harness_components(seed_dir))
         self.harnesses: dict[str, Harness] = {}
         self.broken = 0
         self.log = QuietLogger()
@@ -146,7 +150,9 @@ class HarnessGEPAAdapter:
         if key not in self.harnesses:
             dest = self.work_dir / f"candidate-{len(self.harnesses):04d}"
             shutil.rmtree(dest, ignore_errors=True)
-            self.harnesses[key] = load_harness(write_components(self.seed_dir, dest, candidate))
+            self.harnesses[key] = load_harness(
+                write_components(self.seed_dir, dest, candidate, self.components)
+            )
         return self.harnesses[key]
 
     def evaluate(self, batch: list[Task], candidate: dict[str, str], capture_traces: bool = False) -> Any:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from markupsafe import Markup, escape
 
-from harnessevolve.compare.table import CONFIDENCE, Gain, Row, Table, cost_text
+from harnessevolve.compare.table import CONFIDENCE, Gain, Row, Table, gain_text, row_cells
 from harnessevolve.core.files import atomic_write_text
 
 PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2")
@@ -102,7 +102,7 @@ def gains_plot(table: Table) -> Markup:
             )
         parts.append(
             f'<circle cx="{_x(gain.points, lo, hi):.1f}" cy="{y:.1f}" r="5" fill="{color}">'
-            f"<title>{escape(_gain(gain))}</title></circle>"
+            f"<title>{escape(gain_text(gain))}</title></circle>"
         )
     return _svg(parts, height, f"Paired difference against the seed arm, {CONFIDENCE:.0%} interval")
 
@@ -125,28 +125,18 @@ def _svg(parts: list[str], height: float, title: str) -> Markup:
     )
 
 
-def _gain(gain: Gain | None) -> str:
-    if gain is None:
-        return "—"
-    ci = f" [{gain.ci[0]:+.1f}, {gain.ci[1]:+.1f}]" if gain.ci else ""
-    return f"{gain.points:+.1f}{ci} ({gain.wins}W/{gain.losses}L)"
-
-
-def _gain_cell(gain: Gain | None) -> Markup:
-    css = ""
-    if gain is not None and gain.ci:
-        css = ' class="win"' if gain.ci[0] > 0 else ' class="loss"' if gain.ci[1] < 0 else ""
-    return Markup(f"<td{css}>{escape(_gain(gain))}</td>")
+def _css(gain: Gain | None) -> str:
+    if gain is None or not gain.ci:
+        return ""
+    return ' class="win"' if gain.ci[0] > 0 else ' class="loss"' if gain.ci[1] < 0 else ""
 
 
 def _row(row: Row) -> Markup:
-    sd = f" ± {row.sd:.1f}" if row.sd is not None else ""
-    seeds = ", ".join(f"{v:.1f}" for v in row.scores().values())
-    label = row.label + (f" k={row.details['k']}" if row.label.endswith("(sc)") else "")
+    label, mean, seeds, vs_seed, vs_sc, rollouts, cost = (escape(c) for c in row_cells(row))
     return Markup(
-        f"<tr><td>{escape(label)}</td><td class=num>{row.mean:.1f}{sd}</td><td>{escape(seeds)}</td>"
-        f"{_gain_cell(row.vs_seed)}{_gain_cell(row.vs_sc)}<td class=num>{row.rollouts_mean:.0f}</td>"
-        f"<td class=num>{escape(cost_text(row.cost_mean))}</td></tr>"
+        f"<tr><td>{label}</td><td class=num>{mean}</td><td>{seeds}</td>"
+        f"<td{_css(row.vs_seed)}>{vs_seed}</td><td{_css(row.vs_sc)}>{vs_sc}</td>"
+        f"<td class=num>{rollouts}</td><td class=num>{cost}</td></tr>"
     )
 
 

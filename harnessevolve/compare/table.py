@@ -216,11 +216,26 @@ def _control_for(row: Row, sc_rows: Sequence[Row]) -> Row | None:
     return matched or (sc_rows[0] if sc_rows else None)
 
 
-def _gain_text(gain: Gain | None) -> str:
+def gain_text(gain: Gain | None) -> str:
     if gain is None:
         return "—"
     ci = f" [{gain.ci[0]:+.1f}, {gain.ci[1]:+.1f}]" if gain.ci else ""
     return f"{gain.points:+.1f}{ci} ({gain.wins}W/{gain.losses}L)"
+
+
+def row_cells(row: Row) -> list[str]:
+    """A row's cells as the Markdown table and the HTML page show them."""
+    sd = f" ± {row.sd:.1f}" if row.sd is not None else ""
+    label = row.label + (f" k={row.details['k']}" if row.label.endswith("(sc)") else "")
+    return [
+        label,
+        f"{row.mean:.1f}{sd}",
+        ", ".join(f"{v:.1f}" for v in row.scores().values()),
+        gain_text(row.vs_seed),
+        gain_text(row.vs_sc),
+        f"{row.rollouts_mean:.0f}",
+        cost_text(row.cost_mean),
+    ]
 
 
 def cost_text(usd: float) -> str:
@@ -247,11 +262,5 @@ def markdown(table: Table) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for row in table.rows:
-        sd = f" ± {row.sd:.1f}" if row.sd is not None else ""
-        seeds = ", ".join(f"{v:.1f}" for v in row.scores().values())
-        label = row.label + (f" k={row.details['k']}" if row.label.endswith("(sc)") else "")
-        lines.append(
-            f"| {label} | {row.mean:.1f}{sd} | {seeds} | {_gain_text(row.vs_seed)} | {_gain_text(row.vs_sc)} "
-            f"| {row.rollouts_mean:.0f} | {cost_text(row.cost_mean)} |"
-        )
+        lines.append("| " + " | ".join(row_cells(row)) + " |")
     return "\n".join(lines)
