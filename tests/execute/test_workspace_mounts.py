@@ -22,8 +22,8 @@ from harnessevolve.sandbox.limits import (
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a workspace tmpfs needs root")
 
 
-def fresh_mount(size_mb: int = 1, files: int = 50) -> Path:
-    folder = Path(tempfile.mkdtemp(prefix="he-mounts-")).resolve()
+def fresh_mount(size_mb: int = 1, files: int = 50, parent: Path | None = None) -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="he-mounts-", dir=parent)).resolve()
     assert mount_workspace(folder, size_mb=size_mb, files=files)
     return folder
 
@@ -65,8 +65,10 @@ def test_an_ordinary_folder_or_another_mount_is_no_workspace(tmp_path: Path) -> 
     assert not is_workspace_mount(Path("/proc"))  # a mount point, but not one of ours
 
 
-def test_unmounting_everything_under_a_folder_forgets_those_mounts() -> None:
-    folder = fresh_mount()
+def test_unmounting_everything_under_a_folder_forgets_those_mounts(tmp_path: Path) -> None:
+    # under a folder of its own: unmounting everything under the system temp folder would take the
+    # live workspaces of tests running beside it (another pytest-xdist worker's rollouts)
+    folder = fresh_mount(parent=tmp_path)
     try:
         assert str(folder) in limits._mounted
         done, left = unmount_workspaces_under(folder.parent)
