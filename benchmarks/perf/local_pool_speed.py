@@ -60,6 +60,8 @@ def one(
         results = score_split(scorer, harness, timed, "timed")
         wall = time.perf_counter() - started
     passed, tokens = sum(r.passed for r in results), sum(r.tokens for r in results)
+    prompt = sum(int(r.trajectory.final_metrics.get("total_prompt_tokens", 0)) for r in results)
+    cached = sum(int(r.trajectory.final_metrics.get("total_cached_tokens", 0)) for r in results)
     # a rollout that never reached the model (a name litellm cannot serve offline) is fast and
     # scores 0: its error is reported so that the parent refuses the figure
     errors = [r.infra or (r.signal.hint if r.signal else "") for r in results if not r.tokens]
@@ -70,6 +72,8 @@ def one(
         "wall_s": wall,
         "passed": passed,
         "tokens": tokens,
+        "prompt_tokens": prompt,
+        "evaluated_prompt_tokens": prompt - cached,  # the rest came from an instance's KV cache
         "at_once": at_once,
         "without_tokens": len(errors),
         "error": next((e for e in errors if e), ""),
@@ -169,14 +173,16 @@ def main() -> int:
     single = max((c for c in configs if c[0] == 1), key=lambda c: rates[c], default=configs[0])
     print(
         f"{'pool':>9} {'at once':>8} {'rollouts/s':>11} {'s/rollout':>10} {'passed':>7} "
-        f"{'vs best pool 1':>15}  per round (rollouts/s; tokens)"
+        f"{'vs best pool 1':>15} {'prompt tok/rollout':>19} {'evaluated':>10}  per round (rollouts/s; tokens)"
     )
     for c in configs:
         passed = "/".join(str(int(r["passed"])) for r in runs[c])
         each = ", ".join(f"{r['rollouts'] / r['wall_s']:.3f}; {int(r['tokens'])}" for r in runs[c])
+        prompt = statistics.median(r["prompt_tokens"] / r["rollouts"] for r in runs[c])
+        evaluated = statistics.median(r["evaluated_prompt_tokens"] / r["rollouts"] for r in runs[c])
         print(
             f"{pool_label(c):>9} {runs[c][0]['at_once']:>8} {rates[c]:>11.3f} {1 / rates[c]:>10.1f} "
-            f"{passed:>7} {rates[c] / rates[single]:>14.2f}x  {each}"
+            f"{passed:>7} {rates[c] / rates[single]:>14.2f}x {prompt:>19.0f} {evaluated:>10.0f}  {each}"
         )
     largest = max(configs, key=lambda c: (c[0], c[2], rates[c]))  # the default: preference on
     top = rates[largest] / rates[single]

@@ -74,6 +74,72 @@ def list_models(json_out: JsonOut = False) -> None:
     console.print(f"[dim]{next(iter(CATALOG.values())).licence}.[/]")
 
 
+def cpu_name() -> str:
+    """The CPU's model name (/proc/cpuinfo), or the platform's processor string."""
+    import platform
+
+    try:
+        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _info() -> dict[str, object]:
+    from harnessevolve.models.llama_variants import ensure_cpu_backend, lib_dir
+    from harnessevolve.models.local import LocalModelUnavailableError, default_threads
+    from harnessevolve.models.local_pool import POOL_ENV, requested_size
+
+    if lib_dir() is None:
+        raise LocalModelUnavailableError("llama-cpp-python is not installed", field="llama_cpp")
+    import llama_cpp
+
+    backend = ensure_cpu_backend()
+    requested = requested_size()
+    return {
+        "llama_cpp_python": getattr(llama_cpp, "__version__", "?"),
+        "lib": str(lib_dir()),
+        "cpu": cpu_name(),
+        "build": "CPU backend variants" if backend.variants else "one CPU backend linked in",
+        "threads": default_threads(),
+        "pool": f"{POOL_ENV}={'auto' if requested is None else requested}",
+        **backend.to_json(),
+    }
+
+
+@app.command("info")
+@handle_errors
+def info(json_out: JsonOut = False) -> None:
+    """How the embedded models run here: the llama.cpp build, the CPU backend variant this CPU loads
+    (the best one it supports, or HARNESSEVOLVE_LLAMA_CPU_VARIANT's), its features, threads, pool."""
+    found = _info()
+    if json_out:
+        typer.echo(json.dumps(found, indent=2))
+        return
+    console.print(f"llama-cpp-python {found['llama_cpp_python']} ({found['build']}) at {found['lib']}")
+    console.print(f"CPU: {found['cpu']}")
+    forced = " (forced by HARNESSEVOLVE_LLAMA_CPU_VARIANT)" if found["forced"] else ""
+    console.print(f"CPU backend that runs: [bold]{found['variant']}[/]{forced}")
+    variants = found["variants"]
+    assert isinstance(variants, list)
+    if variants:
+        table = Table(title="CPU backend variants (best first)")
+        for column in ("variant", "runs on this CPU", "score"):
+            table.add_column(column)
+        for v in variants:
+            table.add_row(v["name"], "[green]yes[/]" if v["supported"] else "[dim]no[/]", str(v["score"]))
+        console.print(table)
+    features = found["features"]
+    assert isinstance(features, dict)
+    if features:
+        console.print("features: " + ", ".join(f"{k}={v}" if v != "1" else k for k, v in features.items()))
+    console.print(
+        f"threads per instance: {found['threads']} (HARNESSEVOLVE_LOCAL_THREADS); pool: {found['pool']}"
+    )
+
+
 @app.command("fetch")
 @handle_errors
 def fetch(

@@ -54,6 +54,7 @@ def _metrics(reply: ModelReply) -> dict[str, Any]:
     return {
         "prompt_tokens": reply.prompt_tokens,
         "completion_tokens": reply.completion_tokens,
+        **({"cached_tokens": reply.cached_tokens} if reply.cached_tokens else {}),
         "cost_usd": reply.cost_usd,
         # Provider faults that were retried before this reply (rate limits, 5xx, timeouts).
         **({"extra": {"retries": reply.extra["retries"]}} if reply.extra.get("retries") else {}),
@@ -248,6 +249,7 @@ def _trajectory(
         final_metrics={
             "total_prompt_tokens": sum(s.metrics.get("prompt_tokens", 0) for s in agent_steps),
             "total_completion_tokens": sum(s.metrics.get("completion_tokens", 0) for s in agent_steps),
+            "total_cached_tokens": sum(s.metrics.get("cached_tokens", 0) for s in agent_steps),
             "total_cost_usd": sum(s.metrics.get("cost_usd", 0.0) for s in agent_steps),
             "total_steps": len(steps),
         },

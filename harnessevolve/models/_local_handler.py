@@ -131,6 +131,7 @@ def _response(model: str, generation: Generation, reply: ParsedReply) -> ModelRe
             "prompt_tokens": generation.prompt_tokens,
             "completion_tokens": generation.completion_tokens,
             "total_tokens": generation.prompt_tokens + generation.completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": generation.cached_tokens},
         },
         model=model,
     )

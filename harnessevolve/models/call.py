@@ -38,6 +38,9 @@ class ModelReply:
     tool_calls: tuple[ModelToolCall, ...] = ()
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0
+    """Prompt tokens the provider did not evaluate again (its prompt cache; the local model's KV
+    cache): ``usage.prompt_tokens_details.cached_tokens``, 0 when the provider does not say."""
     cost_usd: float = 0.0
     parse_error: str | None = None
     """Set by providers that parse tool calls out of text (the local model) when that failed."""
@@ -150,6 +153,12 @@ def _meter(model: str, **usage: Any) -> None:
         scope.meter.record(stage=scope.stage, proposer=scope.proposer, model=model, **usage)
 
 
+def _cached_tokens(usage: Any) -> int:
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) if details is not None else None
+    return int(cached) if isinstance(cached, int) and cached > 0 else 0
+
+
 def _to_reply(litellm: Any, response: Any, model: str) -> ModelReply:
     message = response.choices[0].message
     calls = tuple(
@@ -181,6 +190,7 @@ def _to_reply(litellm: Any, response: Any, model: str) -> ModelReply:
         tool_calls=calls,
         prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
         completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+        cached_tokens=_cached_tokens(usage),
         cost_usd=cost,
         parse_error=specific.get("parse_error"),
         # the torch backend's exact token ids, kept for the policy trainer (harnessevolve/train)

@@ -176,6 +176,9 @@ class Generation:
     """``stop`` (end of turn or stop string) or ``length`` (hit max_tokens)."""
     dropped_turns: int = 0
     """Old turns left out so the prompt fits the context window."""
+    cached_tokens: int = 0
+    """Prompt tokens taken from the instance's KV cache (the prefix it shares with the conversation
+    the instance last evaluated), not evaluated again: ``prompt_tokens - cached_tokens`` were."""
 
 
 @dataclass
@@ -292,6 +295,9 @@ def _load_llama(path: Path, config: LocalModelConfig, threads: int) -> LoadedMod
         raise LocalModelUnavailableError(
             "the local model needs llama-cpp-python; pip install 'llama-cpp-python>=0.3.36'"
         ) from exc
+    from harnessevolve.models.llama_variants import ensure_cpu_backend
+
+    ensure_cpu_backend()  # the best CPU backend variant this CPU runs, before the first model loads
     try:
         with _LOAD_LOCK:
             llama = Llama(
@@ -447,6 +453,7 @@ def generate(
         with loaded.lock:
             tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
             stopping = _stopping_criteria(llama, len(tokens), prefill, stop_after_call)
+            cached = cached_prefix(llama, tokens)
             result = llama.create_completion(
                 prompt=tokens,
                 max_tokens=max(1, min(sampling.max_tokens, config.n_ctx - len(tokens))),
@@ -470,7 +477,23 @@ def generate(
         completion_tokens=int(usage["completion_tokens"]),
         finish_reason=str(first.get("finish_reason") or "stop"),
         dropped_turns=dropped,
+        cached_tokens=cached,
     )
+
+
+def cached_prefix(llama: Any, tokens: Sequence[int]) -> int:
+    """How many of ``tokens`` llama-cpp-python will take from the KV cache rather than evaluate: the
+    prefix they share with the tokens the context holds (``Llama.generate``'s own rule), less one
+    when the whole prompt is cached (that last token is evaluated again for fresh logits)."""
+    held = int(getattr(llama, "n_tokens", 0) or 0)
+    if held <= 0:
+        return 0
+    shared = 0
+    for a, b in zip(llama.input_ids[:held], tokens, strict=False):
+        if a != b:
+            break
+        shared += 1
+    return shared - 1 if shared == len(tokens) and shared > 0 else shared
 
 
 def _stopping_criteria(llama: Any, n_prompt: int, prefill: str, stop_after_call: bool) -> Any:
