@@ -1,5 +1,8 @@
 """Scripted models for ``efficacy.py --smoke``: every arm of the table in seconds, no real model.
 
+efficacy.py names them ``scripted/efficacy_smoke:agent`` and ``scripted/efficacy_smoke:reflector``
+(``AGENT_MODEL``, ``REFLECTOR_MODEL``), which each ``harnessevolve compare run`` process imports.
+
 The agent works through each shell-basics task's gold calls but does not call ``submit`` on its
 own -- the failure the behaviour operators read from trajectories ("never submits"). It submits
 the task's answer only when the loop leaves it no other choice (``submit`` is the one tool offered,
@@ -11,13 +14,11 @@ every arm runs and is scored, never a measurement of any of them.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from harnessevolve.core.tasks import load_benchmark
-from harnessevolve.models.scripted import register_script
 
-AGENT = "efficacy-smoke-agent"
-REFLECTOR = "efficacy-smoke-reflector"
 CUE = "scores nothing"
 
 
@@ -64,8 +65,17 @@ def reflector(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> st
     return "RULE: Check the result of every command before you decide what to do next."
 
 
-def register_smoke_models() -> tuple[str, str]:
-    """Register both scripted models; (agent model, reflector model) names."""
-    register_script(AGENT, SubmitsOnlyWhenTold())
-    register_script(REFLECTOR, reflector)
-    return f"scripted/{AGENT}", f"scripted/{REFLECTOR}"
+@functools.cache
+def _agent() -> SubmitsOnlyWhenTold:
+    return SubmitsOnlyWhenTold()
+
+
+def agent(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """The scripted agent (``scripted/efficacy_smoke:agent``): ``SubmitsOnlyWhenTold`` on shell-basics."""
+    return _agent()(messages, tools)
+
+
+AGENT_MODEL = "scripted/efficacy_smoke:agent"
+REFLECTOR_MODEL = "scripted/efficacy_smoke:reflector"
+"""The two models by name: importable functions, so that every ``compare run`` process resolves
+them (with this folder on ``PYTHONPATH``, as efficacy.py sets it)."""

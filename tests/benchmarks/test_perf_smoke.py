@@ -74,7 +74,6 @@ HELPERS = (
     "bfcl_source",
     "dspy_workload",
     "efficacy_smoke",
-    "efficacy_table",
     "gepa_arm",
     "harness_arms",
     "kill_hook",
