@@ -1,7 +1,15 @@
-"""Shared by the efficacy scripts in benchmarks/perf/ (demo_gain.py, vs_gepa.py): make a harness
-from the template, run harnessevolve on it while counting rollouts, and score any harness on a
-benchmark split with the same agent loop and checkers the pipeline uses
-(``scoring.scorer.Scorer``).
+"""Shared by the measurement scripts in benchmarks/perf/ that run arms themselves (vs_gepa.py,
+demo_gain.py, component_ablation.py, local_pool_speed.py, evolve_env.py): make a harness from the
+template, run harnessevolve on it while counting rollouts, and score any harness on a benchmark
+split with the same agent loop and checkers the pipeline uses (``scoring.scorer.Scorer``).
+
+Efficacy figures are made by ``harnessevolve compare`` (efficacy.py wraps it; issue 56). What
+duplicated the package is the package's now: ``copy_harness`` is ``compare/gepa_cell.py``'s. The rest
+stays here because compare has no counterpart these scripts could call: its cells take a whole plan
+(``compare/arms.py``'s scorer is built from the plan's execution options, ``compare/evolve_cell.py``
+runs an arm of a plan and reads back its cell's numbers), while these scripts score one harness on a
+few tasks, time a model pool, or need a run's validation curve and rollouts-to-best
+(``EvolveOutcome``), which compare's result files do not keep.
 
 Not part of the package: a script imports it with ``sys.path`` pointing at this folder.
 """
@@ -10,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shutil
 import subprocess
 import sys
 import time
@@ -19,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harnessevolve.compare.gepa_cell import copy_harness as copy_harness  # re-exported: the package's
 from harnessevolve.core.tasks import Benchmark, Task
 from harnessevolve.harness.model import Harness
 from harnessevolve.pipeline.run import start_run
@@ -32,7 +40,6 @@ from harnessevolve.scoring.scorer import Scorer, TaskResult
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "harnessevolve.cli"]
-COPY_IGNORED = shutil.ignore_patterns(".git", ".harnessevolve", "__pycache__")
 
 
 def add_arm_arguments(parser: argparse.ArgumentParser) -> None:
@@ -73,12 +80,6 @@ def smoke_arguments(args: argparse.Namespace) -> None:
 def init_harness(dest: Path) -> Path:
     """``harnessevolve init DEST``: the seed harness (the template) in its own git repository."""
     subprocess.run([*CLI, "init", str(dest)], check=True, cwd=ROOT, capture_output=True)
-    return dest
-
-
-def copy_harness(source: Path, dest: Path) -> Path:
-    """A plain copy of the harness files (no git, no run state): for arms that edit files directly."""
-    shutil.copytree(source, dest, ignore=COPY_IGNORED)
     return dest
 
 
