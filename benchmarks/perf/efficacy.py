@@ -103,7 +103,7 @@ def benchmark_spec(benchmark: str, validation: int, test: int) -> str:
     return f"subset:{','.join([*limits, f'salt={SUBSET_SALT}'])}@{benchmark}" if limits else benchmark
 
 
-def test_tasks(spec: str) -> int:
+def count_test_tasks(spec: str) -> int:
     from harnessevolve.adapters import load_benchmark_spec
 
     return len(load_benchmark_spec(spec).split("test"))
@@ -142,7 +142,11 @@ def plans(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
             gepa["max_tokens"] = args.reflection_max_tokens
         arms.append(gepa)
     if "bestofk" in args.arms:
-        k = {"k": max(1, round(args.budget / test_tasks(spec)))} if args.budget else {"matched_to": "evolve"}
+        k = (
+            {"k": max(1, round(args.budget / count_test_tasks(spec)))}
+            if args.budget
+            else {"matched_to": "evolve"}
+        )
         best: dict[str, Any] = {"kind": "best-of-k", **k}
         if args.temperature is not None:
             best["temperature"] = args.temperature
