@@ -2,8 +2,11 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# llama-cpp-python has no wheel here; its default build uses CPU features (AMX) some machines lack.
-LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+# llama-cpp-python has no wheel here, and its default build compiles for the build machine's CPU (a
+# build once crashed on a host with AMX). tools/build_llama_cpp.py builds llama.cpp's CPU backend in
+# several instruction-set variants instead; the best one this CPU runs is loaded at run time
+# (`harnessevolve models info` says which). LLAMA_VARIANTS=none builds the one AVX2 backend of before.
+LLAMA_VARIANTS ?= all
 DEMO_DIR := .demo
 DEMO_GENERATIONS ?= 4
 DEMO_BATCH ?= 8
@@ -34,7 +37,8 @@ system-packages:
 $(VENV)/.installed: pyproject.toml | system-packages
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet -e ".[dev,local,train,tracking,ray,compare,nl2bash,mcp,bfcl,agents]"
+	$(BIN)/python tools/build_llama_cpp.py $(BIN)/python --variants $(LLAMA_VARIANTS)
+	$(BIN)/python -m pip install --quiet -e ".[dev,local,train,tracking,ray,compare,nl2bash,mcp,bfcl,agents]"
 	$(BIN)/python -m pip install --quiet --no-deps 'bfcl-eval==2026.3.23'
 	touch $@
 

@@ -138,6 +138,7 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=1, help=argparse.SUPPRESS)  # the child's
     parser.add_argument("--no-prefer", action="store_true", help=argparse.SUPPRESS)  # the child's
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--out", help="write the raw figures (every run, load averages) as JSON here")
     parser.add_argument("--check", action="store_true", help="exit 1 when the largest pool is under target")
     parser.add_argument(
         "--smoke",
@@ -191,6 +192,24 @@ def main() -> int:
         f"pool {largest[0]} vs pool 1 (its best, {single[1]} at once): {top:.2f}x "
         f"(target >= {TARGET}x: {verdict})"
     )
+    if args.out:
+        raw = {
+            "script": "benchmarks/perf/local_pool_speed.py",
+            "argv": sys.argv[1:],
+            "model": args.model,
+            "benchmark": args.benchmark,
+            "load_average_before": load_before,
+            "load_average_after": os.getloadavg()[0],
+            "configs": [
+                {"pool": c[0], "at_once": c[1], "prefer": c[2], "rollouts_per_s": rates[c], "runs": runs[c]}
+                for c in configs
+            ],
+            "pool_vs_single": top,
+            "target": TARGET,
+        }
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(raw, indent=2) + "\n")
+        print(f"raw figures: {args.out}")
     return 1 if args.check and top < TARGET else 0
 
 

@@ -111,14 +111,12 @@ def choose(variants: Iterable[Variant], wanted: str | None) -> Variant:
         match = next((v for v in variants if v.name == wanted), None)
         if match is None:
             raise CpuVariantError(
-                f"{VARIANT_ENV}={wanted}: no such CPU backend variant in this llama-cpp-python "
-                f"(this CPU can run: {names})",
+                f"{wanted}: no such CPU backend variant in this llama-cpp-python (this CPU can run: {names})",
                 field=VARIANT_ENV,
             )
         if not match.supported:
             raise CpuVariantError(
-                f"{VARIANT_ENV}={wanted}: this CPU lacks instructions that variant needs "
-                f"(this CPU can run: {names})",
+                f"{wanted}: this CPU lacks instructions that variant needs (this CPU can run: {names})",
                 field=VARIANT_ENV,
             )
         return match
@@ -199,11 +197,15 @@ def _load() -> CpuBackend:
     if ggml.ggml_backend_reg_count() > 0 or not variants:  # a CPU backend linked in (or already loaded)
         if wanted and variants:
             raise CpuVariantError(
-                f"{VARIANT_ENV}={wanted}: the CPU backend was loaded before it could be chosen",
+                f"{wanted}: the CPU backend was loaded before it could be chosen",
                 field=VARIANT_ENV,
             )
         return CpuBackend(variant=BUILT_IN, variants=variants, features=_features(ggml))
     chosen = choose(variants, wanted)
-    if not ggml.ggml_backend_load(str(chosen.path).encode()):
+    from llama_cpp._utils import suppress_stdout_stderr
+
+    with suppress_stdout_stderr(disable=False):  # ggml logs "loaded CPU backend from ..." to stderr
+        loaded = ggml.ggml_backend_load(str(chosen.path).encode())
+    if not loaded:
         raise CpuVariantError(f"llama.cpp could not load its CPU backend {chosen.path}", field=VARIANT_ENV)
     return CpuBackend(variant=chosen.name, variants=variants, features=_features(ggml), forced=bool(wanted))

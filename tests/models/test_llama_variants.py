@@ -103,9 +103,23 @@ def test_the_lowest_variant_forced_still_completes_a_generation() -> None:
     assert forced["tokens"] > 0 and forced["text"].strip()
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(not HAVE_VARIANTS, reason="llama-cpp-python built without CPU variants (make install)")
-def test_forcing_an_absent_variant_is_one_line_naming_the_variable() -> None:
-    done = _child("nosuch")
-    assert done.returncode != 0
-    assert f"{VARIANT_ENV}=nosuch: no such CPU backend variant" in done.stderr
+@pytest.mark.parametrize(("wanted", "says"), [("nosuch", "no such CPU backend variant"), ("x64", None)])
+def test_models_info_names_the_variant_or_refuses_in_one_line(wanted: str, says: str | None) -> None:
+    env = {**os.environ, VARIANT_ENV: wanted}
+    done = subprocess.run(
+        [sys.executable, "-m", "harnessevolve", "models", "info", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    if says is None:
+        assert done.returncode == 0, done.stderr[-800:]
+        found = json.loads(done.stdout)
+        assert (
+            found["variant"] == "x64" and found["forced"] is True and "loaded CPU backend" not in done.stderr
+        )
+        return
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"{VARIANT_ENV}: {wanted}: {says}" in done.stderr
