@@ -37,6 +37,7 @@ from harnessevolve.core.atif import ObservationResult, ToolCall, Trajectory
 from harnessevolve.core.enums import StopReason
 from harnessevolve.core.tasks import Task
 from harnessevolve.core.transcript import NO_TOOL_NUDGE, PARSE_NUDGE
+from harnessevolve.execute import verify_finish
 from harnessevolve.execute.call_repair import repair_call
 from harnessevolve.execute.rollout_tools import OfferedTool, dispatch, rollout_tools
 from harnessevolve.execute.simulated_user import next_user_turn
@@ -162,9 +163,15 @@ class AgentLoop:
         """The run is ending (``stop``: the step limit, a repeat) without an answer: with
         ``loop.final_submit`` the model is asked once more with only the submit tool offered; with
         ``loop.answer_from`` (``TOOL.ARGUMENT``) the last such argument is submitted after that.
-        One-turn tasks only (a multi-turn task's turns end on their own). Returns the stop reason."""
+        Before that, an answer ``loop.verify_finish`` held back and never followed by another submit
+        stands. One-turn tasks only, but for that held answer (a multi-turn task's turns end on their
+        own). Returns the stop reason."""
         submit = next((n for n, t in self.tools.items() if t.spec.builtin == "submit"), None)
         if self.multi_turn or submit is None:
+            held = verify_finish.held_answer(self.rollout) if self.loop.verify_finish else None
+            if held is not None:
+                self.rollout.answer = held
+                return StopReason.SUBMITTED
             return stop
         if self.loop.final_submit:
             self.rollout.transcript.add_text("user", FINAL_SUBMIT_ASK, nudge=True, timestamp=_now())
@@ -192,6 +199,10 @@ class AgentLoop:
                     "model_name": self.model,
                 }
                 self.rollout.transcript.add_reply(reply.content, extra={"error": error}, **meta)
+        held = verify_finish.held_answer(self.rollout) if self.loop.verify_finish else None
+        if self.rollout.answer is None and held is not None:  # submitted, held back, never again
+            self.rollout.answer = held
+            return StopReason.SUBMITTED
         given = self.arguments_made(self.loop.answer_from) if self.loop.answer_from else []
         if self.rollout.answer is None and given:
             step, self.rollout.answer = given[-1]
@@ -252,6 +263,10 @@ class AgentLoop:
                 if checked is not None:
                     output, submitted_answer = checked
                     errors.append("answer_check: not one of the run's calls")
+                if submitted_answer is not None and self.loop.verify_finish:
+                    held = verify_finish.hold_submit(self.rollout, submitted_answer, name)
+                    if held is not None:
+                        output, submitted_answer = held, None
                 if submitted_answer is not None:
                     self.rollout.answer = submitted_answer
                     submitted = True
@@ -301,6 +316,10 @@ class AgentLoop:
         if self.multi_turn and not reply.parse_error and not reply.tool_calls:
             # A reply without a tool call ends the agent's turn: the user speaks next.
             transcript.add_reply(reply.content, extra=token_ids, **meta)
+            held = verify_finish.hold_turn_end(rollout) if self.loop.verify_finish else None
+            if held is not None:  # asked once whether every part is done; the turn goes on
+                transcript.add_text("user", held, nudge=True, timestamp=_now())
+                return
             rollout.last_end, rollout.closing = "message", reply.content or ""
             raise TurnEnded
         if reply.parse_error or not reply.tool_calls:

@@ -78,6 +78,10 @@ class LoopSettings:
     a near-miss tool or argument name, or a value of the wrong type, is repaired where one reading
     fits; a call missing a required argument is answered with what it needs instead of run.
     Recorded as ``extra.call_repairs``."""
+    verify_finish: bool = False
+    """Hold back the agent's first attempt to finish (a submit, or a reply ending a multi-turn
+    task's turn) once per turn, quoting the request and asking whether every part of it is done
+    (``execute/verify_finish.py``); the next attempt finishes. Recorded as ``extra.verify_finish``."""
 
 
 FINAL_SUBMIT_ASK = "You have used all your steps. Call submit now with your final answer."

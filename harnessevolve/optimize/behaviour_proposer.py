@@ -25,7 +25,9 @@ Per pattern (agent code / loop / tools):
 * unknown_tool: an unknown name goes to the closest tool / ``repair_calls`` / the closest tool names
   itself;
 * malformed_call: a tool call written as JSON text is run / ``json_grammar`` (local model), then
-  ``repair_calls`` (each call checked against its tool's schema before it runs) / --.
+  ``repair_calls`` (each call checked against its tool's schema before it runs) / --;
+* finishes_early: -- / ``verify_finish`` (the first attempt to finish is held back once, the request
+  quoted, asking whether every part is done) / --.
 
 Every candidate is a normal edit-operation candidate (``Candidate.edits``), gated like any other;
 code edits meet the quality gate's compile and sandboxed smoke run. Never revised.
@@ -60,6 +62,7 @@ CAUSE_OF = {
     "wrong_submission": Cause.WRONG_ARGUMENT,
     "unknown_tool": Cause.UNKNOWN_TOOL,
     "malformed_call": Cause.FORMAT_ERROR,
+    "finishes_early": Cause.PREMATURE_FINISH,
 }
 # --- loop settings (builtin loop) -----------------------------------------------------------------
 
@@ -115,6 +118,13 @@ def _loop_edit(context: ProposalContext, pattern: Pattern, settings: dict[str, A
                 "constrain replies to JSON tool calls",
                 "the runs' replies were not valid tool calls.",
             )
+    if pattern.kind == "finishes_early" and not loop.get("verify_finish"):
+        edit = {"op": "set_loop", "setting": "verify_finish", "value": True}
+        why = (
+            "the runs ended having done less than the task needs; the first attempt to finish is now "
+            "held back once with the request quoted again, asking whether every part of it is done."
+        )
+        return [edit], "ask the agent to check every part of the request before it finishes", why
     if pattern.kind in ("malformed_call", "unknown_tool") and not loop.get("repair_calls"):
         edit = {"op": "set_loop", "setting": "repair_calls", "value": True}
         what = (

@@ -10,7 +10,9 @@ runs' calls (``references``), the error clusters and the harness's own tool list
   (the output instead of what was asked for), a description of its work, a made-up value;
 * ``unknown_tool``: a failed run calls a tool the harness does not have;
 * ``malformed_call``: replies that are not tool calls, or calls without their required arguments
-  (``format_error`` / ``missing_argument`` clusters).
+  (``format_error`` / ``missing_argument`` clusters);
+* ``finishes_early``: a failed run ends on its own having done less than the reference (fewer calls,
+  a tool called less often than it needs), or a ``premature_finish`` / ``skipped_step`` cluster.
 
 A :class:`Pattern` names the runs that show it; ``optimize.behaviour_proposer`` turns it into an
 edit of the loop, the tools or the agent's code.
@@ -234,7 +236,27 @@ def malformed_call(context: ProposalContext, tools: HarnessTools) -> Pattern | N
     return Pattern("malformed_call", tuple(runs), {}) if runs else None
 
 
-DETECTORS = (never_submits, wrong_submission, repeated_call, unknown_tool, malformed_call)
+def finishes_early(context: ProposalContext, tools: HarnessTools) -> Pattern | None:
+    """Runs that ended on their own (not at the step limit) having done less than the reference:
+    fewer calls than it made besides the finishing one, some of its tools never called as often
+    (one call where the request needs one per part), or a ``premature_finish`` / ``skipped_step``
+    cluster."""
+    limited = {s.task_id for c in context.clusters if c.cause == Cause.STEP_LIMIT for s in c.signals}
+    early = (Cause.PREMATURE_FINISH, Cause.SKIPPED_STEP)
+    runs = [s.task_id for c in context.clusters if c.cause in early for s in c.signals]
+    for task, actions in context.failed_runs.items():
+        reference = context.references.get(task)
+        if not reference:
+            continue
+        done = Counter(a.tool for a in actions if a.tool != tools.submit)
+        needed = Counter(a.tool for a in reference if a.tool != tools.submit)
+        if sum(needed.values()) > sum(done.values()) and needed - done:
+            runs.append(task)
+    runs = [r for r in dict.fromkeys(runs) if r not in limited]
+    return Pattern("finishes_early", tuple(runs), {}) if runs else None
+
+
+DETECTORS = (never_submits, wrong_submission, repeated_call, unknown_tool, malformed_call, finishes_early)
 """In the order they are tried: a run that never finishes, or finishes with the wrong thing, scores
 nothing whatever else it did right."""
 
