@@ -17,9 +17,10 @@ Two changes to llama-cpp-python 0.3.36's source, made here on a downloaded copy:
   (AMX) is left out: AMX is the instruction set the native build crashed with.
 
 Usage: ``python tools/build_llama_cpp.py PYTHON`` (``make install`` runs it): downloads the source
-release from PyPI into ``.cache/llama-cpp-python/`` once, builds a wheel there and installs it into
-PYTHON's environment. ``--variants none`` builds today's single AVX2 backend instead (the
-comparison build of ``benchmarks/perf/local_model_speed.py --builds``).
+release from PyPI into ``.cache/llama-cpp-python/`` once, builds a wheel there (once: a wheel
+already there is installed again, ``--force`` rebuilds) and installs it into PYTHON's environment.
+``--variants none`` builds the single AVX2 backend of before instead (the
+comparison build of ``benchmarks/perf/local_model_speed.py --side-by-side --build``).
 """
 
 from __future__ import annotations
@@ -113,11 +114,19 @@ def patch_source(source: Path, variants: tuple[str, ...]) -> None:
     ggml.write_text("".join(lines))
 
 
-def build(python: str, variants: bool, jobs: int, install: bool = True) -> tuple[Path, float]:
-    """Build the wheel (and install it into ``python``'s environment): the wheel, the build's seconds."""
+def build(
+    python: str, variants: bool, jobs: int, install: bool = True, force: bool = False
+) -> tuple[Path, float]:
+    """Build the wheel (and install it into ``python``'s environment): the wheel, the build's seconds
+    (0 when a wheel built before in this checkout is reused; ``force`` builds again)."""
+    out = CACHE / ("wheel-variants" if variants else "wheel-single")
+    built = sorted(out.glob("llama_cpp_python-*.whl"))
+    if built and not force:  # built before in this checkout: install that wheel
+        if install:
+            _install(python, built[-1])
+        return built[-1], 0.0
     source = fetch_source(python)
     patch_source(source, VARIANTS)
-    out = CACHE / ("wheel-variants" if variants else "wheel-single")
     shutil.rmtree(out, ignore_errors=True)
     env = {
         **os.environ,
@@ -133,11 +142,14 @@ def build(python: str, variants: bool, jobs: int, install: bool = True) -> tuple
     seconds = time.monotonic() - started
     wheel = sorted(out.glob("llama_cpp_python-*.whl"))[-1]
     if install:
-        subprocess.run(
-            [python, "-m", "pip", "install", "--quiet", "--force-reinstall", "--no-deps", str(wheel)],
-            check=True,
-        )
+        _install(python, wheel)
     return wheel, seconds
+
+
+def _install(python: str, wheel: Path) -> None:
+    subprocess.run(
+        [python, "-m", "pip", "install", "--quiet", "--force-reinstall", "--no-deps", str(wheel)], check=True
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,10 +158,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", choices=("all", "none"), default="all")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--no-install", action="store_true", help="build the wheel only")
+    parser.add_argument("--force", action="store_true", help="build again even if a wheel is there")
     args = parser.parse_args(argv)
-    wheel, seconds = build(args.python, args.variants == "all", args.jobs, install=not args.no_install)
+    variants = args.variants == "all"
+    wheel, seconds = build(args.python, variants, args.jobs, install=not args.no_install, force=args.force)
     what = f"CPU variants {', '.join(VARIANTS)}" if args.variants == "all" else "one AVX2 CPU backend"
-    print(f"llama-cpp-python {VERSION} built ({what}) in {seconds:.0f} s: {wheel}")
+    done = f"built in {seconds:.0f} s" if seconds else "built before, reused"
+    print(f"llama-cpp-python {VERSION} ({what}) {done}: {wheel}")
     return 0
 
 
