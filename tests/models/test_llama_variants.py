@@ -33,7 +33,7 @@ def test_the_best_supported_variant_is_chosen() -> None:
     assert choose(found, None).name == "haswell"
 
 
-def test_a_cpu_lacking_the_top_levels_gets_the_next_lower_one() -> None:
+def test_a_cpu_lacking_the_top_levels_falls_back_to_the_next_lower_one() -> None:
     # as on a CPU without AVX2: haswell and above score 0, sandybridge is the best left
     found = variants(x64=1, sse42=3, sandybridge=5, haswell=0, icelake=0)
     assert choose(found, None).name == "sandybridge"
@@ -95,7 +95,7 @@ def _child(variant: str | None) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not HAVE_VARIANTS, reason="llama-cpp-python built without CPU variants (make install)")
-def test_the_lowest_variant_forced_still_completes_a_generation() -> None:
+def test_the_fallback_variant_forced_still_completes_a_generation() -> None:
     best, lowest = _child(None), _child("x64")
     assert best.returncode == 0 and lowest.returncode == 0, (best.stderr[-800:], lowest.stderr[-800:])
     chosen, forced = json.loads(best.stdout.splitlines()[-1]), json.loads(lowest.stdout.splitlines()[-1])
