@@ -26,8 +26,9 @@ Per pattern (agent code / loop / tools):
   itself;
 * malformed_call: a tool call written as JSON text is run / ``json_grammar`` (local model), then
   ``repair_calls`` (each call checked against its tool's schema before it runs) / --;
-* finishes_early: -- / ``verify_finish`` (the first attempt to finish is held back once, the request
-  quoted, asking whether every part is done) / --.
+* finishes_early (its detector is not among ``trajectory_patterns.DETECTORS`` yet: no default run
+  proposes it until it is measured): -- / ``verify_finish`` (the first attempt to finish is held back
+  once, the request quoted, asking whether every part is done) / --.
 
 Every candidate is a normal edit-operation candidate (``Candidate.edits``), gated like any other;
 code edits meet the quality gate's compile and sandboxed smoke run. Never revised.

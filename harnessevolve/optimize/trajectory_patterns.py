@@ -11,8 +11,9 @@ runs' calls (``references``), the error clusters and the harness's own tool list
 * ``unknown_tool``: a failed run calls a tool the harness does not have;
 * ``malformed_call``: replies that are not tool calls, or calls without their required arguments
   (``format_error`` / ``missing_argument`` clusters);
-* ``finishes_early``: a failed run ends on its own having done less than the reference (fewer calls,
-  a tool called less often than it needs), or a ``premature_finish`` / ``skipped_step`` cluster.
+* ``finishes_early`` (not in ``DETECTORS`` yet, so no default run proposes from it): a failed run
+  ends on its own having done less than the reference (fewer calls, a tool called less often than
+  it needs), or a ``premature_finish`` / ``skipped_step`` cluster.
 
 A :class:`Pattern` names the runs that show it; ``optimize.behaviour_proposer`` turns it into an
 edit of the loop, the tools or the agent's code.
@@ -256,7 +257,7 @@ def finishes_early(context: ProposalContext, tools: HarnessTools) -> Pattern | N
     return Pattern("finishes_early", tuple(runs), {}) if runs else None
 
 
-DETECTORS = (never_submits, wrong_submission, repeated_call, unknown_tool, malformed_call, finishes_early)
+DETECTORS = (never_submits, wrong_submission, repeated_call, unknown_tool, malformed_call)
 """In the order they are tried: a run that never finishes, or finishes with the wrong thing, scores
 nothing whatever else it did right."""
 

@@ -419,28 +419,3 @@ def test_a_code_lever_already_in_the_agent_is_not_applied_again(failed, marker: 
     code = (second.changes if second else {}).get("agent.py", first.changes["agent.py"])
     assert code.count(marker) == first.changes["agent.py"].count(marker)
 
-
-# --- finishing before the work is done ----------------------------------------------------------------
-
-
-def half_done(task: Task) -> tuple[ReferenceAction, ...]:
-    """The run makes all but the last of the reference's working calls, then submits."""
-    work = [a for a in gold(task) if a.tool != "submit"]
-    return (*work[:-1], ReferenceAction("submit", {"answer": "?"}, "submitted"))
-
-
-@pytest.mark.parametrize("bench", BENCHMARKS)
-def test_runs_that_finish_half_done_get_asked_to_check_before_finishing(bench: str) -> None:
-    tasks = tasks_of(bench)
-    editable = (*load_harness(SHELL_AGENT).editable, "harness.yaml")
-    ctx = context(SHELL_AGENT, tasks, half_done, cause=Cause.WRONG_ARGUMENT, editable=editable)
-    assert "finishes_early" in [p.kind for p in find_patterns(ctx)]
-    proposed = propose(ctx)
-    assert proposed.edits == ({"op": "set_loop", "setting": "verify_finish", "value": True},)
-    assert proposed.targets == ("wrong_argument",)  # the batch's cluster the runs are in
-    # at the step limit the run did not finish on its own: not this pattern
-    limited = context(SHELL_AGENT, tasks, half_done, cause=Cause.STEP_LIMIT, editable=editable)
-    assert "finishes_early" not in [p.kind for p in find_patterns(limited)]
-    # the same work as the reference, submitted: nothing missing
-    complete = context(SHELL_AGENT, tasks, gold, cause=Cause.WRONG_ARGUMENT, editable=editable)
-    assert "finishes_early" not in [p.kind for p in find_patterns(complete)]

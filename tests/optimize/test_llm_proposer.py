@@ -205,9 +205,7 @@ def test_run_records_a_failed_llm_proposal_and_falls_back(harness_dir: Path, cli
     failed = [e for e in events if e["event"] == "proposal_failed"]
     assert len(failed) == 1 and failed[0]["proposer"] == "llm" and len(failed[0]["errors"]) == 3
     committed = next(e for e in events if e["event"] == "candidate_committed")
-    # the next in the chain with something to propose: the learner's failed runs submit before doing
-    # the reference's work, which the behaviour operators answer with loop.verify_finish
-    assert committed["proposer"] == "behaviour"
+    assert committed["proposer"] == "demo"
 
 
 def test_a_refused_reply_format_is_dropped_not_counted_as_an_attempt(monkeypatch, script) -> None:
