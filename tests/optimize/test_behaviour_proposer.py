@@ -418,4 +418,3 @@ def test_a_code_lever_already_in_the_agent_is_not_applied_again(failed, marker: 
     assert second is None or second.summary != first.summary
     code = (second.changes if second else {}).get("agent.py", first.changes["agent.py"])
     assert code.count(marker) == first.changes["agent.py"].count(marker)
-
