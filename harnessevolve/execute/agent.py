@@ -40,8 +40,8 @@ from harnessevolve.core.transcript import NO_TOOL_NUDGE, PARSE_NUDGE
 from harnessevolve.execute import verify_finish
 from harnessevolve.execute.call_repair import repair_call
 from harnessevolve.execute.rollout_tools import OfferedTool, dispatch, rollout_tools
-from harnessevolve.execute.simulated_user import next_user_turn
 from harnessevolve.execute.tool_server import ToolServer, ToolServerError, agent_view, with_read_only
+from harnessevolve.execute.user_turn import simulated_turn
 from harnessevolve.harness.model import ANSWER_CHECK_REPLY, FINAL_SUBMIT_ASK, Harness
 from harnessevolve.models import ModelReply, acomplete
 from harnessevolve.models.call import ModelToolCall
@@ -393,7 +393,7 @@ async def run_with_hooks(harness: Harness, task: Task, workspace: Path, settings
         if task.instruction:
             rollout.add_user(task.instruction, {"turn": 0} if multi_turn else {})
         else:  # a simulated user opens the conversation
-            await _simulated_turn(task, rollout, 0, seed)
+            await simulated_turn(task, rollout, 0, seed)
     except Stopped as exc:
         stop = exc.reason
     server = None
@@ -479,33 +479,8 @@ async def _conversation(
         rollout.exchanges.append((rollout.last_user_text(), rollout.closing))
         turn += 1
         if task.user is not None:
-            await _simulated_turn(task, rollout, turn, seed)
+            await simulated_turn(task, rollout, turn, seed)
         elif turn < len(task.turns):
             rollout.add_user(task.turns[turn], {"turn": turn})
         else:
             raise Stopped(StopReason.SUBMITTED if rollout.last_end == "submit" else StopReason.ENDED)
-
-
-async def _simulated_turn(task: Task, rollout: Rollout, turn: int, seed: int) -> None:
-    """Ask the simulated user for turn ``turn`` and deliver it; ``Stopped`` when it ends the rollout."""
-    user = task.user
-    assert user is not None
-    if turn >= user.max_turns:
-        raise Stopped(StopReason.USER_TURN_LIMIT)
-    try:
-        reply = await next_user_turn(user, rollout.exchanges, seed=seed + 10_000 + turn)
-    except Exception as exc:  # noqa: BLE001 - a failing user model is recorded, never raised
-        rollout.add_failed_user(turn, f"user_error: {type(exc).__name__}: {exc}".splitlines()[0][:500])
-        raise Stopped(StopReason.USER_ERROR) from None
-    if reply.stopped:
-        rollout.user_end = reply.end_reason
-        raise Stopped(StopReason.SUBMITTED if rollout.last_end == "submit" else StopReason.ENDED)
-    if not reply.text:
-        rollout.add_failed_user(turn, "user_error: the simulated user wrote nothing")
-        raise Stopped(StopReason.USER_ERROR)
-    metrics = {
-        "prompt_tokens": reply.prompt_tokens,
-        "completion_tokens": reply.completion_tokens,
-        "cost_usd": reply.cost_usd,
-    }
-    rollout.add_user(reply.text, {"turn": turn, "simulated_user": user.model, "user_metrics": metrics})

@@ -49,10 +49,12 @@ from typing import TYPE_CHECKING, Any
 
 from harnessevolve.core import interrupts
 from harnessevolve.core.errors import ModelError
+from harnessevolve.models.llama_variants import ensure_cpu_backend
 from harnessevolve.models.local_pool import (
+    LoadedModel,
     ModelPool,
     available_memory,
-    common_prefix_length,
+    cached_prefix,
     pool_size,
     requested_size,
 )
@@ -177,25 +179,7 @@ class Generation:
     dropped_turns: int = 0
     """Old turns left out so the prompt fits the context window."""
     cached_tokens: int = 0
-    """Prompt tokens taken from the instance's KV cache (the prefix it shares with the conversation
-    the instance last evaluated), not evaluated again: ``prompt_tokens - cached_tokens`` were."""
-
-
-@dataclass
-class LoadedModel:
-    llama: Any
-    lock: threading.Lock
-    conversation: str = ""
-    """The last conversation this instance completed, as ChatML (its KV cache holds that prompt)."""
-
-    def reuse_score(self, conversation: str) -> int:
-        """How well ``conversation`` fits this instance: the prefix it reuses from the cache, less
-        what it would overwrite (the rest of the cached conversation, which another rollout may be
-        about to continue). A continuation scores its whole cached prefix, an empty instance 0, and
-        a conversation that shares only the system prompt with a long cached one scores below 0, so
-        it goes to an empty instance rather than evict another rollout's history."""
-        shared = common_prefix_length(self.conversation, conversation)
-        return shared - (len(self.conversation) - shared)
+    """Prompt tokens taken from the instance's KV cache, not evaluated again (``cached_prefix``)."""
 
 
 _POOLS: dict[tuple[str, LocalModelConfig], ModelPool[LoadedModel]] = {}
@@ -295,8 +279,6 @@ def _load_llama(path: Path, config: LocalModelConfig, threads: int) -> LoadedMod
         raise LocalModelUnavailableError(
             "the local model needs llama-cpp-python; pip install 'llama-cpp-python>=0.3.36'"
         ) from exc
-    from harnessevolve.models.llama_variants import ensure_cpu_backend
-
     ensure_cpu_backend()  # the best CPU backend variant this CPU runs, before the first model loads
     try:
         with _LOAD_LOCK:
@@ -479,21 +461,6 @@ def generate(
         dropped_turns=dropped,
         cached_tokens=cached,
     )
-
-
-def cached_prefix(llama: Any, tokens: Sequence[int]) -> int:
-    """How many of ``tokens`` llama-cpp-python will take from the KV cache rather than evaluate: the
-    prefix they share with the tokens the context holds (``Llama.generate``'s own rule), less one
-    when the whole prompt is cached (that last token is evaluated again for fresh logits)."""
-    held = int(getattr(llama, "n_tokens", 0) or 0)
-    if held <= 0:
-        return 0
-    shared = 0
-    for a, b in zip(llama.input_ids[:held], tokens, strict=False):
-        if a != b:
-            break
-        shared += 1
-    return shared - 1 if shared == len(tokens) and shared > 0 else shared
 
 
 def _stopping_criteria(llama: Any, n_prompt: int, prefill: str, stop_after_call: bool) -> Any:

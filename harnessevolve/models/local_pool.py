@@ -23,9 +23,10 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from harnessevolve.core.errors import ModelError
 
@@ -158,3 +159,35 @@ class ModelPool(Generic[Instance]):
             self._loading -= 1
             self.instances.append(instance)
         return instance
+
+
+def cached_prefix(llama: Any, tokens: Sequence[int]) -> int:
+    """How many of ``tokens`` llama-cpp-python will take from the KV cache rather than evaluate: the
+    prefix they share with the tokens the context holds (``Llama.generate``'s own rule), less one
+    when the whole prompt is cached (that last token is evaluated again for fresh logits)."""
+    held = int(getattr(llama, "n_tokens", 0) or 0)
+    if held <= 0:
+        return 0
+    shared = 0
+    for a, b in zip(llama.input_ids[:held], tokens, strict=False):
+        if a != b:
+            break
+        shared += 1
+    return shared - 1 if shared == len(tokens) and shared > 0 else shared
+
+
+@dataclass
+class LoadedModel:
+    llama: Any
+    lock: threading.Lock
+    conversation: str = ""
+    """The last conversation this instance completed, as ChatML (its KV cache holds that prompt)."""
+
+    def reuse_score(self, conversation: str) -> int:
+        """How well ``conversation`` fits this instance: the prefix it reuses from the cache, less
+        what it would overwrite (the rest of the cached conversation, which another rollout may be
+        about to continue). A continuation scores its whole cached prefix, an empty instance 0, and
+        a conversation that shares only the system prompt with a long cached one scores below 0, so
+        it goes to an empty instance rather than evict another rollout's history."""
+        shared = common_prefix_length(self.conversation, conversation)
+        return shared - (len(self.conversation) - shared)
