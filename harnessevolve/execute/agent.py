@@ -168,11 +168,7 @@ class AgentLoop:
         own). Returns the stop reason."""
         submit = next((n for n, t in self.tools.items() if t.spec.builtin == "submit"), None)
         if self.multi_turn or submit is None:
-            held = verify_finish.held_answer(self.rollout) if self.loop.verify_finish else None
-            if held is not None:
-                self.rollout.answer = held
-                return StopReason.SUBMITTED
-            return stop
+            return StopReason.SUBMITTED if self.take_held() else stop
         if self.loop.final_submit:
             self.rollout.transcript.add_text("user", FINAL_SUBMIT_ASK, nudge=True, timestamp=_now())
             everything, self.schemas = self.schemas, [self.tools[submit].spec.openai_schema()]
@@ -199,9 +195,7 @@ class AgentLoop:
                     "model_name": self.model,
                 }
                 self.rollout.transcript.add_reply(reply.content, extra={"error": error}, **meta)
-        held = verify_finish.held_answer(self.rollout) if self.loop.verify_finish else None
-        if self.rollout.answer is None and held is not None:  # submitted, held back, never again
-            self.rollout.answer = held
+        if self.rollout.answer is None and self.take_held():  # submitted, held back, never again
             return StopReason.SUBMITTED
         given = self.arguments_made(self.loop.answer_from) if self.loop.answer_from else []
         if self.rollout.answer is None and given:
@@ -209,6 +203,13 @@ class AgentLoop:
             self.rollout.extra["answer_from"] = {"setting": self.loop.answer_from, "step": step}
             return StopReason.SUBMITTED
         return stop
+
+    def take_held(self) -> bool:
+        """With ``loop.verify_finish``: the held answer, if any, becomes the rollout's answer."""
+        held = verify_finish.held_answer(self.rollout) if self.loop.verify_finish else None
+        if held is not None:
+            self.rollout.answer = held
+        return held is not None
 
     def arguments_made(self, source: str, pending: list[ToolCall] | None = None) -> list[tuple[int, str]]:
         """(step id, value) of every ARGUMENT this run passed to TOOL (``source``: ``TOOL.ARGUMENT``),

@@ -168,11 +168,7 @@ def cached_prefix(llama: Any, tokens: Sequence[int]) -> int:
     held = int(getattr(llama, "n_tokens", 0) or 0)
     if held <= 0:
         return 0
-    shared = 0
-    for a, b in zip(llama.input_ids[:held], tokens, strict=False):
-        if a != b:
-            break
-        shared += 1
+    shared = int(type(llama).longest_token_prefix(llama.input_ids[:held], tokens))
     return shared - 1 if shared == len(tokens) and shared > 0 else shared
 
 

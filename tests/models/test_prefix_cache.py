@@ -25,6 +25,12 @@ class FakeLlama:
     def __init__(self, held: list[int]) -> None:
         self.input_ids, self.n_tokens = held + [0] * 8, len(held)
 
+    @staticmethod
+    def longest_token_prefix(a: list[int], b: list[int]) -> int:  # llama_cpp.Llama's, same contract
+        from llama_cpp import Llama
+
+        return int(Llama.longest_token_prefix(a, b))
+
 
 def test_cached_prefix_follows_llama_cpp_pythons_rule() -> None:
     assert cached_prefix(FakeLlama([]), [1, 2, 3]) == 0
