@@ -122,6 +122,8 @@ def check_mergeable(results: Iterable[CellResult]) -> None:
         theirs = {"kind": same_arm.kind, "config": same_arm.arm_config}
         if result.kind == "harness":
             mine["harness"], theirs["harness"] = result.harness, same_arm.harness
+        if result.kind == "evolve":  # the defaults it ran under (None: made before they were recorded)
+            mine["resolved"], theirs["resolved"] = result.resolved, same_arm.resolved
         field = first_difference(mine, theirs)
         if field is not None:
             raise MergeRefused(

@@ -64,6 +64,9 @@ class CellResult:
     command: str = ""
     harnessevolve: dict[str, Any] = field(default_factory=dict)
     finished_at: str = ""
+    resolved: dict[str, Any] | None = None
+    """evolve: the run's defaults as resolved (``compare/resolved.py``); None in other arms and in
+    cells made before it was recorded."""
     path: Path | None = field(default=None, compare=False)
     """The file it was read from (None: not read from a file)."""
 
@@ -81,9 +84,12 @@ class CellResult:
         return str(self.path) if self.path is not None else self.cell_id
 
     def to_json(self) -> dict[str, Any]:
+        arm: dict[str, Any] = {"name": self.arm, "kind": self.kind, "config": self.arm_config}
+        if self.resolved is not None:
+            arm["resolved"] = self.resolved
         return {
             "version": RESULT_VERSION,
-            "arm": {"name": self.arm, "kind": self.kind, "config": self.arm_config},
+            "arm": arm,
             "seed": self.seed,
             "benchmark": self.benchmark,
             "model": self.model,
@@ -156,6 +162,7 @@ def read_result(path: Path) -> CellResult:
         command=_text(doc, "command", bad, empty=True),
         harnessevolve=_mapping(doc, "harnessevolve", bad),
         finished_at=_text(doc, "finished_at", bad, empty=True),
+        resolved=_mapping(arm, "resolved", bad, prefix="arm.") if arm.get("resolved") is not None else None,
         path=path,
     )
 

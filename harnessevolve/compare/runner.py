@@ -84,16 +84,21 @@ class Expected:
     model: dict[str, Any]
     scorer: dict[str, Any]
     seed_harness: str
+    resolved: dict[str, dict[str, Any]]
+    """Each evolve arm's resolved defaults (``compare/resolved.py``), by arm name."""
 
     @classmethod
     def of(cls, plan: Plan) -> Expected:
+        from harnessevolve.compare.resolved import resolved_defaults
         from harnessevolve.harness.load import load_harness
 
+        resolved = {a.name: resolved_defaults(plan, a) for a in plan.arms}
         return cls(
             benchmark_identity(plan.suite, plan.benchmark_given),
             model_identity(plan.model),
             scorer_identity(plan.execution, plan.suite),
             load_harness(plan.harness.path).content_hash(),
+            {name: doc for name, doc in resolved.items() if doc is not None},
         )
 
     def shared(self) -> dict[str, Any]:
@@ -106,16 +111,22 @@ class Expected:
         }
 
     def of_cell(self, cell: Cell) -> dict[str, Any]:
-        return {**self.shared(), "arm": {"kind": cell.arm.kind, "config": cell.arm.config()}}
+        arm: dict[str, Any] = {"kind": cell.arm.kind, "config": cell.arm.config()}
+        if cell.arm.kind == "evolve":
+            arm["resolved"] = self.resolved.get(cell.arm.name)
+        return {**self.shared(), "arm": arm}
 
 
 def recorded(result: CellResult) -> dict[str, Any]:
+    arm: dict[str, Any] = {"kind": result.kind, "config": result.arm_config}
+    if result.kind == "evolve":
+        arm["resolved"] = result.resolved
     return {
         "benchmark": {k: result.benchmark.get(k) for k in ("name", "test_tasks", "test_sha")},
         "model": result.model,
         "scorer": result.scorer,
         "seed_harness": result.seed_harness,
-        "arm": {"kind": result.kind, "config": result.arm_config},
+        "arm": arm,
     }
 
 
@@ -131,6 +142,19 @@ def check_finished(plan: Plan, out: Path, expected: Expected) -> None:
         if cell is None:
             mine.pop("arm")
         field = first_difference(mine, theirs)
+        if field == "arm.resolved" and result.resolved is None:
+            raise MergeRefused(
+                "this evolve cell was made before cells recorded their resolved defaults (proposers, "
+                "gates, run options), so whether today's defaults are the ones it ran under is unknown",
+                file=str(path),
+                field=field,
+                hint=f"run the table's cells from the commit that made it "
+                f"({result.harnessevolve.get('commit') or result.harnessevolve.get('version')}), "
+                "or delete that cell's folder to run it again",
+            )
+        if field == "arm.resolved":
+            inner = first_difference(result.resolved or {}, expected.resolved.get(result.arm) or {})
+            field = f"arm.resolved.{inner.split('.')[0]}" if inner else field
         if field is not None:
             raise MergeRefused(
                 f"this cell was made by another plan: {field} was {value_at(mine, field)!r}, "
@@ -257,6 +281,7 @@ def run_cell(ctx: CellContext, cell: Cell, out: Path, expected: Expected, comman
         kind=cell.arm.kind,
         seed=cell.seed,
         arm_config=cell.arm.config(),
+        resolved=expected.resolved.get(cell.arm.name) if cell.arm.kind == "evolve" else None,
         benchmark=expected.benchmark,
         model=expected.model,
         scorer=expected.scorer,

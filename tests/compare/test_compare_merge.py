@@ -94,3 +94,53 @@ def test_merge_of_a_folder_without_cells_or_with_a_bad_result_file(
     result_file(broken, "hand", 0).write_text(json.dumps(doc))
     bad = compare("merge", broken)
     assert bad.exit_code == 2 and "tasks.count-lines-07" in bad.output and "Traceback" not in bad.output
+
+
+def test_an_evolve_cell_records_the_defaults_it_ran_under(full: tuple[Path, Path, Any]) -> None:
+    _plan, whole, _result = full
+    resolved = json.loads(result_file(whole, "evolve", 0).read_text())["arm"]["resolved"]
+    assert resolved["proposers"] == ["demo"]  # the plan's EVOLVE options name it
+    assert "never_submits" in resolved["detectors"]
+    assert resolved["gates"]["source"] == "default.yaml" and len(resolved["gates"]["sha"]) == 16
+    assert len(resolved["options"]) == 16
+    seed = json.loads(result_file(whole, "seed", 0).read_text())["arm"]
+    assert "resolved" not in seed  # only evolve arms resolve run defaults
+
+
+def test_merge_and_resume_refuse_an_evolve_cell_made_under_other_defaults(
+    full: tuple[Path, Path, Any], tmp_path: Path
+) -> None:
+    """A default changed between two days of one table (here: the default gates) is another
+    experiment, though the plan is the same: merge and --resume name the field."""
+    plan, whole, _result = full
+    copy = tmp_path / "copy"
+    shutil.copytree(whole / "cells" / "evolve" / "seed-1", copy / "cells" / "evolve" / "seed-1")
+    doc = json.loads(result_file(copy, "evolve", 1).read_text())
+    doc["arm"]["resolved"]["gates"]["sha"] = "0" * 16
+    result_file(copy, "evolve", 1).write_text(json.dumps(doc))
+    only_first = tmp_path / "only-seed-0"
+    shutil.copytree(whole / "cells" / "evolve" / "seed-0", only_first / "cells" / "evolve" / "seed-0")
+    refused = compare("merge", only_first, copy)
+    assert refused.exit_code == 2, refused.output
+    assert "arm 'evolve' is defined otherwise" in refused.output and "arm.resolved.gates" in refused.output
+    resumed = compare(plan, "--out", copy, "--resume", "--cells", "arm=evolve,seed=1")
+    assert resumed.exit_code == 2, resumed.output
+    assert "arm.resolved.gates: this cell was made by another plan" in resumed.output
+    assert "Traceback" not in resumed.output
+
+
+def test_resume_names_an_evolve_cell_made_before_defaults_were_recorded(
+    full: tuple[Path, Path, Any], tmp_path: Path
+) -> None:
+    plan, whole, _result = full
+    old = tmp_path / "old"
+    shutil.copytree(whole / "cells" / "evolve" / "seed-0", old / "cells" / "evolve" / "seed-0")
+    doc = json.loads(result_file(old, "evolve", 0).read_text())
+    del doc["arm"]["resolved"]
+    result_file(old, "evolve", 0).write_text(json.dumps(doc))
+    refused = compare(plan, "--out", old, "--resume", "--cells", "arm=evolve,seed=0")
+    assert refused.exit_code == 2, refused.output
+    assert "before cells recorded their resolved defaults" in refused.output
+    assert "run the table's cells from the commit that made it" in refused.output
+    # old cells among themselves still merge (a table made before the field, e.g. committed ones)
+    assert compare("merge", old).exit_code == 0

@@ -68,11 +68,12 @@ def test_a_result_file_says_what_made_it(full: tuple[Path, Path, Any]) -> None:
     plan, out, _result = full
     evolve = read_result(out, "evolve", 0)
     assert evolve["version"] == 1 and evolve["seed"] == 0
-    assert evolve["arm"] == {
+    assert {k: v for k, v in evolve["arm"].items() if k != "resolved"} == {
         "name": "evolve",
         "kind": "evolve",
         "config": {"kind": "evolve", "options": EVOLVE},
     }
+    assert evolve["arm"]["resolved"]["proposers"] == EVOLVE["proposers"]
     assert evolve["model"] == {"name": LEARNER, "sha256": None}
     assert evolve["benchmark"]["name"] == "shell-basics" and evolve["benchmark"]["test_tasks"] == 2
     assert evolve["scorer"]["sandbox"] == "bwrap" and evolve["scorer"]["scorer"].endswith("Scorer")
