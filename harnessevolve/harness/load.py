@@ -123,6 +123,24 @@ def _load_tool(root: Path, name: str) -> ToolSpec:
     )
 
 
+def _task_tool_overrides(root: Path, doc: dict[str, Any]) -> tuple[ToolSpec, ...]:
+    """The unlisted ``tools/*.yaml`` files with no implementation (no ``builtin``, no ``command``):
+    each describes a task's tool of its name (its description and parameters replace the task's;
+    ``execute/rollout_tools.py``). Such a file can never be offered on its own, so it needs no entry
+    in ``tools``: a proposer adds one by writing the file. Unlisted files with an implementation
+    stay unused, as before."""
+    listed = set(doc.get("tools", ()))
+    found = []
+    for path in sorted((root / "tools").glob("*.yaml")) if (root / "tools").is_dir() else ():
+        name = path.stem
+        if name in listed or escape_of(root, f"tools/{path.name}") is not None or not path.is_file():
+            continue
+        spec = _load_tool(root, name)
+        if spec.builtin is None and spec.command is None:
+            found.append(spec)
+    return tuple(found)
+
+
 def _check_parameters_schema(parameters: dict[str, Any], rel: str) -> None:
     """A tool's ``parameters`` must itself be a valid JSON Schema (the model is shown it)."""
     from jsonschema import Draft202012Validator
@@ -179,7 +197,7 @@ def load_harness(root: Path) -> Harness:
         _text_file(root, prompt_file, "system_prompt") if prompt_file else agent_prompt(agent, files)
     )
     examples = _text_file(root, doc["examples"], "examples") if doc.get("examples") else ""
-    tools = tuple(_load_tool(root, name) for name in doc.get("tools", ()))
+    tools = tuple(_load_tool(root, name) for name in doc.get("tools", ())) + _task_tool_overrides(root, doc)
     if agent.kind == "builtin" and not any(t.builtin == "submit" for t in tools):
         raise HarnessError(
             "no tool implements builtin 'submit', so the agent can never finish",

@@ -85,6 +85,12 @@ class ProposalContext:
     templates: bool = False
     """The prompt locations are Jinja templates (mini-swe-agent's): text put in them goes through
     ``components.literal``."""
+    task_tools: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """tool name -> ``{"description", "parameters"}`` of the tools this batch's tasks bring (a
+    harness file ``tools/<name>.yaml`` with no implementation replaces them: ``harness/load.py``)."""
+    train_calls: dict[str, tuple[tuple[str, dict[str, Any]], ...]] = field(default_factory=dict)
+    """tool name -> (task id, arguments) of each call of it in the references of this batch's train
+    tasks (passed and failed): example calls a proposer may show."""
 
     def editable_files(self, pattern: str) -> list[str]:
         """The harness's files that match the glob ``pattern`` and may change as a whole."""

@@ -2,7 +2,11 @@
 
 * ``tools``: a ``missing_argument`` cluster makes the argument the reference passed and the run left
   out required, with a sentence in the tool's description; a ``wrong_tool`` cluster sharpens the
-  description of the tool the reference used, naming the tool the runs used instead;
+  description of the tool the reference used, naming the tool the runs used instead. A tool the
+  task brings (no harness file) that the runs called wrongly or not at all gets a harness file of
+  its own (``tools/<name>.yaml``, no implementation: it replaces the task's description): the
+  task's description plus one example call from a train reference, of another task where there
+  is one;
 * ``loop``: a ``step_limit`` cluster whose runs repeat a call turns on ``stop_on_repeat`` (or, with
   it already on, gives the agent two more steps, within the schema's bounds). An agent whose step
   limit lives in its own config (mini-swe-agent's ``agent.step_limit``, ``ProposalContext.step_limit_path``)
@@ -97,6 +101,8 @@ class ToolSpecProposer:
     ) -> Candidate | None:
         expected_tool, expected_args = _call(signal, "expected")
         actual_tool, actual_args = _call(signal, "actual")
+        if expected_tool in context.task_tools and f"tools/{expected_tool}.yaml" not in context.files:
+            return self._example_call(context, cluster, expected_tool)
         doc = _tool_doc(context, expected_tool)
         if doc is None or expected_tool == "submit":
             return None
@@ -124,6 +130,42 @@ class ToolSpecProposer:
             why = f"runs called {actual_tool} where the reference called {expected_tool}."
             return _edit_candidate(self.name, context, cluster, [edit], summary, why)
         return None
+
+    def _example_call(self, context: ProposalContext, cluster: Cluster, tool: str) -> Candidate | None:
+        """A task's tool that the runs called wrongly (or not, or in place of another) gets a harness
+        description of its own: the task's, plus one call of it from a train reference, of another
+        task than the failed ones where there is one (``tools/<tool>.yaml``, no implementation)."""
+        import json
+
+        import yaml
+
+        path = f"tools/{tool}.yaml"
+        if cluster.cause not in EXAMPLE_CAUSES or not context.may_edit(path):
+            return None
+        calls = [c for c in context.train_calls.get(tool, ()) if c[1]]
+        others = [c for c in calls if c[0] not in cluster.task_ids]
+        shown = [
+            json.dumps({"tool": tool, "arguments": args}, ensure_ascii=False) for _, args in others or calls
+        ]
+        example = next((text for text in shown if len(text) <= MAX_EXAMPLE_CHARS), None)
+        if example is None:
+            return None
+        task_tool = context.task_tools[tool]
+        description = f"{str(task_tool['description']).rstrip()} Example call: {example}"
+        doc = {"version": 1, "name": tool, "description": description, "parameters": task_tool["parameters"]}
+        text = f"# {tool}: the task's tool, described with an example call\n" + yaml.safe_dump(
+            doc, sort_keys=False, allow_unicode=True, width=100
+        )
+        summary = f"show an example call of {tool}"
+        source = "another train task's reference" if others else "a train reference of a failed task"
+        why = f"runs called {tool} wrongly or not at all; its description now shows a call from {source}."
+        return _edit_candidate(self.name, context, cluster, [], summary, why, written={path: text})
+
+
+EXAMPLE_CAUSES = (Cause.WRONG_ARGUMENT, Cause.MISSING_ARGUMENT, Cause.WRONG_TOOL, Cause.SKIPPED_STEP)
+"""Failures an example call can show the way out of: the call's arguments, or which tool to call."""
+MAX_EXAMPLE_CHARS = 300
+"""A longer call (a file's contents as an argument) is not shown."""
 
 
 class LoopSettingsProposer:

@@ -90,4 +90,24 @@ def build_context(
         splits={tid: str(task.split) for tid, task in tasks.items()},
         forecast_misses={r.task_id: misses for r in results if (misses := forecast_misses(r.trajectory))},
         strikes=dict(strikes or {}),
+        task_tools={
+            tool.name: {"description": tool.description, "parameters": tool.parameters}
+            for task in batch
+            for tool in task.tools
+        },
+        train_calls=train_calls(batch, references),
     )
+
+
+def train_calls(
+    batch: Sequence[Task], references: dict[str, Trajectory]
+) -> dict[str, tuple[tuple[str, dict[str, Any]], ...]]:
+    """tool -> (task id, arguments) of every call in the references of the batch's train tasks."""
+    calls: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for task in batch:
+        reference = references.get(task.id)
+        if reference is None or str(task.split) != "train":
+            continue
+        for action in reference_actions(reference):
+            calls.setdefault(action.tool, []).append((task.id, action.arguments))
+    return {tool: tuple(found) for tool, found in calls.items()}
