@@ -38,7 +38,7 @@ $(VENV)/.installed: pyproject.toml | system-packages
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python tools/build_llama_cpp.py $(BIN)/python --variants $(LLAMA_VARIANTS)
-	$(BIN)/python -m pip install --quiet -e ".[dev,local,train,tracking,ray,compare,nl2bash,mcp,bfcl,agents]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,local,train,tracking,ray,compare,nl2bash,humaneval,mcp,bfcl,agents]"
 	$(BIN)/python -m pip install --quiet --no-deps 'bfcl-eval==2026.3.23'
 	touch $@
 

@@ -35,6 +35,7 @@ from typing import Any
 
 from harnessevolve.adapters.bfcl import BFCLAdapter
 from harnessevolve.adapters.harbor import HarborAdapter, builtin_suites
+from harnessevolve.adapters.humaneval import HumanEvalAdapter
 from harnessevolve.adapters.nl2bash import NL2BashAdapter
 from harnessevolve.adapters.protocol import BenchmarkAdapter
 from harnessevolve.adapters.subset import cut_benchmark, parse_slice
@@ -81,17 +82,18 @@ ADAPTERS: dict[str, BenchmarkAdapter] = {
     "harbor": HarborAdapter(),
     "nl2bash": NL2BashAdapter(),
     "bfcl": BFCLAdapter(),
+    "humaneval": HumanEvalAdapter(),
 }
 
 
 def formats_hint() -> str:
     builtin = ", ".join(builtin_benchmarks() + builtin_suites()) or "none"
-    others = sorted(set(ADAPTERS) - {"harnessevolve", "harbor", "nl2bash", "bfcl"})
+    others = sorted(set(ADAPTERS) - {"harnessevolve", "harbor", "nl2bash", "bfcl", "humaneval"})
     extra = f"; registered adapters: {', '.join(f'{n}:...' for n in others)}" if others else ""
     return (
         f"built-in benchmarks: {builtin}; or a folder with benchmark.yaml; a Harbor task folder "
-        f"(or harbor:PATH); nl2bash[:SUBSET]; bfcl[:CATEGORY[:INDEXES]]; a fixed slice of any of them, "
-        f"subset:validation=N,test=N@BENCHMARK{extra}"
+        f"(or harbor:PATH); nl2bash[:SUBSET]; bfcl[:CATEGORY[:INDEXES]]; humaneval[:INDEXES]; "
+        f"a fixed slice of any of them, subset:validation=N,test=N@BENCHMARK{extra}"
     )
 
 
