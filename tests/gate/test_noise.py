@@ -221,3 +221,37 @@ def test_rollout_schedule_visits_every_task_once_per_repetition() -> None:
     orders = [[t for r, chunk in schedule if r == rep for t in chunk] for rep in range(3)]
     assert orders[0] != orders[1]
     assert schedule == rollout_schedule(ids, increment=10, repetitions=3, seed=5)
+
+
+def test_the_win_share_prior_is_pinned() -> None:
+    """pi1 before each increment is 1/2 + effect / (2 d_hat), d_hat = (discordant + 0.4 * 10) /
+    (pairs + 10), clipped to [0.55, 0.90]: the numbers below are that formula by hand, so a changed
+    prior (0.4, 10), clip or effect fails here, not only in a simulation's rates."""
+    gate = SequentialGate(SEQ, max_pairs=1000)
+    effect = SEQ.effect
+    assert gate.win_share == pytest.approx(0.5 + effect / (2 * 0.4))  # no pairs: the prior alone
+    gate.update([("a", 0.0, 1.0), ("b", 0.0, 1.0)] + [(f"t{i}", 1.0, 1.0) for i in range(8)])
+    share = 0.5 + effect / (2 * ((2 + 4) / (10 + 10)))
+    gate.update([("c", 1.0, 1.0)])
+    assert gate.win_share == pytest.approx(min(0.9, max(0.55, share)))
+    ties = SequentialGate(SEQ, max_pairs=1000)
+    ties.update([(f"t{i}", 1.0, 1.0) for i in range(90)])  # d_hat = 4 / 100: clipped at the top
+    ties.update([("x", 0.0, 1.0)])
+    assert ties.win_share == pytest.approx(0.90)
+
+
+def test_the_accept_boundary_is_pinned_at_the_nth_straight_win() -> None:
+    """Wins fed one pair at a time: the log LR after n wins is the sum of log(2 pi1_i), each pi1_i
+    from the formula above; the gate accepts at the first n where that reaches log(1/alpha), and not
+    one win earlier."""
+    alpha = 1 - SEQ.confidence
+    llr, n = 0.0, 0
+    while llr < math.log(1 / alpha) - 1e-9:
+        d_hat = (n + 0.4 * 10) / (n + 10)
+        share = min(0.9, max(0.55, 0.5 + SEQ.effect / (2 * d_hat)))
+        llr += math.log(2 * share)
+        n += 1
+    gate = SequentialGate(SEQ, max_pairs=1000)
+    outcomes = [gate.update([(f"t{i}", 0.0, 1.0)]).outcome for i in range(n)]
+    assert outcomes[:-1] == [Outcome.CONTINUE] * (n - 1) and outcomes[-1] is Outcome.ACCEPT
+    assert gate.llr == pytest.approx(llr, abs=1e-9) and gate.decision.numbers["llr"] == round(llr, 4)
