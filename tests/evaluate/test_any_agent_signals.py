@@ -178,6 +178,21 @@ def test_the_same_call_failing_then_redone_after_a_fix_is_a_recovery() -> None:
     assert signal_of(run)[0] is Cause.WRONG_ARGUMENT
 
 
+@pytest.mark.parametrize("between", [0, 1, 2, 3])
+def test_a_recovery_counts_up_to_three_actions_after_the_failed_call_and_not_four(between: int) -> None:
+    """``RECOVERY_WINDOW`` pinned at its boundary: the failed ``cat`` redone as the 3rd action after
+    it (two read-only calls between) is a recovery, so the run's divergence is elsewhere; as the
+    4th it is not, and the run went on from the error (``tool_error_ignored`` on the step after)."""
+    failed = ("cat", {"path": "notes.txt"}, "[exit code 1]")
+    looks = [("ls", {"path": f"d{i}"}) for i in range(between)]
+    run = traj(ASK, LS, failed, *looks, CAT, RM, ("msg", "Done."))
+    cause, step, _ = signal_of(run)
+    if between < 3:
+        assert cause is Cause.WRONG_ARGUMENT  # followed the reference; the checker still failed
+    else:
+        assert (cause, step) == (Cause.TOOL_ERROR_IGNORED, 4)
+
+
 # --- arguments through the schema ----------------------------------------------------------------------
 
 
