@@ -119,7 +119,12 @@ class CandidateJudge:
         """The quality gate: schemas, editable paths, size; then leakage; then a one-task smoke run."""
         judgement = Judgement()
         quality = quality_gate(
-            candidate_dir, current.files, current.editable, self.gates.quality, tasks=self.benchmark.tasks
+            candidate_dir,
+            current.files,
+            current.editable,
+            self.gates.quality,
+            model=self.scorer.model_for(current),  # the run's agent model (--model), not the harness's
+            tasks=self.benchmark.tasks,
         )
         judgement.verdicts.append(quality)
         judgement.table = {"quality": quality.passed, "performance": None, "heldout": None}

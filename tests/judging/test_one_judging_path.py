@@ -64,3 +64,24 @@ def test_report_final_scores_in_the_runs_sandbox_with_its_limits(harness_dir: Pa
     assert read_lines(run / "ledger.jsonl")[-1]["event"] == "test_evaluated"
     saved = next((run / "final").rglob("*.json")).read_text()
     assert "3072\\n40" in saved  # the run's 3 MiB and 40 CPU seconds, not the defaults
+
+
+def test_the_quality_gate_measures_the_prompt_with_the_runs_model_not_the_harnesss(
+    harness_dir: Path, cli
+) -> None:
+    """The harness names the embedded model (a 4096-token window, its own tokenizer); a gate run
+    with ``--model scripted/...`` measures against that model instead (no known window)."""
+    repo = git.Repo(harness_dir)
+    base = repo.head.commit.hexsha
+    (harness_dir / "prompts" / "examples.md").write_text(DEMO)
+    repo.git.add("-A")
+    repo.git.commit("-qm", "add a demonstration")
+    result = cli.invoke(
+        app,
+        ["gate", "--harness", str(harness_dir), "--benchmark", "shell-basics", "--model",
+         "scripted/policy:gives_up", "--baseline", base, "--candidate", "HEAD", "--batch-size", "2",
+         "--json"],
+    )  # fmt: skip
+    report = json.loads(result.output)
+    quality = next(v for v in report["verdicts"] if v["gate"] == "quality")
+    assert quality["numbers"]["context_window"] is None, quality  # the harness's model: 4096
