@@ -118,8 +118,8 @@ def check_mergeable(results: Iterable[CellResult]) -> None:
                 field=field,
             )
         same_arm = arms.setdefault(result.arm, result)
-        mine = {"kind": result.kind, "config": result.arm_config}
-        theirs = {"kind": same_arm.kind, "config": same_arm.arm_config}
+        mine: dict[str, Any] = {"kind": result.kind, "config": result.arm_config}
+        theirs: dict[str, Any] = {"kind": same_arm.kind, "config": same_arm.arm_config}
         if result.kind == "harness":
             mine["harness"], theirs["harness"] = result.harness, same_arm.harness
         if result.kind == "evolve":  # the defaults it ran under (None: made before they were recorded)
