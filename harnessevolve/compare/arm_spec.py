@@ -21,7 +21,7 @@ from harnessevolve.core.errors import HarnessEvolveError
 ARM_KINDS = ("seed", "evolve", "best-of-k", "harness", "gepa")
 KIND_FIELDS = {
     "seed": ("name", "kind"),
-    "evolve": ("name", "kind", "options"),
+    "evolve": ("name", "kind", "options", "start"),
     "best-of-k": ("name", "kind", "matched_to", "k", "temperature"),
     "harness": ("name", "kind", "path", "revision"),
     "gepa": ("name", "kind", "reflection_model", "matched_to", "budget", "max_tokens"),
@@ -99,7 +99,28 @@ def _evolve(name: str, doc: dict[str, Any], where: PlanField, base: Path) -> Arm
     spelled = run_options()
     raw = {spelled[str(k)].key: v for k, v in (doc.get("options") or {}).items()}
     given = {key: raw[key] if isinstance(value, Path) else _plain(value) for key, value in options.items()}
-    return Arm(name, "evolve", tuple(sorted(options.items())), (("options", dict(sorted(given.items()))),))
+    defined: dict[str, Any] = {"options": dict(sorted(given.items()))}
+    start = None
+    if doc.get("start") is not None:
+        start, defined["start"] = _start_harness(doc["start"], where.child("start"), base)
+    return Arm(name, "evolve", tuple(sorted(options.items())), tuple(sorted(defined.items())), path=start)
+
+
+def _start_harness(value: Any, where: PlanField, base: Path) -> tuple[Path, str]:
+    """An evolve arm's ``start``: the harness folder its run starts from instead of the plan's seed
+    harness (the seed with a runtime component on, last week's production harness); the arm is
+    defined by that harness's content hash, so a changed folder is another arm."""
+    from harnessevolve.harness.load import load_harness
+
+    if not isinstance(value, str) or not value.strip():
+        raise where.error(f"must be a harness folder, not {value!r}", "e.g. start: harnesses/with-memory")
+    folder = (base / value).resolve()
+    if not (folder / "harness.yaml").is_file():
+        raise where.error(f"no harness.yaml in {folder}", "name a harness folder")
+    try:
+        return folder, load_harness(folder).content_hash()
+    except HarnessEvolveError as exc:
+        raise where.error(exc.one_line(), exc.hint) from None
 
 
 def _plain(value: Any) -> Any:

@@ -1,4 +1,5 @@
-"""An evolve cell: ``harnessevolve run`` on the cell's own copy of the seed harness.
+"""An evolve cell: ``harnessevolve run`` on the cell's own copy of the seed harness (or of the
+arm's ``start`` harness).
 
 The copy is its own git repository under the cell's work folder (never a folder of a repository
 around the output folder). A cell whose run was killed is picked up where it stopped: a started,
@@ -97,7 +98,7 @@ def evolve(
     resumed = False
     if run is None:
         shutil.rmtree(harness_dir, ignore_errors=True)
-        copy_seed(plan.harness.path, harness_dir)
+        copy_seed(arm.path or plan.harness.path, harness_dir)  # an arm's own start, else the seed
         start_run(run_config(plan, arm, seed, harness_dir), hooks)
     elif run.last(ev.RunFinished) is None:
         log(f"resuming run {run.id} of {arm.name} seed {seed}")

@@ -120,6 +120,11 @@ CASES: dict[str, tuple[Edit, str, str]] = {
         "arms[3].path",
         "harness folder",
     ),
+    "an evolve arm starting from no harness": (
+        _add_arm({"name": "e2", "kind": "evolve", "options": {"generations": 1}, "start": "nowhere"}),
+        "arms[3].start",
+        "no harness.yaml",
+    ),
     "an unknown sandbox": (_set(execution={"sandbox": "jail"}), "execution.sandbox", "not one of"),
     "no sandbox without saying so": (_set(execution={"sandbox": "none"}), "execution.sandbox", "unisolated"),
 }

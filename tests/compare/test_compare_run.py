@@ -202,6 +202,29 @@ def test_a_harness_arm_at_a_git_revision_scores_that_revision(
     assert table["now"]["mean"] == 100.0 and table["head"]["mean"] == 0.0
 
 
+def test_an_evolve_arm_with_a_start_harness_runs_from_it(bench: Path, hand: Path, tmp_path: Path) -> None:
+    """``start``: the run begins from the hand harness (its demonstration already solves the
+    family, so the learner passes; a second demonstration would confuse it and is refused), and
+    the arm is defined by the start harness's content."""
+    from harnessevolve.harness.load import load_harness
+
+    plan = write_plan(
+        tmp_path,
+        model=LEARNER,
+        benchmark=str(bench),
+        seeds=[0],
+        arms=[{"kind": "seed"},
+              {"name": "from-hand", "kind": "evolve", "options": EVOLVE, "start": str(hand)}],
+    )  # fmt: skip
+    out = tmp_path / "out"
+    table = rows(table_of(compare(plan, "--out", out, "--json")))
+    assert table["seed"]["mean"] == 0.0 and table["from-hand"]["mean"] == 100.0
+    doc = read_result(out, "from-hand", 0)
+    assert doc["arm"]["config"]["start"] == load_harness(hand).content_hash()
+    first = out / "cells" / "from-hand" / "seed-0" / "work" / "harness" / "prompts" / "examples.md"
+    assert "## Example" in first.read_text()
+
+
 KILLED = 86
 
 
