@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from harnessevolve.core.documents import bounded_yaml
+from harnessevolve.core.schema import all_errors as schema_errors
 from harnessevolve.core.signals import Cause, Cluster, ErrorSignal
 from harnessevolve.optimize.proposal import Candidate, ProposalContext, ProposalFailed
 
@@ -153,6 +154,8 @@ class ToolSpecProposer:
         task_tool = context.task_tools[tool]
         description = f"{str(task_tool['description']).rstrip()} Example call: {example}"
         doc = {"version": 1, "name": tool, "description": description, "parameters": task_tool["parameters"]}
+        if schema_errors(doc, "tool"):  # a task schema a harness tool file cannot hold: no edit
+            return None
         text = f"# {tool}: the task's tool, described with an example call\n" + yaml.safe_dump(
             doc, sort_keys=False, allow_unicode=True, width=100
         )
