@@ -26,9 +26,10 @@ session and never see the terminal's SIGINT at all.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import threading
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,17 +130,36 @@ def signal_name() -> str:
     return _received[0] if _received else "SIGINT"
 
 
+_LOOP_END: list[Callable[[], Awaitable[None]]] = []
+"""Coroutines awaited at the end of every ``run_async`` loop whose main task finished (a library's
+clean-up that must run on the loop it used: litellm's logging worker, ``models/quiet.py``)."""
+
+
+def at_loop_end(hook: Callable[[], Awaitable[None]]) -> None:
+    """Register ``hook`` (once) to run at the end of every ``run_async`` loop; a hook never fails it."""
+    if hook not in _LOOP_END:
+        _LOOP_END.append(hook)
+
+
+async def _settled(main: Coroutine[Any, Any, T]) -> T:
+    result = await main
+    for hook in list(_LOOP_END):
+        with contextlib.suppress(Exception):
+            await hook()
+    return result
+
+
 def run_async(main: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run(main)`` that stops gracefully on SIGINT or SIGTERM: the first cancels the main
     task (its ``finally`` blocks run) and ``KeyboardInterrupt`` is raised once it has unwound; a
     second one is only counted (asyncio's own handler would raise it anywhere, mid-clean-up); the
     third stops at once."""
     if not _main_thread():
-        return asyncio.run(main)
+        return asyncio.run(_settled(main))
     _stopping.clear()
     with asyncio.Runner() as runner:
         loop = runner.get_loop()
-        task = loop.create_task(main)
+        task = loop.create_task(_settled(main))
         seen: list[str] = []
 
         def on_signal(signum: int, _frame: FrameType | None) -> None:

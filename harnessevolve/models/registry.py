@@ -30,6 +30,10 @@ def litellm_module() -> Any:
             from litellm.utils import custom_llm_setup
 
             custom_llm_setup()
+            from harnessevolve.core.interrupts import at_loop_end
+            from harnessevolve.models.quiet import settle_loop
+
+            at_loop_end(settle_loop)  # no "LoggingWorker: event loop changed" at the next loop's calls
             _registered = True
     return litellm
 

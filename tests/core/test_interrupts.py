@@ -47,3 +47,30 @@ def test_stop_signals_alone_sets_it_too() -> None:
             assert interrupts.stopping()
     assert not interrupts.stopping()
     assert interrupts.run_async(asyncio.sleep(0, "ok")) == "ok" and not interrupts.stopping()
+
+
+def test_model_calls_in_successive_run_async_loops_leave_no_litellm_warning(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """A comparison runs one loop per cell and per scoring: litellm's logging worker, bound to the
+    loop that used it last, warned "event loop changed" at the next loop's first call. Loops made
+    by ``run_async`` settle it before they end (a hook ``models/registry.py`` registers)."""
+    import gc
+
+    from harnessevolve.models.call import acomplete
+    from harnessevolve.models.scripted import register_script, unregister_script
+
+    register_script("loops", lambda _messages, _tools: "hello")
+
+    async def one_call(i: int) -> None:
+        reply = await acomplete("scripted/loops", [{"role": "user", "content": f"hi {i}"}])
+        assert reply.content == "hello"
+
+    try:
+        for i in range(3):
+            interrupts.run_async(one_call(i))
+    finally:
+        unregister_script("loops")
+    gc.collect()
+    err = capfd.readouterr().err
+    assert "LoggingWorker" not in err and "Task was destroyed" not in err, err
