@@ -1,5 +1,5 @@
 """Shared by the measurement scripts in benchmarks/perf/ that run arms themselves (vs_gepa.py,
-demo_gain.py, component_ablation.py, local_pool_speed.py, evolve_env.py): make a harness from the
+component_ablation.py, local_pool_speed.py, evolve_env.py): make a harness from the
 template, run harnessevolve on it while counting rollouts, and score any harness on a benchmark
 split with the same agent loop and checkers the pipeline uses (``scoring.scorer.Scorer``).
 

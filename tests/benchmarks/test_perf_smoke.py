@@ -41,7 +41,6 @@ SMOKE: dict[str, tuple[list[str], str]] = {
     "external_set": (["--smoke"], r"3 runs \(NNNN-run.json"),
     "make_external_set": (["--smoke"], r"labelled runs from \d+ tasks \(nl2bash\)"),
     "rollout_limits": (["--smoke"], r"== processes: 20: \d+\.\d s"),
-    "demo_gain": (["--smoke"], r"mean gain [+-]\d+\.\d points"),
     "vs_gepa": (["--smoke"], r"test gain: harnessevolve [+-]\d+\.\d pts, GEPA [+-]\d+\.\d pts"),
     "pooled_gate_simulation": (["--smoke"], r"\| no better \| no \| \d+\.\d% \| \d+\.\d% \|"),
     "compare_overhead": (["--smoke"], r"compare \d+\.\d+ s \| by hand \d+\.\d+ s \| ratio \d+\.\d{3}"),
