@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harnessevolve.core.atif import ObservationResult, ToolCall, Trajectory
+from harnessevolve.core.atif import ObservationResult, Step, ToolCall, Trajectory
 from harnessevolve.core.enums import StopReason
 from harnessevolve.core.tasks import Task
 from harnessevolve.core.transcript import NO_TOOL_NUDGE, PARSE_NUDGE
@@ -338,8 +338,20 @@ class AgentLoop:
             if self.multi_turn:
                 raise TurnEnded
             raise Stopped(StopReason.SUBMITTED)
-        if repeats_last(rollout.steps(), self.loop.stop_on_repeat):
+        if repeats_last(self.this_turn(), self.loop.stop_on_repeat):
+            if self.multi_turn:  # the agent yields to the user: the next turn may still go right
+                rollout.last_end, rollout.closing = "repeated", reply.content or ""
+                raise TurnEnded
             raise Stopped(StopReason.REPEATED)
+
+    def this_turn(self) -> list[Step]:
+        """The steps since the current user turn began (a conversation's), else all of them: a repeat
+        is counted within one turn, never across a user message."""
+        steps = self.rollout.steps()
+        if not self.multi_turn:
+            return steps
+        starts = [i for i, s in enumerate(steps) if s.source == "user" and "turn" in s.extra]
+        return steps[starts[-1] :] if starts else steps
 
 
 ENDS_WITHOUT_ANSWER = (StopReason.STEP_LIMIT, StopReason.REPEATED)
@@ -484,4 +496,5 @@ async def _conversation(
         elif turn < len(task.turns):
             rollout.add_user(task.turns[turn], {"turn": turn})
         else:
-            raise Stopped(StopReason.SUBMITTED if rollout.last_end == "submit" else StopReason.ENDED)
+            last = {"submit": StopReason.SUBMITTED, "repeated": StopReason.REPEATED}
+            raise Stopped(last.get(rollout.last_end, StopReason.ENDED))

@@ -39,15 +39,27 @@ class Stopped(Exception):
         self.reason = reason
 
 
-def repeats_last(steps: list[Step], times: int) -> bool:
-    """True when the last ``times`` agent turns made the very same tool calls (0 disables)."""
+MAX_CYCLE = 3
+"""The longest cycle of turns ``repeats_last`` sees as one repeated block (ls, rm, ls, rm, ...)."""
+
+
+def repeats_last(steps: list[Step], times: int, max_period: int = MAX_CYCLE) -> bool:
+    """True when the last agent turns repeat one block of tool calls ``times`` times in a row: the
+    very same calls each turn (a block of one turn), or a cycle of up to ``max_period`` turns
+    (``ls``, ``rm``, ``ls``, ``rm``, ...): nothing the next turn does will be new. 0 or 1 disables."""
     if times < 2:
         return False
-    recent = [s for s in steps if s.source == "agent"][-times:]
-    if len(recent) < times or not recent[-1].tool_calls:
-        return False
-    key = [(c.function_name, c.arguments) for c in recent[-1].tool_calls]
-    return all([(c.function_name, c.arguments) for c in s.tool_calls] == key for s in recent)
+    turns = [[(c.function_name, c.arguments) for c in s.tool_calls] for s in steps if s.source == "agent"]
+    for period in range(1, max_period + 1):
+        recent = turns[-period * times :]
+        if len(recent) < period * times or not all(recent):
+            continue
+        block = recent[:period]
+        if period > 1 and all(turn == block[0] for turn in block):
+            continue  # one call repeated: period 1's case
+        if all(turn == block[i % period] for i, turn in enumerate(recent)):
+            return True
+    return False
 
 
 def _metrics(reply: ModelReply) -> dict[str, Any]:
@@ -74,7 +86,7 @@ class Rollout:
     transcript: Transcript
     answer: str | None = None
     last_end: str = ""
-    """How the agent ended its last turn: ``submit`` or ``message``."""
+    """How the agent ended its last turn: ``submit``, ``message``, or ``repeated`` (a repeat ended it)."""
     closing: str = ""
     """The agent's last message content (what a simulated user answers)."""
     states: list[Any] = field(default_factory=list)

@@ -536,3 +536,65 @@ def test_a_multi_turn_task_is_left_as_it_is(model: str, workspace: Path) -> None
         model, lambda m, t: call("bash", {"command": "ls"}), workspace, harness=harness, task=task
     )
     assert trajectory.extra["stop_reason"] == "step_limit" and trajectory.extra["answer"] is None
+
+
+def _steps(*turns: list[tuple[str, dict]]) -> list:
+    from harnessevolve.core.atif import Step, ToolCall
+
+    return [
+        Step(
+            step_id=i + 1,
+            source="agent",
+            message="",
+            tool_calls=tuple(ToolCall(f"c{i}-{j}", name, args) for j, (name, args) in enumerate(turn)),
+        )
+        for i, turn in enumerate(turns)
+    ]
+
+
+def test_stop_on_repeat_sees_a_cycle_of_up_to_three_turns_repeated() -> None:
+    """ls, rm, ls, rm, ...: a two-turn cycle repeated ``times`` times is a repeat (nothing new comes
+    of it); one other call inside the window, or one cycle too few, is not."""
+    from harnessevolve.execute.loop_state import repeats_last
+
+    ls, rm, cd = [("ls", {"a": True})], [("rm", {"file_name": "w"})], [("cd", {"folder": "x"})]
+    assert repeats_last(_steps(ls, ls, ls), 3)
+    assert repeats_last(_steps(cd, ls, rm, ls, rm, ls, rm), 3)
+    assert not repeats_last(_steps(cd, ls, rm, ls, rm), 3)  # the cycle twice: one too few
+    assert repeats_last(_steps(ls, rm, ls, rm), 2)
+    assert not repeats_last(_steps(ls, rm, cd, ls, rm), 2)
+    assert repeats_last(_steps(ls, rm, cd, ls, rm, cd), 2)  # a three-turn cycle
+    assert not repeats_last(_steps(ls, rm, cd, rm, ls, rm, cd), 2)
+    assert not repeats_last(_steps(ls, ls, ls), 0) and not repeats_last(_steps(ls, ls), 1)
+    four = [("a", {}), ("b", {}), ("c", {}), ("d", {})]
+    assert not repeats_last(_steps(*([[x] for x in four] * 2)), 2)  # a cycle of 4 is not looked for
+
+
+def test_in_a_conversation_a_repeat_ends_the_turn_not_the_conversation(model: str, workspace: Path) -> None:
+    """Stuck on one call in the first turn, the agent yields to the user (the turn ends); the
+    second turn goes right. Repeats are counted within a turn: the same call opening the second
+    turn is not a repeat. On the last turn a repeat still ends the run (``repeated``)."""
+    task = Task(id="t-conv", instruction="first", split="train", checks=(), turns=("first", "second"))
+    harness = with_loop(max_steps=6, stop_on_repeat=2)
+
+    def agent(messages: list[dict[str, Any]], _tools: list[dict[str, Any]]) -> dict[str, Any]:
+        users = [m for m in messages if m["role"] == "user"]
+        if users[-1]["content"] == "first":
+            return call("bash", {"command": "ls"})
+        done = sum(1 for m in messages[messages.index(users[-1]) :] if m["role"] == "assistant")
+        return call("bash", {"command": "ls"}) if done == 0 else call("submit", {"answer": "ok"})
+
+    trajectory = run(model, agent, workspace, harness=harness, task=task)
+    assert trajectory.extra["turns"] == 2 and trajectory.extra["stop_reason"] == "submitted"
+    assert [s.tool_calls[0].function_name for s in agent_steps(trajectory)] == [
+        "bash",
+        "bash",
+        "bash",
+        "submit",
+    ]
+    stuck = run(
+        f"{model}-2", lambda m, t: call("bash", {"command": "ls"}), workspace, harness=harness, task=task
+    )
+    unregister_script(f"{model}-2")
+    assert stuck.extra["turns"] == 2 and stuck.extra["stop_reason"] == "repeated"
+    assert len(agent_steps(stuck)) == 4  # two calls a turn, then the turn (and at the end, the run) ends
