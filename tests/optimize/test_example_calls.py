@@ -125,9 +125,7 @@ def test_bfcl_a_backend_function_gets_an_example_call_from_a_shipped_reference(t
     assert rollout_tools(harness, task, [])[tool].spec.description == doc["description"]
 
 
-def test_no_example_without_an_editable_tools_folder_a_fitting_cause_a_short_call_or_a_schema() -> (
-    None
-):
+def test_no_example_without_an_editable_tools_folder_a_fitting_cause_a_short_call_or_a_schema() -> None:
     suite = load_benchmark_spec(str(ROOT / "benchmarks" / "tool-use-example"))
     tasks = _as_train([t for t in suite.tasks if any(x.name == "addItem" for x in t.tools)])
     references = {t.id: r for t in tasks if (r := load_references(suite).get(t.id)) is not None}
