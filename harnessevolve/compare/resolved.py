@@ -34,14 +34,12 @@ def resolved_defaults(plan: Plan, arm: Arm) -> dict[str, Any] | None:
         return None
     from harnessevolve.compare.evolve_cell import run_config
     from harnessevolve.gate.config import load_gate_config
-    from harnessevolve.optimize.registry import DEFAULT_PROPOSERS
+    from harnessevolve.optimize.registry import resolved_names
     from harnessevolve.optimize.trajectory_patterns import DETECTORS
 
     config = run_config(plan, arm, 0, plan.harness.path)
     flat = config.to_json()
-    names = list(flat.get("proposers") or ())
-    if names in ([], ["auto"]):
-        names = (["llm"] if flat.get("optimizer_model") else []) + list(DEFAULT_PROPOSERS)
+    names = resolved_names(flat.get("proposers") or (), flat.get("optimizer_model"))
     gates = asdict(load_gate_config(flat.get("gates_file")))
     source = gates.pop("source", None)
     options = {k: v for k, v in flat.items() if k not in PER_CELL}

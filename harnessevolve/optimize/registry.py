@@ -99,6 +99,14 @@ class ChainProposer:
             raise
 
 
+def resolved_names(names: Sequence[str], optimizer_model: str | None = None) -> list[str]:
+    """The proposer chain ``names`` means: ``auto`` (or nothing) is ``llm`` when an optimizer model
+    is given, then the deterministic ones."""
+    if list(names) in ([], ["auto"]):
+        return (["llm"] if optimizer_model else []) + list(DEFAULT_PROPOSERS)
+    return list(names)
+
+
 def make_proposer(
     names: Sequence[str],
     optimizer_model: str | None = None,
@@ -108,8 +116,7 @@ def make_proposer(
     ``extra``: proposers the pipeline makes (``agent``, the optimizer agent, which runs through
     execute/ and so cannot live here), by name; each factory is called only when named."""
     extra = extra or {}
-    if list(names) in ([], ["auto"]):
-        names = (["llm"] if optimizer_model else []) + list(DEFAULT_PROPOSERS)
+    names = resolved_names(names, optimizer_model)
     unknown = [n for n in names if n not in PROPOSERS and n not in MODEL_PROPOSERS and n not in extra]
     if unknown:
         raise HarnessEvolveError(
