@@ -1,15 +1,18 @@
-"""The pooled gate (gates/pooled.yaml) against the default fixed rule (gates/default.yaml) at the
-sizes small-model runs use: a batch of 8, 2 recent batches of 8, validation 8 or 16 tasks.
+"""The default gate (gates/default.yaml: pooled, with the unopposed rule) beside the sign test alone
+(gates/pooled.yaml) and HarnessEvolve's per-batch rule (gates/fixed.yaml, the default until
+2026-12-07) at the sizes small-model runs use: a batch of 8, 2 recent batches of 8, validation 8
+or 16 tasks.
 
 Each decision draws its tasks from a pool of 200 with heterogeneous success rates (U-shaped, as in
-gate_simulation.py; ``--low`` shifts them down by 0.3, an agent that fails most tasks); every
-rollout is an independent Bernoulli draw, so the truth is known. Scenarios: the candidate 10 points
-better on every task, no better, 10 points worse, and a "helps one task in ten" edit at temperature
-0 (deterministic: +1 on 10% of tasks, no change elsewhere) beside a "trades one task for another"
-edit (+1 on 10%, -1 on 10%). Both rules are the package's own functions: the fixed rule is
-``decide_fixed`` + ``performance_verdict`` (the recent-batch drop) + ``heldout_gate`` +
-``refuse_tie``; the pooled one ``decide_pooled``. Prints the accept rates side by side and writes
-them as JSON.
+gate_simulation.py; the "fails most tasks" rows shift them down by 0.3). Stochastic scenarios draw
+every rollout as an independent Bernoulli, so the truth is known: the candidate 10 points better on
+every task, no better, 10 points worse. Temperature-0 scenarios are deterministic: each task's
+outcome is fixed and the edit flips a share of tasks (drawn afresh for each decision, so the share
+is exact on average): "fixes 1 task in 10" (or 20) is a good edit, "flips 1 in 20 each way" and
+"fixes 1 in 10, breaks 1 in 10" are no better, "fixes 1 in 20, breaks 1 in 10" is worse. Every rule
+is the package's own functions: the fixed rule is ``decide_fixed`` + ``performance_verdict`` (the
+recent-batch drop) + ``heldout_gate`` + ``refuse_tie``; the pooled ones ``decide_pooled``. Prints
+the accept rates side by side and writes them as JSON.
 
     .venv/bin/python benchmarks/perf/pooled_gate_simulation.py \
         --json benchmarks/perf/results/pooled_gate_simulation.json
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import time
@@ -53,11 +57,12 @@ def stochastic(delta: float) -> Callable[[random.Random, float, int], tuple[floa
 
 
 def deterministic(helps: float, hurts: float) -> Callable[[random.Random, float, int], tuple[float, float]]:
-    """Temperature 0: each task's outcome is fixed; the edit flips a fixed share of tasks."""
+    """Temperature 0: the current harness's outcome is one draw at the task's rate; the edit turns a
+    failure into a pass on a share ``helps`` of tasks and a pass into a failure on a share ``hurts``
+    (for each decision afresh), and changes nothing elsewhere."""
 
-    def pair(rng: random.Random, p: float, task: int) -> tuple[float, float]:
-        fate = random.Random(f"task:{task}").random()
-        before = float(random.Random(f"base:{task}").random() < p)
+    def pair(rng: random.Random, p: float, _task: int) -> tuple[float, float]:
+        fate, before = rng.random(), float(rng.random() < p)
         if fate < helps:
             return 0.0, 1.0
         if fate < helps + hurts:
@@ -72,8 +77,13 @@ SCENARIOS: dict[str, tuple[Callable[[random.Random, float, int], tuple[float, fl
     "no better": (stochastic(0.0), False),
     "-10 points on every task": (stochastic(-0.10), False),
     "temperature 0: fixes 1 task in 10": (deterministic(0.10, 0.0), True),
+    "temperature 0: fixes 1 task in 20": (deterministic(0.05, 0.0), True),
+    "temperature 0: flips 1 in 20 each way": (deterministic(0.05, 0.05), False),
     "temperature 0: fixes 1 in 10, breaks 1 in 10": (deterministic(0.10, 0.10), False),
+    "temperature 0: fixes 1 in 20, breaks 1 in 10": (deterministic(0.05, 0.10), False),
 }
+RULES = ("fixed", "default", "sign test")
+"""gates/fixed.yaml, gates/default.yaml (pooled with the unopposed rule), gates/pooled.yaml."""
 
 
 def draw(rng: random.Random, rates: Sequence[float], scenario: Any, tasks: Sequence[int]) -> list[Pair]:
@@ -96,14 +106,20 @@ def fixed_accepts(config: GateConfig, batch: list[Pair], recent: list[list[Pair]
 def simulate(
     decisions: int, validation: int, low: bool, seed: int, alpha: float | None = None
 ) -> dict[str, dict[str, float]]:
-    fixed, pooled = load_gate_config(), load_gate_config(Path("pooled"))
+    fixed, default, sign = (
+        load_gate_config(Path("fixed")),
+        load_gate_config(),
+        load_gate_config(Path("pooled")),
+    )
     if alpha is not None:
-        pooled = replace(pooled, performance=replace(pooled.performance, pooled_alpha=alpha))
+        default, sign = (
+            replace(g, performance=replace(g.performance, pooled_alpha=alpha)) for g in (default, sign)
+        )
     rates = pool(low)
     out: dict[str, dict[str, float]] = {}
     for name, (scenario, _better) in SCENARIOS.items():
         rng = random.Random(f"{seed}:{name}:{validation}:{low}")
-        counts = {"fixed": 0, "pooled": 0}
+        counts = dict.fromkeys(RULES, 0)
         for _ in range(decisions):
             tasks = rng.sample(range(POOL), BATCH * (1 + RECENT) + validation)
             batch = draw(rng, rates, scenario, tasks[:BATCH])
@@ -113,7 +129,8 @@ def simulate(
             val = draw(rng, rates, scenario, tasks[BATCH * (1 + RECENT) :])
             counts["fixed"] += fixed_accepts(fixed, batch, recent, val)
             evidence = {"batch": batch, "recent": [p for r in recent for p in r], "validation": val}
-            counts["pooled"] += decide_pooled(evidence, pooled.performance, ci_resamples=0).accepted
+            counts["default"] += decide_pooled(evidence, default.performance, ci_resamples=0).accepted
+            counts["sign test"] += decide_pooled(evidence, sign.performance, ci_resamples=0).accepted
         out[name] = {rule: round(n / decisions, 4) for rule, n in counts.items()}
     return out
 
@@ -133,16 +150,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.smoke:
         args.decisions = 50
     started = time.monotonic()
-    alpha = (
-        args.alpha if args.alpha is not None else load_gate_config(Path("pooled")).performance.pooled_alpha
-    )
+    alpha = args.alpha if args.alpha is not None else load_gate_config().performance.pooled_alpha
     results: dict[str, Any] = {}
     print(
         f"batch {BATCH}, {RECENT} recent batches of {BATCH}; pooled_alpha {alpha}; "
         f"{args.decisions} decisions each"
     )
-    print("| agent | validation | scenario | should accept | fixed (default) | pooled |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| agent | validation | scenario | should accept | fixed rule (gates/fixed.yaml) | "
+        "default (pooled + unopposed) | sign test alone (gates/pooled.yaml) |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for low in (False, True):
         for validation in (8, 16):
             table = simulate(args.decisions, validation, low, args.seed, alpha)
@@ -152,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
                 better = SCENARIOS[name][1]
                 print(
                     f"| {'fails most tasks' if low else 'mid rates'} | {validation} | {name} | "
-                    f"{'yes' if better else 'no'} | {rates['fixed']:.1%} | {rates['pooled']:.1%} |"
+                    f"{'yes' if better else 'no'} | {rates['fixed']:.1%} | {rates['default']:.1%} | "
+                    f"{rates['sign test']:.1%} |"
                 )
     print(f"({time.monotonic() - started:.1f} s)")
     if args.json is not None:
@@ -163,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
             "batch": BATCH,
             "recent_batches": RECENT,
             "pooled_alpha": alpha,
+            "load_average": list(os.getloadavg()),
             "accept_rates": results,
         }
         args.json.parent.mkdir(parents=True, exist_ok=True)

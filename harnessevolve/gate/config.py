@@ -45,9 +45,10 @@ class LeakageConfig:
 
 @dataclass(frozen=True)
 class PerformanceConfig:
-    mode: Literal["fixed", "sequential", "pooled"] = "fixed"
-    """fixed: HarnessEvolve's rule on one batch; sequential: a paired sequential test (gate/noise.py);
-    pooled: one sign test over the paired outcomes of the batch, the recent batches and validation."""
+    mode: Literal["fixed", "sequential", "pooled"] = "pooled"
+    """pooled (the default): one decision over the paired outcomes of the batch, the recent batches
+    and validation; fixed: HarnessEvolve's rule on one batch (gates/fixed.yaml); sequential: a paired
+    sequential test (gate/noise.py)."""
     min_gain: float = 0.0
     """fixed mode, delta: the candidate's batch score minus the current harness's must be at least this."""
     max_recent_drop: float = 0.025
@@ -69,6 +70,10 @@ class PerformanceConfig:
     pooled_alpha: float = 0.2
     """pooled: P(accepting a candidate no better than the current harness) <= this, exactly (a
     one-sided sign test over every discordant pair of the batch, the recent batches and validation)."""
+    accept_unopposed: bool = True
+    """pooled: also accept a candidate that wins at least one pair and loses none (a temperature-0
+    fix of one task); such a no-better candidate passes at most ~25% of the time (stated in the
+    verdict). False: the sign test alone."""
     accept_ties: bool = False
     """fixed mode: keep a candidate that ties on its batch (gain 0) and gains nothing on validation.
     Off by default (a tie is no evidence of a gain); HarnessEvolve's rule accepts it
@@ -94,6 +99,11 @@ class GateConfig:
     heldout: HeldoutConfig = field(default_factory=HeldoutConfig)
 
 
+MODE_KEYS = {"pooled": {"min_gain", "max_recent_drop", "accept_ties"}}
+"""Keys a gates file may not set under a mode that ignores them (a file without ``mode`` is pooled:
+``min_gain`` there would silently do nothing)."""
+
+
 def builtin_gates(name: str) -> Path | None:
     """A shipped gates file named without folder or suffix (``paper`` -> ``gates/paper.yaml``)."""
     if "/" in name or name.endswith((".yaml", ".yml")):
@@ -115,6 +125,15 @@ def load_gate_config(path: Path | None = None) -> GateConfig:
     doc = read_yaml(Path(path), error=GateConfigError)
     check(doc, "gates", file=str(path), error=GateConfigError)
     performance = PerformanceConfig(**doc.get("performance", {}))
+    ignored = sorted(set(doc.get("performance", {})) & MODE_KEYS.get(performance.mode, set()))
+    if ignored:
+        raise GateConfigError(
+            f"'{ignored[0]}' has no effect in performance.mode {performance.mode}",
+            file=str(path),
+            field=f"performance.{ignored[0]}",
+            hint="set performance.mode: fixed for HarnessEvolve's per-batch rule (gates/fixed.yaml), "
+            "or remove the key",
+        )
     if performance.power <= 1 - performance.confidence:
         raise GateConfigError(
             f"power {performance.power} must exceed 1 - confidence ({1 - performance.confidence:.3g})",

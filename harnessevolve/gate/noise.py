@@ -219,8 +219,31 @@ POOLED_SOURCES = ("batch", "recent", "validation")
 
 def pooled_p_value_at_best(wins: int, losses: int, unseen: int) -> float:
     """The smallest sign-test p-value reachable if ``unseen`` pairs still to be scored all went to
-    the candidate: above alpha means no outcome of them can get the candidate accepted."""
+    the candidate: above alpha means no outcome of them can get the candidate accepted by the sign
+    test (``pooled_hopeless`` adds the unopposed rule)."""
     return mcnemar_p_value(wins + unseen, losses)
+
+
+def pooled_hopeless(wins: int, losses: int, unseen: int, config: PerformanceConfig) -> bool:
+    """True when no outcome of ``unseen`` pairs still to be scored could get the candidate accepted:
+    the sign test cannot reach ``pooled_alpha`` and (with ``accept_unopposed``) a loss is already in."""
+    if config.accept_unopposed and losses == 0 and wins + unseen >= 1:
+        return False
+    return pooled_p_value_at_best(wins, losses, unseen) > config.pooled_alpha
+
+
+def unopposed_bound(pairs: int) -> float:
+    """The most often a candidate no better than the current harness wins at least one of ``pairs``
+    pairs and loses none, over every rate at which an edit flips a task's outcome (each flip a win
+    or a loss with probability 1/2): max over q of (1 - q/2)^n - (1 - q)^n, reached at
+    q = (r - 1) / (r - 1/2), r = 2^(1/(n-1)); about 0.25 for any n above a few."""
+    if pairs < 1:
+        return 0.0
+    if pairs == 1:
+        return 0.5
+    r = 2 ** (1 / (pairs - 1))
+    q = (r - 1) / (r - 0.5)
+    return float((1 - q / 2) ** pairs - (1 - q) ** pairs)
 
 
 def decide_pooled(
@@ -234,7 +257,14 @@ def decide_pooled(
     maps a source (``batch``, ``recent``, ``validation``) to its pairs. Accept when the candidate
     wins more discordant pairs than it loses and the exact one-sided sign test over all of them gives
     p <= ``pooled_alpha``: P(accepting a candidate no better than current) <= pooled_alpha, whatever
-    the sizes of the sets. A win on one set and a loss on another weigh the same; no per-set veto."""
+    the sizes of the sets. A win on one set and a loss on another weigh the same; no per-set veto.
+
+    With ``accept_unopposed`` a candidate that wins at least one pair and loses none also passes
+    (``numbers["unopposed"]``): at temperature 0 an edit that fixes one rare failure wins one pair
+    and ties the rest, which no sign test can weigh (one pair gives p = 0.5). The price is stated:
+    a no-better candidate passes that way at most ``unopposed_bound(pairs)`` of the time (~25%),
+    the worst case over how often an edit flips outcomes; one that loses any pair is held to
+    ``pooled_alpha``."""
     pairs = [p for source in POOLED_SOURCES for p in evidence.get(source, ())]
     wins, losses, ties = _counts(pairs)
     p_value = mcnemar_p_value(wins, losses)
@@ -261,6 +291,16 @@ def decide_pooled(
         "tasks": len(pairs),
     }
     shown = ", ".join(f"{s} {v['wins']}W/{v['losses']}L" for s, v in by_source.items())
+    if config.accept_unopposed and wins >= 1 and losses == 0 and p_value > config.pooled_alpha + TOLERANCE:
+        bound = unopposed_bound(len(pairs))
+        numbers.update(unopposed=True, unopposed_bound=round(bound, 4))
+        return Decision(
+            Outcome.ACCEPT,
+            f"{wins} win{'s' if wins != 1 else ''}, no loss over {len(pairs)} pairs ({shown}): "
+            f"unopposed (sign test p {p_value:.3f}; a no-better candidate passes this way at most "
+            f"{bound:.0%} of the time)",
+            numbers,
+        )
     if wins > losses and p_value <= config.pooled_alpha + TOLERANCE:
         return Decision(
             Outcome.ACCEPT,
@@ -268,11 +308,12 @@ def decide_pooled(
             f"p {p_value:.3f} <= {config.pooled_alpha:g}",
             numbers,
         )
-    why = (
-        "no more wins than losses"
-        if wins <= losses
-        else f"sign test p {p_value:.3f} > {config.pooled_alpha:g}"
-    )
+    if wins == losses == 0:
+        why = "every pair tied: ties are not gains"
+    elif wins <= losses:
+        why = "no more wins than losses"
+    else:
+        why = f"sign test p {p_value:.3f} > {config.pooled_alpha:g}"
     return Decision(
         Outcome.REJECT, f"{wins} wins, {losses} losses over {len(pairs)} pairs ({shown}): {why}", numbers
     )

@@ -20,7 +20,7 @@ from harnessevolve.core.files import atomic_write_text
 from harnessevolve.core.tasks import Benchmark, Task
 from harnessevolve.gate.config import GateConfig
 from harnessevolve.gate.leakage import aleakage_gate
-from harnessevolve.gate.noise import Decision, Pair, decide_pooled, pooled_p_value_at_best
+from harnessevolve.gate.noise import Decision, Pair, decide_pooled, pooled_hopeless
 from harnessevolve.gate.performance import (
     heldout_gate,
     mean,
@@ -240,7 +240,7 @@ class CandidateJudge:
         validation = list(self.benchmark.split(self.heldout_split))  # type: ignore[arg-type]
         seen = [p for ps in evidence.values() for p in ps]
         wins, losses = sum(p.sign > 0 for p in seen), sum(p.sign < 0 for p in seen)
-        hopeless = pooled_p_value_at_best(wins, losses, len(validation)) > config.pooled_alpha
+        hopeless = pooled_hopeless(wins, losses, len(validation), config)
         split = self.heldout_split
         val_current: list[TaskResult] = []
         val_candidate: list[TaskResult] = []
@@ -255,8 +255,8 @@ class CandidateJudge:
         if hopeless and "validation" not in evidence:
             decision = Decision(
                 decision.outcome,
-                f"{decision.reason}; {split} not scored: even {len(validation)} more wins could not "
-                f"bring p to {config.pooled_alpha:g}",
+                f"{decision.reason}; {split} not scored: no outcome of its {len(validation)} tasks "
+                f"could get it accepted",
                 {**decision.numbers, "validation_skipped": True},
             )
         perf = GateVerdict("performance", decision.accepted, decision.reason, decision.numbers)

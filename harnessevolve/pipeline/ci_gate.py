@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from harnessevolve.adapters import load_benchmark_spec
 from harnessevolve.core.errors import HarnessEvolveError
 from harnessevolve.core.files import atomic_write_json
 from harnessevolve.core.tasks import Task
-from harnessevolve.gate.config import load_gate_config
+from harnessevolve.gate.config import GateConfig, load_gate_config
 from harnessevolve.gate.performance import mean
 from harnessevolve.gate.verdict import GateVerdict
 from harnessevolve.harness.git import HarnessRepo
@@ -68,11 +68,23 @@ class GateOptions:
     at the candidate (found in the harness's runs)."""
 
 
+def regression_check(gates: GateConfig) -> GateConfig:
+    """The gates ``gate`` judges a change with. A run's pooled decision asks whether a candidate
+    is shown *better*; a CI gate asks whether a change is *no worse*, so under ``mode: pooled`` it
+    checks the batch (gain >= ``min_gain``, 0) and the held-out drop (<= ``heldout.max_drop``) as
+    the fixed rule does, and a change that neither gains nor loses passes. Fixed and sequential
+    gates files are used as written."""
+    if gates.performance.mode != "pooled":
+        return gates
+    return replace(gates, performance=replace(gates.performance, mode="fixed"))
+
+
 def run_gate(options: GateOptions, hooks: RunHooks) -> GateReport:
     repo = HarnessRepo(options.harness_dir)
     base_sha, cand_sha = repo.resolve(options.baseline), repo.resolve(options.candidate)
     benchmark = load_benchmark_spec(options.benchmark, options.adapters)
-    gates = load_gate_config(options.gates_file)
+    written = load_gate_config(options.gates_file)
+    gates = regression_check(written)
     # every temp folder in one per-process folder: a killed gate leaves nothing for long
     with run_tempdir("gate"), tempfile.TemporaryDirectory(prefix="he-gate-") as tmp:
         baseline = load_harness(repo.export(base_sha, Path(tmp) / "baseline"))
@@ -160,6 +172,8 @@ def run_gate(options: GateOptions, hooks: RunHooks) -> GateReport:
             "split": options.split,
             "gates": gates.source,
             "performance_mode": gates.performance.mode,
+            # a pooled gates file is judged as a regression check (regression_check)
+            **({"gates_mode": written.performance.mode} if written is not gates else {}),
             **({"control": control_note} if control_note else {}),
             **({"kept": str(kept)} if kept is not None and kept.is_dir() else {}),
         },

@@ -52,8 +52,11 @@ def test_two_generations_one_accepted_one_reverted(harness_dir: Path, cli, learn
     assert events[-1]["accepted"] == [accepted.hexsha] and events[-1]["reverted"] == [rejected.hexsha]
     gate_file = only_run_dir(harness_dir) / "gates" / "gen-002.json"
     verdicts = json.loads(gate_file.read_text())["verdicts"]
-    assert [v["gate"] for v in verdicts] == ["quality", "leakage", "smoke", "performance"]
-    assert not verdicts[3]["passed"]
+    # the default pooled decision weighs validation with the batch: it is scored (more wins there
+    # could still have kept the candidate) and reported as part of the one refusal
+    assert [v["gate"] for v in verdicts] == ["quality", "leakage", "smoke", "performance", "heldout"]
+    assert not verdicts[3]["passed"] and verdicts[3]["numbers"]["mode"] == "pooled"
+    assert not verdicts[4]["passed"] and "weighed in the pooled decision" in verdicts[4]["reason"]
 
 
 def test_run_saves_atif_trajectories(harness_dir: Path, cli, learner) -> None:
@@ -68,7 +71,7 @@ def test_run_saves_atif_trajectories(harness_dir: Path, cli, learner) -> None:
 
 def test_run_without_any_accepted_edit_exits_1(tmp_path: Path, harness_dir: Path, cli) -> None:
     gates = tmp_path / "strict.yaml"
-    gates.write_text("version: 1\nperformance:\n  min_gain: 0.01\n")
+    gates.write_text("version: 1\nperformance:\n  mode: fixed\n  min_gain: 0.01\n")
     register_script(
         "gives-up", lambda m, t: {"tool_calls": [{"name": "submit", "arguments": {"answer": "?"}}]}
     )

@@ -290,11 +290,26 @@ def dataclasses_equal_ignoring_source(a: GateConfig, b: GateConfig) -> bool:
 
 def test_load_gate_config_partial_file_keeps_other_defaults(tmp_path: Path) -> None:
     path = tmp_path / "strict.yaml"
-    path.write_text("version: 1\nperformance:\n  min_gain: 0.05\n  recent_batches: 4\n")
+    path.write_text("version: 1\nperformance:\n  mode: fixed\n  min_gain: 0.05\n  recent_batches: 4\n")
     config = load_gate_config(path)
     assert config.source == str(path)
-    assert config.performance == PerformanceConfig(min_gain=0.05, max_recent_drop=0.025, recent_batches=4)
+    assert config.performance == PerformanceConfig(
+        mode="fixed", min_gain=0.05, max_recent_drop=0.025, recent_batches=4
+    )
     assert config.quality == QualityConfig()
+
+
+@pytest.mark.parametrize("key", ["min_gain: 0.05", "max_recent_drop: 0.1", "accept_ties: true"])
+def test_a_fixed_rule_key_under_the_pooled_default_is_an_error_not_ignored(tmp_path: Path, key: str) -> None:
+    """A file without ``mode`` is pooled (the default): a fixed-rule threshold there would do
+    nothing, so it is refused, naming the key and how to keep the fixed rule."""
+    path = tmp_path / "strict.yaml"
+    path.write_text(f"version: 1\nperformance:\n  {key}\n")
+    with pytest.raises(GateConfigError) as raised:
+        load_gate_config(path)
+    name = key.split(":")[0]
+    assert raised.value.field == f"performance.{name}" and "mode pooled" in str(raised.value)
+    assert "mode: fixed" in raised.value.hint
 
 
 @pytest.mark.parametrize(
@@ -338,13 +353,20 @@ def test_load_gate_config_missing_file_is_an_error_not_defaults(tmp_path: Path) 
 # --- leakage and noise-aware performance settings ---------------------------------------------------
 
 
-def test_default_gate_config_has_leakage_and_a_fixed_performance_mode() -> None:
+def test_default_gate_config_has_leakage_and_the_pooled_performance_mode() -> None:
     config = load_gate_config()
     assert config.leakage == LeakageConfig()
     assert config.leakage.threshold == 0.8 and config.leakage.allow_train_demonstrations is True
     assert config.leakage.judge_model is None
     assert config.performance == PerformanceConfig()
-    assert config.performance.mode == "fixed"
+    assert config.performance.mode == "pooled" and config.performance.accept_unopposed
+    fixed = load_gate_config(Path("fixed")).performance
+    assert (fixed.mode, fixed.min_gain, fixed.max_recent_drop, fixed.accept_ties) == (
+        "fixed",
+        0.0,
+        0.025,
+        False,
+    )
 
 
 def test_load_gate_config_sequential_mode(tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ def test_report_is_one_self_contained_file(finished_run: Path, tmp_path: Path) -
     assert "@import" not in html and "url(" not in html
     assert html.count('<tr class="candidate-row">') == len(view.candidates) == 2
     assert '<svg class="chart"' in html and "<polyline" in html
-    assert "+## Example" in html and "batch gain" in html and "premature_finish" in html
+    assert "+## Example" in html and "wins," in html and "premature_finish" in html  # the pooled verdict
     if "usage" in ledger_events(finished_run)[-1]:
         assert 'id="usage-table"' in html and "not recorded" not in html
     else:

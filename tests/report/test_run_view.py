@@ -27,7 +27,7 @@ def test_finished_run_candidates_diffs_and_lineage(finished_run: Path) -> None:
     assert view.benchmark == "shell-basics" and view.generation == 2 and view.planned_generations == 2
     accepted, reverted = view.candidates
     assert (accepted.outcome, reverted.outcome) == ("accepted", "reverted")
-    assert reverted.rejected_by == "performance" and "batch gain" in reverted.reason
+    assert reverted.rejected_by == "performance" and "losses over" in reverted.reason  # pooled
     repo = git.Repo(view.harness_dir)
     assert reverted.revert_sha and repo.commit(reverted.revert_sha).message.startswith(
         "harnessevolve: revert"
