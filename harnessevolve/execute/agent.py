@@ -47,22 +47,12 @@ from harnessevolve.models import ModelReply, acomplete
 from harnessevolve.models.call import ModelToolCall
 from harnessevolve.sandbox.base import Sandbox, resolve_sandbox
 
+# fmt: off
 __all__ = [
-    "NO_TOOL_NUDGE",
-    "PARSE_NUDGE",
-    "Actions",
-    "AgentLoop",
-    "LoopHooks",
-    "NoHooks",
-    "Rollout",
-    "Stopped",
-    "TurnEnded",
-    "repeats_last",
-    "Settings",
-    "loop_hooks",
-    "run_agent",
-    "run_with_hooks",
+    "NO_TOOL_NUDGE", "PARSE_NUDGE", "Actions", "AgentLoop", "LoopHooks", "NoHooks", "Rollout", "Stopped",
+    "TurnEnded", "repeats_last", "Settings", "loop_hooks", "run_agent", "run_with_hooks",
 ]
+# fmt: on
 
 
 from harnessevolve.execute.loop_state import (  # the loop's state and cut points, re-exported
@@ -101,9 +91,11 @@ class AgentLoop:
     def __post_init__(self) -> None:
         self.loop = self.harness.loop
         self.schemas = [t.spec.openai_schema() for t in self.tools.values()]
-        # Grammar-constrained tool calls are a feature of the embedded provider only.
-        grammar = self.loop.json_grammar and self.model.startswith("local/")
-        self.extra_params = {"grammar_tools": True} if grammar else None
+        # Options of the embedded provider only: grammar-constrained calls; with repair_calls, a
+        # call whose arguments miss the schema comes back as a call (repaired here), not a parse error.
+        local = self.model.startswith("local/")
+        params = {"grammar_tools": self.loop.json_grammar, "keep_mistyped_calls": self.loop.repair_calls}
+        self.extra_params = {k: True for k, on in params.items() if on and local} or None
 
     async def run_turn(self) -> None:
         """Model calls until the agent ends its turn; raises ``TurnEnded`` (multi-turn) or ``Stopped``."""
@@ -277,7 +269,8 @@ class AgentLoop:
     def repaired(self, call: ModelToolCall) -> tuple[str, dict[str, Any] | None, str | None]:
         """``(tool name, arguments, error)`` of a call as it will run: as the model made it, or, with
         ``loop.repair_calls``, checked against its tool's schema (``execute/call_repair.py``); the
-        error is set when the call lacks a required argument and must not run."""
+        error is set when the call must not run (a required argument missing, a value that fits no
+        reading of the schema)."""
         if not self.loop.repair_calls:
             return call.name, call.arguments, None
         schemas = {name: tool.spec.parameters for name, tool in self.tools.items()}
@@ -328,6 +321,7 @@ class AgentLoop:
             transcript.add_reply(reply.content, extra={"error": error, **token_ids}, **meta)
             nudge = PARSE_NUDGE.format(error=reply.parse_error) if reply.parse_error else NO_TOOL_NUDGE
             transcript.add_text("user", nudge, nudge=True)
+            self.end_if_repeating(reply)  # the same unreadable reply, again and again
             return
         failed = "; ".join(actions.errors)
         extra = {**({"error": failed} if failed else {}), **token_ids}
@@ -338,9 +332,15 @@ class AgentLoop:
             if self.multi_turn:
                 raise TurnEnded
             raise Stopped(StopReason.SUBMITTED)
+        self.end_if_repeating(reply)
+
+    def end_if_repeating(self, reply: ModelReply) -> None:
+        """``loop.stop_on_repeat``: the last turns repeat one block (``repeats_last``): a
+        conversation's turn ends (the agent yields; the user's next turn may still go right), a
+        one-turn run stops as ``repeated``."""
         if repeats_last(self.this_turn(), self.loop.stop_on_repeat):
-            if self.multi_turn:  # the agent yields to the user: the next turn may still go right
-                rollout.last_end, rollout.closing = "repeated", reply.content or ""
+            if self.multi_turn:
+                self.rollout.last_end, self.rollout.closing = "repeated", reply.content or ""
                 raise TurnEnded
             raise Stopped(StopReason.REPEATED)
 

@@ -17,7 +17,10 @@ Repaired (the call runs as repaired; each repair is a note in the rollout's ``ex
 
 Answered instead of run: a call still missing a required parameter gets an error naming what is
 missing and the tool's parameters (the model fixes it on its next turn, no tool runs with half its
-arguments). Nothing here names a benchmark or a task: it reads the schemas the harness offers.
+arguments); so does one with a value no conversion fits (wrong type, outside its enum, an array
+item outside its items' enum) or an argument the schema does not list (``misfits``). With the
+embedded model such a call reaches the repair as a call, not as a parse error
+(``keep_mistyped_calls``). Nothing here names a benchmark or a task: it reads the schemas the harness offers.
 """
 
 from __future__ import annotations
@@ -105,7 +108,41 @@ def repair_call(
             f"error: {found} was not run: it needs {', '.join(repr(m) for m in missing)}. "
             f"Its parameters: {describe(properties, required)}. Call it again with every required argument."
         )
+    elif problems := misfits(fixed, schema):
+        repair.error = (
+            f"error: {found} was not run: {'; '.join(problems)}. "
+            f"Its parameters: {describe(properties, required)}. Call it again with values that fit."
+        )
     return repair
+
+
+def misfits(arguments: Mapping[str, Any], schema: Mapping[str, Any]) -> list[str]:
+    """What no repair could fix: a value of the wrong type or outside its enum (an array's items
+    too), an argument the schema does not list (unless ``additionalProperties: true``; a schema
+    without ``properties`` says nothing, so nothing is refused)."""
+    if not isinstance(schema.get("properties"), Mapping):
+        return []
+    properties: Mapping[str, Any] = schema["properties"]
+    problems = []
+    for key, value in arguments.items():
+        prop = properties.get(key)
+        if not isinstance(prop, Mapping):
+            if schema.get("additionalProperties") is not True:
+                problems.append(f"it has no argument {key!r}")
+            continue
+        kinds = prop.get("type")
+        kinds = kinds if isinstance(kinds, list) else [kinds] if isinstance(kinds, str) else []
+        if kinds and not any(_fits(value, k) for k in kinds):
+            problems.append(f"{key} must be {' or '.join(kinds)}, not {value!r}")
+            continue
+        enum, items = prop.get("enum"), prop.get("items")
+        if isinstance(enum, list) and value not in enum:
+            problems.append(f"{key} must be one of {enum}, not {value!r}")
+        elif isinstance(items, Mapping) and isinstance(items.get("enum"), list) and isinstance(value, list):
+            wrong = [v for v in value if v not in items["enum"]]
+            if wrong:
+                problems.append(f"each of {key} must be one of {items['enum']}, not {wrong!r}")
+    return problems
 
 
 def coerce(value: Any, schema: dict[str, Any]) -> tuple[Any, str | None]:
@@ -168,7 +205,12 @@ def _fits(value: Any, kind: str) -> bool:
 def describe(properties: Mapping[str, Any], required: list[str]) -> str:
     """``name (type, required), ...``: what the model sees of a tool's parameters in an error."""
     parts = []
-    for key, prop in properties.items():
-        kind = (prop or {}).get("type", "any")
-        parts.append(f"{key} ({kind}{', required' if key in required else ''})")
+    for key, value in properties.items():
+        prop: Mapping[str, Any] = value if isinstance(value, Mapping) else {}
+        kind = prop.get("type", "any")
+        found = prop.get("items")
+        items: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+        enum = prop.get("enum") if isinstance(prop.get("enum"), list) else items.get("enum")
+        values = f", one of {enum}" if isinstance(enum, list) and len(str(enum)) <= 200 else ""
+        parts.append(f"{key} ({kind}{values}{', required' if key in required else ''})")
     return ", ".join(parts) or "none"

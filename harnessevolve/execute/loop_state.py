@@ -43,13 +43,25 @@ MAX_CYCLE = 3
 """The longest cycle of turns ``repeats_last`` sees as one repeated block (ls, rm, ls, rm, ...)."""
 
 
+def _signature(step: Step) -> list[tuple[str, Any]]:
+    """What a turn did, for ``repeats_last``: its calls, or an unreadable reply's text."""
+    if step.tool_calls:
+        return [(c.function_name, c.arguments) for c in step.tool_calls]
+    error = (step.extra or {}).get("error")
+    if isinstance(error, str) and error.startswith("parse_error") and (step.message or "").strip():
+        return [("", str(step.message).strip())]
+    return []
+
+
 def repeats_last(steps: list[Step], times: int, max_period: int = MAX_CYCLE) -> bool:
     """True when the last agent turns repeat one block of tool calls ``times`` times in a row: the
     very same calls each turn (a block of one turn), or a cycle of up to ``max_period`` turns
-    (``ls``, ``rm``, ``ls``, ``rm``, ...): nothing the next turn does will be new. 0 or 1 disables."""
+    (``ls``, ``rm``, ``ls``, ``rm``, ...): nothing the next turn does will be new. A reply that could
+    not be read as a call counts by its text: the same unreadable reply again is a repeat too.
+    0 or 1 disables."""
     if times < 2:
         return False
-    turns = [[(c.function_name, c.arguments) for c in s.tool_calls] for s in steps if s.source == "agent"]
+    turns = [_signature(s) for s in steps if s.source == "agent"]
     for period in range(1, max_period + 1):
         recent = turns[-period * times :]
         if len(recent) < period * times or not all(recent):

@@ -117,6 +117,8 @@ def _response(model: str, generation: Generation, reply: ParsedReply) -> ModelRe
     fields: dict[str, Any] = {}
     if reply.parse_error is not None:
         fields["parse_error"] = reply.parse_error
+    if reply.argument_error is not None:
+        fields["argument_error"] = reply.argument_error
     if isinstance(generation, TorchGeneration):
         fields.update(generation.token_ids())
     if fields:
@@ -183,7 +185,12 @@ class LocalLLM(CustomLLM):
             status = _STATUS.get(type(exc), 500)
             hint = f" (hint: {exc.hint})" if exc.hint else ""
             raise CustomLLMError(status_code=status, message=f"{exc.message}{hint}") from exc
-        reply = parse_tool_reply(generation.text, tools) if tools else ParsedReply(content=generation.text)
+        keep = bool(_option(optional_params, "keep_mistyped_calls", False))
+        reply = (
+            parse_tool_reply(generation.text, tools, keep_mistyped=keep)
+            if tools
+            else ParsedReply(content=generation.text)
+        )
         return _response(model, generation, reply)
 
     # litellm calls both with keyword arguments (its CustomLLM signature: model, messages, api_base,

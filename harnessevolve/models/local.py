@@ -33,6 +33,9 @@ reach the handler):
   tools are offered, which makes a 135M model follow the protocol far more often; set
   False to let it answer in prose. ``tool_choice="none"`` disables tools entirely and a
   named ``tool_choice`` restricts the call to that tool.
+- ``keep_mistyped_calls`` (default False): a call whose arguments miss its tool's schema is
+  returned as a call (``provider_specific_fields["argument_error"]`` says why) instead of a
+  parse error, for a caller that repairs it (``loop.repair_calls``).
 """
 
 from __future__ import annotations

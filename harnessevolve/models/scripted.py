@@ -10,7 +10,8 @@ A model named ``scripted/<spec>`` answers from a script:
 
 A reply is a string (plain content), or a dict with ``content`` and/or ``tool_calls``
 (``[{"name": ..., "arguments": {...} or "raw json text"}]``); a string ``arguments`` is passed on
-unparsed, which is how tests send malformed tool calls. ``usage`` may give token counts.
+unparsed, which is how tests send malformed tool calls. ``usage`` may give token counts;
+``parse_error`` is passed on as the embedded provider passes a reply it could not read as a call.
 
 A policy may be an ``async`` function (awaited; slow providers without blocking the event loop)
 and may raise a litellm exception (``litellm.RateLimitError(...)``) to simulate provider faults.
@@ -179,6 +180,8 @@ def reply_to_message(reply: Reply, call_prefix: str) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
     if calls:
         message["tool_calls"] = calls
+    if isinstance(reply.get("parse_error"), str):
+        message["provider_specific_fields"] = {"parse_error": reply["parse_error"]}
     return message
 
 

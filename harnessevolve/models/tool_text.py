@@ -69,6 +69,8 @@ class ParsedReply:
     content: str | None
     tool_calls: tuple[ParsedToolCall, ...] = ()
     parse_error: str | None = None
+    argument_error: str | None = None
+    """``keep_mistyped``: the call's arguments miss its tool's schema (why); the call is kept."""
 
 
 def tool_function(tool: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -400,7 +402,9 @@ def _failure(text: str, error: str) -> ParsedReply:
     return ParsedReply(content=text, tool_calls=(), parse_error=error)
 
 
-def parse_tool_reply(text: str, tools: Sequence[Mapping[str, Any]]) -> ParsedReply:
+def parse_tool_reply(
+    text: str, tools: Sequence[Mapping[str, Any]], *, keep_mistyped: bool = False
+) -> ParsedReply:
     """Read a model reply under the tool protocol; never raises.
 
     Without ``tools`` the reply is plain content. With tools, the first JSON object that
@@ -408,6 +412,9 @@ def parse_tool_reply(text: str, tools: Sequence[Mapping[str, Any]]) -> ParsedRep
     prose around it becomes ``content``. Anything else is returned as plain content with
     ``parse_error`` set: empty reply, no JSON, invalid JSON, no tool name, an unknown
     tool, arguments that are not an object, missing required or mistyped arguments.
+    ``keep_mistyped``: a call whose arguments miss the schema (missing, mistyped, unexpected,
+    outside an enum) is returned as a call with ``argument_error`` saying why, for a caller
+    that repairs calls against the schema (``loop.repair_calls``).
     """
     text = text if isinstance(text, str) else str(text or "")
     if not tools:
@@ -425,18 +432,20 @@ def parse_tool_reply(text: str, tools: Sequence[Mapping[str, Any]]) -> ParsedRep
             continue
         name, raw_arguments = found
         tool = _match_tool(name, tools)
-        if tool is None:
-            return _failure(text, f"unknown tool '{name}'; available: {', '.join(names)}")
+        unknown = f"unknown tool '{name}'; available: {', '.join(names)}"
+        if tool is None and not (keep_mistyped and isinstance(raw_arguments, (dict, type(None)))):
+            return _failure(text, unknown)
         arguments = _as_arguments(raw_arguments)
         if arguments is None:
             return _failure(text, f"arguments of '{name}' are not a JSON object")
-        error = validate_arguments(arguments, tool)
-        if error:
+        error = validate_arguments(arguments, tool) if tool is not None else unknown
+        if error and not keep_mistyped:
             return _failure(text, error)
         prose = (text[:start] + text[end:]).strip()
         prose = re.sub(r"```(?:json)?\s*```", "", prose).strip()
-        call = ParsedToolCall(name=str(tool_function(tool).get("name")), arguments=arguments)
-        return ParsedReply(content=prose or None, tool_calls=(call,))
+        named = str(tool_function(tool).get("name")) if tool is not None else name
+        call = ParsedToolCall(name=named, arguments=arguments)
+        return ParsedReply(content=prose or None, tool_calls=(call,), argument_error=error)
     return _failure(text, 'JSON object has no tool name; expected {"tool": ..., "arguments": {...}}')
 
 

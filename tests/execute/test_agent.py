@@ -570,6 +570,29 @@ def test_stop_on_repeat_sees_a_cycle_of_up_to_three_turns_repeated() -> None:
     assert not repeats_last(_steps(*([[x] for x in four] * 2)), 2)  # a cycle of 4 is not looked for
 
 
+def test_the_same_unreadable_reply_again_and_again_is_a_repeat(model: str, workspace: Path) -> None:
+    """Read from BFCL 1.5B trajectories: one call written with a word for a number, not readable as
+    a call, sent 20 times to the step limit. The same unreadable text ``stop_on_repeat`` times in a
+    row now ends the turn (a one-turn run: ``repeated``); different unreadable replies do not."""
+    from harnessevolve.execute.loop_state import repeats_last
+
+    bad = '{"tool": "place_order", "arguments": {"amount": "150", "price": "current"}}'
+    same = {"content": bad, "parse_error": "argument 'price' should be number, got str"}
+    trajectory = run(model, lambda m, t: same, workspace, harness=with_loop(max_steps=8, stop_on_repeat=3))
+    assert trajectory.extra["stop_reason"] == "repeated" and len(agent_steps(trajectory)) == 3
+    steps = agent_steps(trajectory)
+    assert repeats_last(steps, 3) and not repeats_last(steps[:2], 3)
+    counter = iter(range(100))
+    varied = run(
+        f"{model}-v",
+        lambda m, t: {"content": f"{bad} {next(counter)}", "parse_error": "no"},
+        workspace,
+        harness=with_loop(max_steps=5, stop_on_repeat=3),
+    )
+    unregister_script(f"{model}-v")
+    assert varied.extra["stop_reason"] == "step_limit"
+
+
 def test_in_a_conversation_a_repeat_ends_the_turn_not_the_conversation(model: str, workspace: Path) -> None:
     """Stuck on one call in the first turn, the agent yields to the user (the turn ends); the
     second turn goes right. Repeats are counted within a turn: the same call opening the second

@@ -58,6 +58,54 @@ def test_what_has_no_single_reading_is_left_as_it_is() -> None:
     assert coerce("True", {"type": "boolean"}) == (True, "'True' -> boolean")
 
 
+CAR = {
+    "type": "object",
+    "properties": {
+        "doors": {"type": "array", "items": {"type": "string", "enum": ["driver", "passenger"]}},
+        "mode": {"type": "string", "enum": ["START", "STOP"]},
+        "pressure": {"type": "number"},
+    },
+    "required": ["mode"],
+}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "problem"),
+    [
+        (
+            {"mode": "START", "doors": ["front"]},
+            "each of doors must be one of ['driver', 'passenger'], not ['front']",
+        ),
+        ({"mode": "IDLE"}, "mode must be one of ['START', 'STOP'], not 'IDLE'"),
+        ({"mode": "START", "pressure": "full"}, "pressure must be number, not 'full'"),
+        ({"mode": "START", "since": "2024-01-01"}, "it has no argument 'since'"),
+    ],
+)
+def test_a_value_no_repair_fits_is_answered_with_what_the_schema_allows(
+    arguments: dict, problem: str
+) -> None:
+    """Read from BFCL 1.5B trajectories: doors named outside their enum, a word for a number, an
+    argument the function does not take (a TypeError from the tool otherwise): not run, answered
+    with the problem and the allowed values."""
+    answered = repair_call("car", arguments, "", {"car": CAR})
+    assert answered.error is not None and problem in answered.error
+    assert answered.error.startswith("error: car was not run:")
+    assert (
+        "doors (array, one of ['driver', 'passenger']), mode (string, one of ['START', 'STOP'], required)"
+        in (answered.error)
+    )
+
+
+def test_what_the_schema_does_not_rule_on_still_runs() -> None:
+    assert repair_call("car", {"mode": "start", "pressure": "32"}, "", {"car": CAR}).error is None  # repaired
+    open_schema = {**CAR, "additionalProperties": True}
+    assert repair_call("car", {"mode": "STOP", "extra": 1}, "", {"car": open_schema}).error is None
+    assert (
+        repair_call("any", {"whatever": [1]}, "", {"any": {"type": "object"}}).error is None
+    )  # no properties
+    assert repair_call("math.add", {}, "", SCHEMAS).error is None
+
+
 def cart_policy(messages: list[dict], tools: list[dict]) -> dict:
     """Names and types a small model gets wrong: a capitalised tool and argument, a quoted number."""
     turn = sum(1 for m in messages if m["role"] == "assistant")

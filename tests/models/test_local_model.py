@@ -156,6 +156,26 @@ def test_grammar_mode_builds_a_grammar_of_the_offered_tools(
     assert all(f'\\"{name}\\"' in grammar for name in ("bash", "read_file", "write_file", "submit"))
 
 
+def test_keep_mistyped_calls_returns_a_call_that_misses_the_schema_with_why(
+    litellm: Any, canned: Canned
+) -> None:
+    """``loop.repair_calls`` asks for it: the call reaches the repair instead of a parse error."""
+    canned.text = 'write_file", "arguments": {"path": 3}}'  # after the prefill {"tool": "
+    plain = litellm.completion(model="local/smollm2-135m", messages=AGENT, tools=TOOLS)
+    assert not plain.choices[0].message.tool_calls
+    assert (
+        "missing required argument(s) content"
+        in plain.choices[0].message.provider_specific_fields["parse_error"]
+    )
+    kept = litellm.completion(
+        model="local/smollm2-135m", messages=AGENT, tools=TOOLS, extra_body={"keep_mistyped_calls": True}
+    )
+    call = kept.choices[0].message.tool_calls[0]
+    assert (call.function.name, json.loads(call.function.arguments)) == ("write_file", {"path": 3})
+    fields = kept.choices[0].message.provider_specific_fields
+    assert "parse_error" not in fields and "missing required argument(s) content" in fields["argument_error"]
+
+
 def test_forced_tool_choice_prefills_that_tool(litellm: Any, canned: Canned) -> None:
     canned.text = 'banana"}}'
     response = litellm.completion(

@@ -185,6 +185,33 @@ def test_malformed_replies_become_content_with_a_parse_error(text: str, error_pa
     assert error_part in reply.parse_error
 
 
+@pytest.mark.parametrize(
+    ("text", "call", "error_part"),
+    [
+        ('{"tool": "wait", "arguments": {"seconds": "5"}}', ("wait", {"seconds": "5"}), "should be integer"),
+        ('{"tool": "read_file", "arguments": {}}', ("read_file", {}), "missing required argument(s) path"),
+        (
+            '{"tool": "wait", "arguments": {"seconds": 1, "mode": "x"}}',
+            ("wait", {"seconds": 1, "mode": "x"}),
+            "one of",
+        ),
+        ('{"tool": "Read-File", "arguments": {"path": "a"}}', ("read_file", {"path": "a"}), None),
+        ('{"tool": "reed_file", "arguments": {"path": "a"}}', ("reed_file", {"path": "a"}), "unknown tool"),
+    ],
+)
+def test_keep_mistyped_returns_the_call_with_why_it_misses_the_schema(
+    text: str, call: tuple[str, dict], error_part: str | None
+) -> None:
+    """For ``loop.repair_calls``: a readable call whose arguments (or name) miss the schema comes
+    back as a call, so the repair sees it, instead of as a parse error the model must fix itself."""
+    reply = parse_tool_reply(text, TOOLS, keep_mistyped=True)
+    assert reply.parse_error is None
+    assert reply.tool_calls == (ParsedToolCall(*call),)
+    assert (reply.argument_error is None) if error_part is None else (error_part in reply.argument_error)
+    assert parse_tool_reply("no call here", TOOLS, keep_mistyped=True).parse_error  # unreadable stays so
+    assert parse_tool_reply('{"tool": "wait", "arguments": [1]}', TOOLS, keep_mistyped=True).parse_error
+
+
 def test_without_tools_the_reply_is_plain_content() -> None:
     reply = parse_tool_reply('{"tool": "bash"}', [])
     assert reply.content == '{"tool": "bash"}'
