@@ -5,9 +5,10 @@ The key is the hash of everything a rollout's outcome depends on: the harness fi
 checks, answer), the agent model, the rollout seed, the reference trajectory the failure was
 aligned against, the cache format version, and the rollout's environment
 (``rollout_environment``): the sandbox's kind, its limits and what it shows read-only (a tighter
-``--sandbox-limits`` or ``--unsafe-no-sandbox`` is a different rollout), the code that serves the
-task's Python tools and checks (harnessevolve's tool server and check runner, and the task's own
-``python_path`` modules), and the adapter (name and version) that loaded the benchmark.
+``--sandbox-limits`` or ``--unsafe-no-sandbox`` is a different rollout), the code that runs and
+scores it (harnessevolve's own code, every module: the loop, the providers' parsing, the tool
+server and the checks; and the task's own ``python_path`` modules), and the adapter (name and
+version) that loaded the benchmark.
 Re-scoring an unchanged harness on the same task in the same environment therefore makes no
 model call, in this run or any later one, and a cached entry keeps the full trajectory and
 evaluation.
@@ -90,15 +91,23 @@ def sandbox_identity(sandbox: Sandbox | None) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=1)
 def serving_code() -> str:
-    """Hash of the code that runs a task's Python tools and checks inside the sandbox (the tool
-    server and the check runner) and of the package version: a change there is a new rollout."""
-    from harnessevolve import __version__
-    from harnessevolve.evaluate import python_check_main
-    from harnessevolve.execute import tool_server_main
+    """Hash of harnessevolve's own code (every ``*.py`` file of the package, names and contents)
+    and its version: the agent loop, the model providers' parsing, the tool server, the checks and
+    the evaluation all decide a cached rollout's outcome, so any change there is a new rollout. A
+    comparison resumed at another commit runs its rollouts again rather than reuse ones an older
+    loop made."""
+    import harnessevolve
 
-    digest = hashlib.sha256(__version__.encode())
-    for module in (tool_server_main, python_check_main):
-        digest.update(Path(str(module.__file__)).read_bytes())
+    root = Path(str(harnessevolve.__file__)).parent
+    return hashlib.sha256(f"{harnessevolve.__version__}\0{code_digest(root)}".encode()).hexdigest()
+
+
+def code_digest(root: Path) -> str:
+    """Hash of the names and contents of every ``*.py`` file under ``root``."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()
 
 

@@ -70,20 +70,33 @@ def test_a_sandbox_view_change_is_a_different_key(task) -> None:
     assert key(task, sandbox=other) != key(task, sandbox=sandbox)
 
 
-def test_the_tool_server_code_is_in_the_key(task, tmp_path: Path, monkeypatch) -> None:
-    from harnessevolve.execute import tool_server_main
+def test_harnessevolves_own_code_is_in_the_key(task, tmp_path: Path, monkeypatch) -> None:
+    """The loop, the providers' parsing, the tool server and the checks decide a cached rollout:
+    a comparison resumed at another commit must not reuse rollouts an older loop made (it did: a
+    BFCL seed cell resumed after a loop change came back in 0.2 s with the old loop's score)."""
+    import harnessevolve
 
-    before = key(task)
-    changed = tmp_path / "tool_server_main.py"
-    changed.write_bytes(Path(tool_server_main.__file__).read_bytes() + b"\n# a new version\n")
-    monkeypatch.setattr(tool_server_main, "__file__", str(changed))
+    package = tmp_path / "harnessevolve"
+    (package / "execute").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "execute" / "agent.py").write_text("STOP_ON_REPEAT = 3\n")
+    before = rollout_cache.code_digest(package)
+    (package / "execute" / "agent.py").write_text("STOP_ON_REPEAT = 2\n")
+    assert rollout_cache.code_digest(package) != before
+    (package / "execute" / "agent.py").write_text("STOP_ON_REPEAT = 3\n")
+    assert rollout_cache.code_digest(package) == before
+    (package / "execute" / "loop.py").write_text("")
+    assert rollout_cache.code_digest(package) != before  # a new module too
+
+    real = key(task)
+    monkeypatch.setattr(harnessevolve, "__file__", str(package / "__init__.py"))
     rollout_cache.serving_code.cache_clear()
     try:
-        assert key(task) != before
+        assert key(task) != real  # the key follows the package's code
     finally:
         monkeypatch.undo()
         rollout_cache.serving_code.cache_clear()
-    assert key(task) == before
+    assert key(task) == real
 
 
 def test_the_tasks_own_python_code_is_in_the_key(task, tmp_path: Path) -> None:
