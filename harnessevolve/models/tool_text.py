@@ -412,10 +412,8 @@ def parse_tool_reply(
     prose around it becomes ``content``. Anything else is returned as plain content with
     ``parse_error`` set: empty reply, no JSON, invalid JSON, no tool name, an unknown
     tool, arguments that are not an object, missing required or mistyped arguments.
-    ``keep_mistyped``: a call whose arguments miss the schema (missing, mistyped, unexpected,
-    outside an enum) is returned as a call with ``argument_error`` saying why, for a caller
-    that repairs calls against the schema (``loop.repair_calls``).
-    """
+    ``keep_mistyped``: an unknown tool or arguments that miss the schema come back as a call with
+    ``argument_error`` saying why, for a caller that repairs calls (``loop.repair_calls``)."""
     text = text if isinstance(text, str) else str(text or "")
     if not tools:
         return ParsedReply(content=text)
@@ -441,10 +439,8 @@ def parse_tool_reply(
         error = validate_arguments(arguments, tool) if tool is not None else unknown
         if error and not keep_mistyped:
             return _failure(text, error)
-        prose = (text[:start] + text[end:]).strip()
-        prose = re.sub(r"```(?:json)?\s*```", "", prose).strip()
-        named = str(tool_function(tool).get("name")) if tool is not None else name
-        call = ParsedToolCall(name=named, arguments=arguments)
+        prose = re.sub(r"```(?:json)?\s*```", "", (text[:start] + text[end:]).strip()).strip()
+        call = ParsedToolCall(str(tool_function(tool).get("name")) if tool else name, arguments)
         return ParsedReply(content=prose or None, tool_calls=(call,), argument_error=error)
     return _failure(text, 'JSON object has no tool name; expected {"tool": ..., "arguments": {...}}')
 
