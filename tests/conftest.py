@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 for _name in ("COLUMNS", "LINES"):
     os.environ.pop(_name, None)
 # Under pytest-xdist (``make test``) the embedded model shares the cores with the other workers,
-# where llama.cpp runs fastest on one thread (harnessevolve.models.local.default_threads).
+# where llama.cpp runs fastest on one thread (harnessevolve.models.local_env.default_threads).
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("HARNESSEVOLVE_LOCAL_THREADS", "1")
 

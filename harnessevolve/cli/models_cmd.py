@@ -89,7 +89,8 @@ def cpu_name() -> str:
 
 def _info() -> dict[str, object]:
     from harnessevolve.models.llama_variants import ensure_cpu_backend, lib_dir
-    from harnessevolve.models.local import LocalModelUnavailableError, default_threads
+    from harnessevolve.models.local import LocalModelUnavailableError
+    from harnessevolve.models.local_env import default_threads
     from harnessevolve.models.local_pool import POOL_ENV, requested_size
 
     if lib_dir() is None:

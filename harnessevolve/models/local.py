@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 from harnessevolve.core import interrupts
 from harnessevolve.core.errors import ModelError
 from harnessevolve.models.llama_variants import ensure_cpu_backend
+from harnessevolve.models.local_env import default_lookup, default_n_ctx, default_threads
 from harnessevolve.models.local_pool import (
     LoadedModel,
     ModelPool,
@@ -108,47 +109,6 @@ class PromptTooLongError(LocalModelError):
     default_hint = "shorten the system prompt, or the tool outputs the harness feeds back"
 
 
-DEFAULT_N_CTX = 4096
-MAX_N_CTX = 131_072
-
-
-def default_n_ctx() -> int:
-    """``HARNESSEVOLVE_LOCAL_N_CTX`` (256 to 131072 tokens) if set, else 4096. A larger window costs
-    memory (the KV cache grows with it) and is only useful up to what the model was trained on."""
-    value = os.environ.get("HARNESSEVOLVE_LOCAL_N_CTX", "").strip()
-    if not value:
-        return DEFAULT_N_CTX
-    if not value.isdigit() or not 256 <= int(value) <= MAX_N_CTX:
-        raise LocalModelError(
-            f"HARNESSEVOLVE_LOCAL_N_CTX must be a whole number from 256 to {MAX_N_CTX}, not {value!r}",
-            field="HARNESSEVOLVE_LOCAL_N_CTX",
-            hint="e.g. HARNESSEVOLVE_LOCAL_N_CTX=8192 for long conversations",
-        )
-    return int(value)
-
-
-def default_threads() -> int:
-    """``HARNESSEVOLVE_LOCAL_THREADS`` if set; else 2, or 1 when the machine is busy (1-minute load
-    average within half a core of the core count). Measured on 2 shared cores at load 9-12 with
-    Qwen2.5-Coder-0.5B: 7.5 generated tokens/s with 1 thread, 0.6 with 2 (threads that wait for
-    each other's cores)."""
-    value = os.environ.get("HARNESSEVOLVE_LOCAL_THREADS", "").strip()
-    if not value:
-        cores = os.cpu_count() or 1
-        try:
-            busy = os.getloadavg()[0] >= cores - 0.5
-        except OSError:  # no load average on this platform
-            busy = False
-        return 1 if busy or cores < 2 else 2
-    if not value.isdigit() or int(value) < 1:
-        raise LocalModelError(
-            f"HARNESSEVOLVE_LOCAL_THREADS must be a whole number >= 1, not {value!r}",
-            field="HARNESSEVOLVE_LOCAL_THREADS",
-            hint="e.g. HARNESSEVOLVE_LOCAL_THREADS=1 on a busy machine",
-        )
-    return int(value)
-
-
 @dataclass(frozen=True)
 class LocalModelConfig:
     """How the embedded model is loaded and driven."""
@@ -168,6 +128,9 @@ class LocalModelConfig:
     """Sampling temperature when the caller gives none (0 = greedy)."""
     repeat_penalty: float = 1.0
     """llama.cpp repetition penalty when the caller gives none (1.0 = off)."""
+    lookup: int = field(default_factory=lambda: default_lookup())
+    """Prompt-lookup decoding: tokens drafted from n-grams of the prompt and checked in one batch
+    (``HARNESSEVOLVE_LOCAL_LOOKUP``; 0, the default: off)."""
 
 
 @dataclass(frozen=True)
@@ -291,11 +254,21 @@ def _load_llama(path: Path, config: LocalModelConfig, threads: int) -> LoadedMod
                 n_threads=threads,
                 n_threads_batch=threads,
                 n_batch=config.n_batch,
+                draft_model=lookup_draft(config.lookup),
                 verbose=False,
             )
     except (ValueError, RuntimeError) as exc:
         raise LocalModelError(f"could not load {path}: {exc}") from exc
     return LoadedModel(llama=llama, lock=threading.Lock())
+
+
+def lookup_draft(tokens: int) -> Any:
+    """llama-cpp-python's prompt-lookup draft model proposing ``tokens`` tokens, or None (off)."""
+    if tokens < 1:
+        return None
+    from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
+
+    return LlamaPromptLookupDecoding(num_pred_tokens=tokens)
 
 
 def chatml_turn(role: str, content: str) -> str:

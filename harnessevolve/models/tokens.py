@@ -32,7 +32,7 @@ def context_window(model: str) -> int | None:
     """The model's context window in tokens: the embedded model's ``n_ctx`` for ``local/...``,
     litellm's ``max_input_tokens`` (else ``max_tokens``) for a model it knows, else None."""
     if model.startswith("local/"):
-        from harnessevolve.models.local import default_n_ctx
+        from harnessevolve.models.local_env import default_n_ctx
 
         return default_n_ctx()
     if model.startswith("scripted/"):

@@ -317,6 +317,29 @@ def test_local_model_threads_come_from_the_environment(monkeypatch) -> None:
         LocalModelConfig()
 
 
+def test_prompt_lookup_decoding_is_off_unless_the_environment_asks(monkeypatch) -> None:
+    from harnessevolve.models.local import LocalModelConfig, LocalModelError, lookup_draft
+
+    monkeypatch.delenv("HARNESSEVOLVE_LOCAL_LOOKUP", raising=False)
+    assert LocalModelConfig().lookup == 0 and lookup_draft(0) is None
+    monkeypatch.setenv("HARNESSEVOLVE_LOCAL_LOOKUP", "10")
+    assert LocalModelConfig().lookup == 10
+    assert LocalModelConfig() != LocalModelConfig(lookup=0)  # its own pool of loaded models
+    for bad in ("some", "-1", "65"):
+        monkeypatch.setenv("HARNESSEVOLVE_LOCAL_LOOKUP", bad)
+        with pytest.raises(LocalModelError, match="from 0 to 64") as raised:
+            LocalModelConfig()
+        assert raised.value.field == "HARNESSEVOLVE_LOCAL_LOOKUP"
+
+
+@needs_llama
+def test_lookup_draft_is_llama_cpps_prompt_lookup() -> None:
+    from harnessevolve.models.local import lookup_draft
+
+    draft = lookup_draft(8)
+    assert type(draft).__name__ == "LlamaPromptLookupDecoding" and draft.num_pred_tokens == 8
+
+
 def test_local_model_window_comes_from_the_environment(monkeypatch) -> None:
     from harnessevolve.models.local import LocalModelConfig, LocalModelError
     from harnessevolve.models.tokens import context_window
