@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -144,10 +145,34 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("harness", nargs="+", type=Path, help="harness folders whose runs to replay")
+    parser.add_argument("harness", nargs="*", type=Path, help="harness folders whose runs to replay")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--smoke", action="store_true", help="replay a 2-generation scripted run made on the spot (seconds)"
+    )
     args = parser.parse_args(argv)
-    rows = [row for folder in args.harness for row in replay(folder)]
+    if args.smoke:
+        with tempfile.TemporaryDirectory() as tmp:
+            return report(replay(smoke_run(Path(tmp))), None)
+    if not args.harness:
+        parser.error("name at least one harness folder (or --smoke)")
+    return report([row for folder in args.harness for row in replay(folder)], args.json)
+
+
+def smoke_run(tmp: Path) -> Path:
+    """A harness folder with one finished run: the shell-agent template, 2 generations of the
+    scripted learner on shell-basics."""
+    harness = tmp / "h"
+    for command in (
+        ["init", str(harness)],
+        ["run", "-H", str(harness), "-b", "shell-basics", "-n", "2", "--batch-size", "4"]
+        + ["-m", "scripted/policy:learner"],
+    ):
+        subprocess.run([sys.executable, "-m", "harnessevolve", *command], capture_output=True, check=False)
+    return harness
+
+
+def report(rows: list[dict[str, Any]], out: Path | None) -> int:
     print("| run | gen | candidate | the run | wins / losses (pairs) | " + " | ".join(GATES) + " |")
     print("|---|---|---|---|---|" + "---|" * len(GATES))
     for r in rows:
@@ -157,13 +182,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {cells} | {counts} | {marks} |")
     agree = {label: sum(r[label] == (r["decided"] == "accepted") for r in rows) for label in GATES}
     print(f"{len(rows)} decisions; agree with the run: " + ", ".join(f"{k} {v}" for k, v in agree.items()))
-    if args.json is not None:
+    if out is not None:
         doc = {
             "command": " ".join([Path(sys.executable).name, *sys.argv]),
             "load_average": list(os.getloadavg()),
             "decisions": rows,
         }
-        args.json.write_text(json.dumps(doc, indent=2) + "\n")
+        out.write_text(json.dumps(doc, indent=2) + "\n")
     return 0
 
 

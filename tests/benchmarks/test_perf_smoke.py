@@ -42,7 +42,8 @@ SMOKE: dict[str, tuple[list[str], str]] = {
     "make_external_set": (["--smoke"], r"labelled runs from \d+ tasks \(nl2bash\)"),
     "rollout_limits": (["--smoke"], r"== processes: 20: \d+\.\d s"),
     "vs_gepa": (["--smoke"], r"test gain: harnessevolve [+-]\d+\.\d pts, GEPA [+-]\d+\.\d pts"),
-    "pooled_gate_simulation": (["--smoke"], r"\| no better \| no \| \d+\.\d% \| \d+\.\d% \|"),
+    "pooled_gate_simulation": (["--smoke"], r"\| no better \| no \| \d+\.\d% \| \d+\.\d% \| \d+\.\d% \|"),
+    "gate_replay": (["--smoke"], r"\d+ decisions; agree with the run: default \(pooled \+ unopposed\) \d+"),
     "compare_overhead": (["--smoke"], r"compare \d+\.\d+ s \| by hand \d+\.\d+ s \| ratio \d+\.\d{3}"),
     "compare_tables": (["--smoke", "README.md"], r"[1-9]\d* compare table\(s\) fresh in 1 file"),
 }
