@@ -98,8 +98,9 @@ class ScoringConfig:
     gates_file: Path | None = field(
         default=None,
         metadata=option(
-            "Gate thresholds YAML, or a shipped one by name: default, paper (accept-on-tie). "
-            "Default: gates/default.yaml.",
+            "Gate thresholds YAML, or a shipped one by name: default (one pooled decision over batch, "
+            "recent batches and validation), fixed (HarnessEvolve's per-batch rule), paper (it with "
+            "accept-on-tie), pooled (the sign test alone). Default: gates/default.yaml.",
             "--gates",
             cli_name="gates",
         ),
