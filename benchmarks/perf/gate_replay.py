@@ -24,10 +24,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from pooled_gate_simulation import fixed_accepts  # this folder's script
+
 from harnessevolve.adapters import load_benchmark_spec
 from harnessevolve.gate.config import load_gate_config
-from harnessevolve.gate.noise import Pair, decide_fixed, decide_pooled
-from harnessevolve.gate.performance import heldout_gate, performance_verdict, refuse_tie
+from harnessevolve.gate.noise import Pair, decide_pooled
 from harnessevolve.harness.git import HarnessRepo
 from harnessevolve.harness.load import load_harness
 
@@ -44,23 +45,10 @@ def scores(run: Path, harness_hash: str, tasks: list[str]) -> list[float] | None
     return out
 
 
-def fixed_accepts(name: str | None, batch: list[Pair], recent: list[list[Pair]], val: list[Pair]) -> bool:
-    config = load_gate_config(Path(name) if name else None)
-    perf = config.performance
-    decision = decide_fixed([p.current for p in batch], [p.candidate for p in batch], perf, ci_resamples=0)
-    verdict = performance_verdict(
-        decision, [([p.current for p in r], [p.candidate for p in r]) for r in recent], perf
-    )
-    if not verdict.passed:
-        return False
-    held = heldout_gate([p.current for p in val], [p.candidate for p in val], config.heldout, ci_resamples=0)
-    return held.passed and refuse_tie(verdict, held, perf).passed
-
-
 def decide(name: str | None, batch: list[Pair], recent: list[list[Pair]], val: list[Pair]) -> bool:
     config = load_gate_config(Path(name) if name else None)
     if config.performance.mode == "fixed":
-        return fixed_accepts(name, batch, recent, val)
+        return fixed_accepts(config, batch, recent, val)  # the simulation's, the package's own gates
     evidence = {"batch": batch, "recent": [p for r in recent for p in r], "validation": val}
     return decide_pooled(evidence, config.performance, ci_resamples=0).accepted
 
