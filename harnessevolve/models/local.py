@@ -246,6 +246,7 @@ def _load_llama(path: Path, config: LocalModelConfig, threads: int) -> LoadedMod
             "the local model needs llama-cpp-python; pip install 'llama-cpp-python>=0.3.36'"
         ) from exc
     ensure_cpu_backend()  # the best CPU backend variant this CPU runs, before the first model loads
+    draft = lookup_draft(config.lookup)
     try:
         with _LOAD_LOCK:
             llama = Llama(
@@ -254,7 +255,11 @@ def _load_llama(path: Path, config: LocalModelConfig, threads: int) -> LoadedMod
                 n_threads=threads,
                 n_threads_batch=threads,
                 n_batch=config.n_batch,
-                draft_model=lookup_draft(config.lookup),
+                draft_model=draft,
+                # llama-cpp-python sizes its logits buffer by this argument, not by the draft model
+                # that needs logits for every token: without it a prompt longer than a batch fails.
+                # The price: n_ctx x vocabulary floats (2.5 GB for a Qwen at 4096 tokens).
+                logits_all=draft is not None,
                 verbose=False,
             )
     except (ValueError, RuntimeError) as exc:

@@ -58,6 +58,8 @@ SLOW_SMOKE: dict[str, tuple[list[str], str]] = {
         ["--smoke"],
         r"(?ms)^\s+2\s+2\s+\d+\.\d{3}\s.*pool 2 vs pool 1 \(its best, \d at once\): \d+\.\d+x",
     ),
+    # both rows (plain and lookup 10) and how many of the 3 replayed replies lookup left unchanged
+    "lookup_speed": (["--smoke"], r"(?m)^\s+10\s+\d+\.\d\s+\d+\.\d\d\s+\d+\.\d\dx\s+\d/3$"),
     "train_speed": (["--smoke"], r"cpu\s+\d+\s+\d+\s+\d+\.\d+x"),
     "train_gain": (["--smoke"], r"(?i)loss"),
 }

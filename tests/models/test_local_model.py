@@ -391,3 +391,23 @@ def test_real_model_completion_ends_at_its_next_token_once_the_command_is_stoppi
     monkeypatch.setattr(interrupts, "stopping", lambda: True)
     with pytest.raises(CompletionStoppedError):
         generate("local/smollm2-135m", turns, max_tokens=48, temperature=0.0)
+
+
+@pytest.mark.slow
+@needs_model
+def test_real_model_with_prompt_lookup_reads_a_prompt_longer_than_a_batch() -> None:
+    """The draft model needs every token's logits; llama-cpp-python sized that buffer by its
+    ``logits_all`` argument, so any prompt over one batch (512 tokens) failed with a numpy
+    broadcast error. Greedy output is the same with the draft as without."""
+    from harnessevolve.models.local import LocalModelConfig, generate
+
+    listing = "\n".join(f"file_{i}.txt size {i * 7} bytes" for i in range(120))
+    turns = [{"role": "user", "content": f"{listing}\n\nWhich file is 77 bytes? Repeat its line."}]
+    plain = generate(
+        "local/smollm2-135m", turns, max_tokens=24, temperature=0.0, config=LocalModelConfig(lookup=0)
+    )
+    assert plain.prompt_tokens > 512
+    drafted = generate(
+        "local/smollm2-135m", turns, max_tokens=24, temperature=0.0, config=LocalModelConfig(lookup=8)
+    )
+    assert drafted.text == plain.text and drafted.completion_tokens == plain.completion_tokens
