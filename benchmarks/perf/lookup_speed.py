@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -162,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(
             json.dumps(
                 {
+                    "command": shlex.join(
+                        ["python", "benchmarks/perf/lookup_speed.py", *(argv or sys.argv[1:])]
+                    ),
                     "model": args.model,
                     "trajectories": str(args.trajectories),
                     "rounds": args.rounds,
