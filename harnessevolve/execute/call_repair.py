@@ -13,7 +13,10 @@ Repaired (the call runs as repaired; each repair is a note in the rollout's ``ex
 - a value of the wrong JSON type where one conversion fits the schema: a numeric string for an
   integer or number, ``"true"``/``"false"`` for a boolean, a number or boolean for a string, a
   JSON text for an array or object, a single value for an array of that value's type; an enum
-  value up to case.
+  value up to case; a string wholly wrapped in one markdown code fence (```python ... ```): its
+  inside (a file's content written as in chat);
+- with the embedded model, a call written with raw quotes inside a string value (code with its
+  docstrings), which JSON cannot read: read by its shape (``models/raw_call.py``).
 
 Answered instead of run: a call still missing a required parameter gets an error naming what is
 missing and the tool's parameters (the model fixes it on its next turn, no tool runs with half its
@@ -153,6 +156,8 @@ def coerce(value: Any, schema: dict[str, Any]) -> tuple[Any, str | None]:
         same = [e for e in enum if isinstance(e, str) and e.lower() == value.lower()]
         if len(same) == 1:
             return same[0], f"{value!r} -> {same[0]!r} (enum)"
+    if kind == "string" and isinstance(value, str) and (inner := unfenced(value)) is not None:
+        return inner, "code fence around the value removed"
     if not isinstance(kind, str) or _fits(value, kind):
         return value, None
     if kind in ("integer", "number") and isinstance(value, str):
@@ -184,6 +189,19 @@ def coerce(value: Any, schema: dict[str, Any]) -> tuple[Any, str | None]:
         if item_kind is None or _fits(value, item_kind):
             return [value], "one value -> array"
     return value, None
+
+
+FENCED = re.compile(r"\s*```[\w.+-]*[ \t]*\n(?P<inner>.*?)\n?[ \t]*```\s*", re.S)
+
+
+def unfenced(value: str) -> str | None:
+    """The inside of a string wholly wrapped in one markdown code fence (a small model writing a
+    file's content as it would in chat), else None."""
+    found = FENCED.fullmatch(value)
+    if found is None or "```" in found["inner"]:
+        return None
+    inner = found["inner"]
+    return inner + "\n" if inner and not inner.endswith("\n") else inner
 
 
 def _fits(value: Any, kind: str) -> bool:

@@ -244,13 +244,25 @@ class CandidateJudge:
         split = self.heldout_split
         val_current: list[TaskResult] = []
         val_candidate: list[TaskResult] = []
+        stopped = 0
         if validation and (not hopeless or self.keep_going):
-            val_current = await self.scorer.score(current, validation, f"{label} ({split}, current)")
-            val_candidate = await self.scorer.score(candidate, validation, f"{label} ({split})")
-            evidence["validation"] = [
-                Pair(t.id, a.score, b.score)
-                for t, a, b in zip(validation, val_current, val_candidate, strict=True)
-            ]
+            # in slices as wide as the executor runs at once, stopping once no outcome of the rest
+            # could get the candidate accepted (the current harness's side is usually memoised)
+            width = max(1, int(getattr(self.scorer.executor, "concurrency", 4)))
+            pairs: list[Pair] = []
+            while len(pairs) < len(validation):
+                part = validation[len(pairs) : len(pairs) + width]
+                val_current += await self.scorer.score(current, part, f"{label} ({split}, current)")
+                val_candidate += await self.scorer.score(candidate, part, f"{label} ({split})")
+                scored = zip(validation[: len(val_candidate)], val_current, val_candidate, strict=True)
+                pairs = [Pair(t.id, a.score, b.score) for t, a, b in scored]
+                wins += sum(p.sign > 0 for p in pairs[-len(part) :])
+                losses += sum(p.sign < 0 for p in pairs[-len(part) :])
+                unseen = len(validation) - len(pairs)
+                if unseen and not self.keep_going and pooled_hopeless(wins, losses, unseen, config):
+                    stopped = unseen
+                    break
+            evidence["validation"] = pairs
         decision = decide_pooled(evidence, config)
         if hopeless and "validation" not in evidence:
             decision = Decision(
@@ -259,6 +271,14 @@ class CandidateJudge:
                 f"could get it accepted",
                 {**decision.numbers, "validation_skipped": True},
             )
+        elif stopped:
+            decision = Decision(
+                decision.outcome,
+                f"{decision.reason}; {split} stopped after {len(val_candidate)} of {len(validation)} "
+                f"tasks: no outcome of the other {stopped} could get it accepted",
+                {**decision.numbers, "validation_stopped": {"scored": len(val_candidate), "unseen": stopped}},
+            )
+            val_candidate = []  # a partial validation score is no validation score (reports, history)
         perf = GateVerdict("performance", decision.accepted, decision.reason, decision.numbers)
         judgement.verdicts.append(perf)
         judgement.table["performance"] = perf.passed

@@ -25,6 +25,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harnessevolve.models.raw_call import read_raw_call
+
 TOOL_KEYS = ("tool", "name", "function", "tool_name", "action")
 ARGUMENT_KEYS = ("arguments", "args", "parameters", "params", "input", "action_input")
 
@@ -413,7 +415,8 @@ def parse_tool_reply(
     ``parse_error`` set: empty reply, no JSON, invalid JSON, no tool name, an unknown
     tool, arguments that are not an object, missing required or mistyped arguments.
     ``keep_mistyped``: an unknown tool or arguments that miss the schema come back as a call with
-    ``argument_error`` saying why, for a caller that repairs calls (``loop.repair_calls``)."""
+    ``argument_error`` saying why, and a call with raw quotes in a value is read (``raw_call``),
+    for a caller that repairs calls (``loop.repair_calls``)."""
     text = text if isinstance(text, str) else str(text or "")
     if not tools:
         return ParsedReply(content=text)
@@ -421,6 +424,8 @@ def parse_tool_reply(
         return _failure(text, "empty reply; expected a JSON tool call")
     names = tool_names(tools)
     objects, problem = _find_objects(text)
+    if not objects and keep_mistyped and (raw := read_raw_call(text, tools)) is not None:
+        objects = [(raw[0], raw[1], {"tool": raw[2], "arguments": raw[3]})]  # raw quotes in a value
     if not objects:
         expected = '{"tool": ..., "arguments": {...}}'
         return _failure(text, problem or f"no JSON object in reply; expected a tool call like {expected}")
@@ -478,11 +483,8 @@ def call_prefill(tool: Mapping[str, Any] | None = None) -> str:
 
 
 def tool_call_schema(tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """A JSON schema accepting exactly ``{"tool": <one tool>, "arguments": <its parameters>}``.
-
-    Meant for grammar-constrained decoding; each tool is one ``anyOf`` branch so the
-    arguments are checked against that tool's own parameter schema.
-    """
+    """A JSON schema accepting exactly ``{"tool": <one tool>, "arguments": <its parameters>}``, one
+    ``anyOf`` branch a tool (its arguments checked against its own parameters): for grammars."""
     branches = []
     for tool in tools:
         params = dict(_parameters(tool)) or {"type": "object"}
