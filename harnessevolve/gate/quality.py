@@ -139,12 +139,11 @@ TASKS_MEASURED = 3
 """How many of the longest task parts (by characters) are measured in tokens for the largest."""
 
 
-def task_part(harness: Harness, task: Task) -> str:
-    """A task's own part of the system message and tool definitions, as a rollout sends it: its
-    context, and its tools that the harness does not define (a harness tool of the same name is
-    offered in their place, and is counted with the harness)."""
+def task_tools(harness: Harness, task: Task) -> list[dict[str, Any]]:
+    """A task's tools that the harness does not define, as OpenAI tool specs (a harness tool of the
+    same name is offered in their place, and is counted with the harness)."""
     names = {t.name for t in harness.tools}
-    tools = [
+    return [
         {
             "type": "function",
             "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
@@ -152,14 +151,48 @@ def task_part(harness: Harness, task: Task) -> str:
         for t in task.tools
         if t.name not in names
     ]
-    return "\n".join(part for part in (task.context.strip(), json.dumps(tools) if tools else "") if part)
+
+
+def tools_text(model: str, tools: Sequence[Mapping[str, Any]]) -> str:
+    """Tool definitions as the model reads them: the embedded provider (``local/``) writes them into
+    the system turn as its tools prompt, one signature line a tool (``tool_text``); an API receives
+    the JSON specs."""
+    if not tools:
+        return ""
+    if model.startswith("local/"):
+        from harnessevolve.models.tool_text import render_tools_prompt
+
+        return render_tools_prompt(tools)
+    return json.dumps(list(tools), ensure_ascii=False)
+
+
+def task_part(harness: Harness, task: Task, model: str = "") -> str:
+    """A task's own part of the system message and tool definitions, as a rollout sends it to
+    ``model``: its context, and its tools that the harness does not define."""
+    tools = task_tools(harness, task)
+    return "\n".join(part for part in (task.context.strip(), tools_text(model, tools)) if part)
 
 
 def rendered_window(harness: Harness, model: str, tasks: Sequence[Task] = ()) -> RenderedWindow:
-    tools = json.dumps([t.openai_schema() for t in harness.tools], ensure_ascii=False)
-    rendered = measure_tokens(harness.assembled_prompt() + "\n" + tools, model).tokens
-    parts = sorted(((task_part(harness, t), t.id) for t in tasks), key=lambda p: -len(p[0]))
-    measured = [(measure_tokens(text, model).tokens, tid) for text, tid in parts[:TASKS_MEASURED] if text]
+    """The harness's part (system prompt, its tools) and the largest task's part in tokens, each as
+    the model is sent it. For a local model, whose tools prompt lists the harness's and the task's
+    tools together, a task's part is what its context and tools add to the harness's."""
+    own = [t.openai_schema() for t in harness.tools]
+    prompt = harness.assembled_prompt()
+    rendered = measure_tokens(prompt + "\n" + tools_text(model, own), model).tokens
+    parts = sorted(((task_part(harness, t, model), t) for t in tasks), key=lambda p: -len(p[0]))
+    measured = []
+    for text, task in parts[:TASKS_MEASURED]:
+        if not text:
+            continue
+        if model.startswith("local/"):
+            whole = "\n".join(
+                (task.context.strip(), prompt, tools_text(model, own + task_tools(harness, task)))
+            )
+            tokens = max(0, measure_tokens(whole, model).tokens - rendered)
+        else:
+            tokens = measure_tokens(text, model).tokens
+        measured.append((tokens, task.id))
     task_tokens, task_id = max(measured, default=(0, ""))
     return RenderedWindow(
         model, rendered, harness.loop.max_tokens or 0, context_window(model), task_tokens, task_id
