@@ -25,7 +25,8 @@ Per pattern (agent code / loop / tools):
 * unknown_tool: an unknown name goes to the closest tool / ``repair_calls`` / the closest tool names
   itself;
 * malformed_call: a tool call written as JSON text is run / ``json_grammar`` (local model), then
-  ``repair_calls`` (each call checked against its tool's schema before it runs) / --;
+  ``repair_calls`` (each call checked against its tool's schema before it runs; at once when the
+  only fault is a value wholly in a code fence, which a grammar would keep) / --;
 * finishes_early (its detector is not among ``trajectory_patterns.DETECTORS`` yet: no default run
   proposes it until it is measured): -- / ``verify_finish`` (the first attempt to finish is held back
   once, the request quoted, asking whether every part is done) / --.
@@ -110,7 +111,8 @@ def _loop_edit(context: ProposalContext, pattern: Pattern, settings: dict[str, A
         edit = {"op": "set_loop", "setting": "observation_note", "value": note}
         why = f"the runs ended without calling {tools.submit}; every tool result now reminds the model to."
         return [edit], f"remind the agent after each result to call {tools.submit}", why
-    if pattern.kind == "malformed_call" and not loop.get("json_grammar"):
+    fenced_only = pattern.detail.get("fenced") == len(pattern.tasks)  # a grammar keeps the fences
+    if pattern.kind == "malformed_call" and not loop.get("json_grammar") and not fenced_only:
         model = str(settings.get("model", ""))
         if model.startswith("local/"):
             edit = {"op": "set_loop", "setting": "json_grammar", "value": True}
@@ -131,12 +133,15 @@ def _loop_edit(context: ProposalContext, pattern: Pattern, settings: dict[str, A
         what = (
             "called tools the harness does not have"
             if pattern.kind == "unknown_tool"
-            else ("made calls without their required arguments or with malformed ones")
+            else "wrote code fences into tool arguments"
+            if fenced_only
+            else "made calls without their required arguments or with malformed ones"
         )
         why = (
             f"the runs {what}; each call is now checked against its tool's schema before it runs: "
-            "a near-miss name or a value of the wrong type is repaired where one reading fits, and a "
-            "call missing a required argument is answered with what it needs instead of run."
+            "a near-miss name, a value of the wrong type or one wholly in a code fence is repaired "
+            "where one reading fits, and a call missing a required argument is answered with what it "
+            "needs instead of run."
         )
         return [edit], "check tool calls against their schemas before they run", why
     return None

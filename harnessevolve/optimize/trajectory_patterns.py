@@ -9,8 +9,8 @@ runs' calls (``references``), the error clusters and the harness's own tool list
   they ran), and a failed run made such calls but submitted something else: a call's *result*
   (the output instead of what was asked for), a description of its work, a made-up value;
 * ``unknown_tool``: a failed run calls a tool the harness does not have;
-* ``malformed_call``: replies that are not tool calls, or calls without their required arguments
-  (``format_error`` / ``missing_argument`` clusters);
+* ``malformed_call``: replies that are not tool calls, calls without their required arguments
+  (``format_error`` / ``missing_argument`` clusters), or with a value wholly in a code fence;
 * ``finishes_early`` (not in ``DETECTORS`` yet, so no default run proposes from it): a failed run
   ends on its own having done less than the reference (fewer calls, a tool called less often than
   it needs), or a ``premature_finish`` / ``skipped_step`` cluster.
@@ -29,6 +29,7 @@ from typing import Any
 
 from harnessevolve.core.documents import bounded_yaml
 from harnessevolve.core.signals import Cause
+from harnessevolve.execute.call_repair import unfenced
 from harnessevolve.optimize.proposal import ProposalContext, ReferenceAction
 
 MIN_ANSWER_CHARS = 2
@@ -224,6 +225,9 @@ def unknown_tool(context: ProposalContext, tools: HarnessTools) -> Pattern | Non
 
 
 def malformed_call(context: ProposalContext, tools: HarnessTools) -> Pattern | None:
+    """Replies that are no tool call, calls without their required arguments, and calls with a
+    string argument wholly wrapped in a markdown code fence (code written as in chat, which the
+    tool then takes with its fence: ``detail["fenced"]``, the runs that show only that)."""
     runs = [
         s.task_id
         for c in context.clusters
@@ -233,8 +237,14 @@ def malformed_call(context: ProposalContext, tools: HarnessTools) -> Pattern | N
     for task, actions in context.failed_runs.items():
         if any(set(tools.required.get(a.tool, ())) - set(a.arguments) for a in actions):
             runs.append(task)
-    runs = list(dict.fromkeys(runs))
-    return Pattern("malformed_call", tuple(runs), {}) if runs else None
+    fenced = [
+        task
+        for task, actions in context.failed_runs.items()
+        if task not in runs
+        and any(isinstance(v, str) and unfenced(v) is not None for a in actions for v in a.arguments.values())
+    ]
+    runs = list(dict.fromkeys(runs + fenced))
+    return Pattern("malformed_call", tuple(runs), {"fenced": len(fenced)} if fenced else {}) if runs else None
 
 
 def finishes_early(context: ProposalContext, tools: HarnessTools) -> Pattern | None:

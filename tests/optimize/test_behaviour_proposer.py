@@ -233,6 +233,36 @@ def test_misnamed_or_malformed_calls_get_their_calls_checked_against_the_schemas
     assert first.edits == ({"op": "set_loop", "setting": "json_grammar", "value": True},)
 
 
+def fenced(task: Task) -> tuple[ReferenceAction, ...]:
+    """The gold run with each string argument written as in chat: wholly inside a code fence."""
+    return tuple(
+        ReferenceAction(
+            a.tool,
+            {
+                k: f"```text\n{v}\n```" if isinstance(v, str) and a.tool != "submit" else v
+                for k, v in a.arguments.items()
+            },
+            a.observation,
+        )
+        for a in gold(task)
+    )
+
+
+@pytest.mark.parametrize("bench", BENCHMARKS)
+def test_values_in_code_fences_get_the_calls_repaired_not_a_grammar(bench: str) -> None:
+    """Calls whose string values are wholly fenced parse fine, so no format error is clustered; the
+    pattern still finds them, and since a grammar would keep the fences it goes to repair_calls at
+    once (which unwraps them), even for a local model whose grammar is off."""
+    tasks = tasks_of(bench)
+    editable = (*load_harness(SHELL_AGENT).editable, "harness.yaml")
+    ctx = context(SHELL_AGENT, tasks, fenced, cause=Cause.WRONG_ARGUMENT, editable=editable)
+    [pattern] = [p for p in find_patterns(ctx) if p.kind == "malformed_call"]
+    assert pattern.detail == {"fenced": len(tasks)} and set(pattern.tasks) == {t.id for t in tasks}
+    proposed = propose(ctx)
+    assert proposed.edits == ({"op": "set_loop", "setting": "repair_calls", "value": True},)
+    assert "code fence" in proposed.rationale
+
+
 # --- the wrong thing submitted ----------------------------------------------------------------------
 
 
