@@ -80,21 +80,32 @@ def run(cj: CandidateJudge, current, candidate, batch: list[Task], scores) -> Ju
     return asyncio.run(cj.pooled(current, judgement, batch, cand, {}, "g1"))
 
 
-def test_a_batch_loser_stops_validation_once_it_cannot_be_accepted(pair) -> None:  # noqa: ANN001
+BATCH = [task(f"b{i}", "train") for i in range(2)]
+VALIDATION = [task(f"v{i}", "validation") for i in range(8)]
+
+
+def judged(pair, level: float, changed: dict[str, float], keep_going: bool = False):  # noqa: ANN001, ANN201
+    """Both harnesses score ``level`` on every task but the candidate's ``changed`` ones; returns the
+    judgement, its performance verdict and the validation tasks the candidate was scored on."""
     current, candidate = pair
-    batch = [task(f"b{i}", "train") for i in range(2)]
-    validation = [task(f"v{i}", "validation") for i in range(8)]
-    ids = [t.id for t in batch + validation]
-    scores = {current.name: dict.fromkeys(ids, 1.0), candidate.name: dict.fromkeys(ids, 1.0)}
-    scores[candidate.name]["b0"] = 0.0  # one loss on its batch: 0W/1L
-    scores[candidate.name]["v0"] = 0.0  # and another on the first validation slice: 0W/2L
-    cj, scorer = judge(scores, batch + validation)
-    judgement = run(cj, current, candidate, batch, scores)
+    ids = [t.id for t in BATCH + VALIDATION]
+    scores = {
+        current.name: dict.fromkeys(ids, level),
+        candidate.name: {**dict.fromkeys(ids, level), **changed},
+    }
+    cj, scorer = judge(scores, BATCH + VALIDATION, keep_going=keep_going)
+    judgement = run(cj, current, candidate, BATCH, scores)
     perf = next(v for v in judgement.verdicts if v.gate == "performance")
+    asked = [t for h, t in scorer.asked if h == candidate.name and t.startswith("v")]
+    return judgement, perf, asked
+
+
+def test_a_batch_loser_stops_validation_once_it_cannot_be_accepted(pair) -> None:  # noqa: ANN001
+    # one loss on its batch (0W/1L) and another on the first validation slice (0W/2L)
+    judgement, perf, asked = judged(pair, 1.0, {"b0": 0.0, "v0": 0.0})
     assert not perf.passed
     # after the first slice 0W/2L with 6 unseen: 6 wins would give 6-2 (p 0.145 <= 0.2), so it goes
     # on; after the second, 0W/2L with 4 unseen: 4-2 gives p 0.34, so it stops there
-    asked = [t for h, t in scorer.asked if h == candidate.name and t.startswith("v")]
     assert asked == ["v0", "v1", "v2", "v3"]
     assert perf.numbers["validation_stopped"] == {"scored": 4, "unseen": 4}
     assert "stopped after 4 of 8 tasks" in perf.reason
@@ -102,36 +113,18 @@ def test_a_batch_loser_stops_validation_once_it_cannot_be_accepted(pair) -> None
 
 
 def test_stops_at_the_first_slice_that_makes_acceptance_unreachable(pair) -> None:  # noqa: ANN001
-    current, candidate = pair
-    batch = [task(f"b{i}", "train") for i in range(2)]
-    validation = [task(f"v{i}", "validation") for i in range(8)]
-    ids = [t.id for t in batch + validation]
-    scores = {current.name: dict.fromkeys(ids, 1.0), candidate.name: dict.fromkeys(ids, 1.0)}
-    for lost in ("b0", "v0", "v1"):  # 0W/3L after the first slice: 5 wins of 5 give 5-3, p 0.36
-        scores[candidate.name][lost] = 0.0
-    cj, scorer = judge(scores, batch + validation)
-    judgement = run(cj, current, candidate, batch, scores)
-    perf = next(v for v in judgement.verdicts if v.gate == "performance")
-    asked = [t for h, t in scorer.asked if h == candidate.name and t.startswith("v")]
+    # 0W/3L after the first slice: 5 wins of the 5 left give 5-3, p 0.36
+    _, perf, asked = judged(pair, 1.0, {"b0": 0.0, "v0": 0.0, "v1": 0.0})
     assert asked == ["v0", "v1"] and not perf.passed
     assert perf.numbers["validation_stopped"] == {"scored": 2, "unseen": 6}
     assert "no outcome of the other 6 could get it accepted" in perf.reason
     assert perf.numbers["sources"]["validation"] == {"wins": 0, "losses": 2, "ties": 0}
     # `harnessevolve gate` (keep_going) still scores everything, for its report
-    cj, scorer = judge(scores, batch + validation, keep_going=True)
-    run(cj, current, candidate, batch, scores)
-    assert len([t for h, t in scorer.asked if h == candidate.name and t.startswith("v")]) == 8
+    _, _, asked = judged(pair, 1.0, {"b0": 0.0, "v0": 0.0, "v1": 0.0}, keep_going=True)
+    assert len(asked) == 8
 
 
 def test_a_candidate_that_can_still_pass_is_scored_on_all_of_validation(pair) -> None:  # noqa: ANN001
-    current, candidate = pair
-    batch = [task(f"b{i}", "train") for i in range(2)]
-    validation = [task(f"v{i}", "validation") for i in range(8)]
-    ids = [t.id for t in batch + validation]
-    scores = {current.name: dict.fromkeys(ids, 0.0), candidate.name: dict.fromkeys(ids, 0.0)}
-    scores[candidate.name]["b1"] = 1.0  # one win, no loss: unopposed so far
-    cj, scorer = judge(scores, batch + validation)
-    judgement = run(cj, current, candidate, batch, scores)
-    perf = next(v for v in judgement.verdicts if v.gate == "performance")
+    judgement, perf, asked = judged(pair, 0.0, {"b1": 1.0})  # one win, no loss: unopposed so far
     assert perf.passed and "validation_stopped" not in perf.numbers
-    assert len(judgement.validation) == 8
+    assert len(judgement.validation) == 8 and len(asked) == 8
