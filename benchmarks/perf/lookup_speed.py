@@ -35,19 +35,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-SMOKE_TRAJECTORIES = (
-    ROOT
-    / "benchmarks"
-    / "perf"
-    / "results"
-    / "bfcl-1.5b"
-    / "cells"
-    / "seed"
-    / "seed-0"
-    / "work"
-    / "test"
-    / "trajectories"
-)
+SMOKE_TRAJECTORIES = ROOT / "trajectories" / "bfcl"
+"""Committed BFCL reference trajectories: --smoke replays their first calls."""
 
 
 def replay_calls(folder: Path, limit: int) -> list[dict[str, Any]]:
@@ -119,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.smoke:
         args.model, args.calls, args.rounds, args.max_tokens = "local/smollm2-135m", 3, 1, 32
         if args.trajectories is None:
-            args.trajectories = next(SMOKE_TRAJECTORIES.iterdir())
+            args.trajectories = SMOKE_TRAJECTORIES
     if args.trajectories is None or not args.trajectories.is_dir():
         parser.error("--trajectories must name a folder of ATIF trajectories")
     if args.child:

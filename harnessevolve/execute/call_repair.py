@@ -35,6 +35,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harnessevolve.models.raw_call import unfenced
+
 CLOSE_NAME = 0.85
 
 
@@ -189,19 +191,6 @@ def coerce(value: Any, schema: dict[str, Any]) -> tuple[Any, str | None]:
         if item_kind is None or _fits(value, item_kind):
             return [value], "one value -> array"
     return value, None
-
-
-FENCED = re.compile(r"\s*```[\w.+-]*[ \t]*\n(?P<inner>.*?)\n?[ \t]*```\s*", re.S)
-
-
-def unfenced(value: str) -> str | None:
-    """The inside of a string wholly wrapped in one markdown code fence (a small model writing a
-    file's content as it would in chat), else None."""
-    found = FENCED.fullmatch(value)
-    if found is None or "```" in found["inner"]:
-        return None
-    inner = found["inner"]
-    return inner + "\n" if inner and not inner.endswith("\n") else inner
 
 
 def _fits(value: Any, kind: str) -> bool:

@@ -105,3 +105,16 @@ def read_raw_call(
             return None
         arguments[key["key"]] = value
     return (head.start(), end, head["name"], arguments) if arguments else None
+
+
+FENCED = re.compile(r"\s*```[\w.+-]*[ \t]*\n(?P<inner>.*?)\n?[ \t]*```\s*", re.S)
+
+
+def unfenced(value: str) -> str | None:
+    """The inside of a string wholly wrapped in one markdown code fence (a small model writing a
+    file's content as it would in chat), else None."""
+    found = FENCED.fullmatch(value)
+    if found is None or "```" in found["inner"]:
+        return None
+    inner = found["inner"]
+    return inner + "\n" if inner and not inner.endswith("\n") else inner

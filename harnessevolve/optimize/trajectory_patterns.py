@@ -29,7 +29,7 @@ from typing import Any
 
 from harnessevolve.core.documents import bounded_yaml
 from harnessevolve.core.signals import Cause
-from harnessevolve.execute.call_repair import unfenced
+from harnessevolve.models.raw_call import unfenced
 from harnessevolve.optimize.proposal import ProposalContext, ReferenceAction
 
 MIN_ANSWER_CHARS = 2

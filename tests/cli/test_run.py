@@ -52,11 +52,14 @@ def test_two_generations_one_accepted_one_reverted(harness_dir: Path, cli, learn
     assert events[-1]["accepted"] == [accepted.hexsha] and events[-1]["reverted"] == [rejected.hexsha]
     gate_file = only_run_dir(harness_dir) / "gates" / "gen-002.json"
     verdicts = json.loads(gate_file.read_text())["verdicts"]
-    # the default pooled decision weighs validation with the batch: it is scored (more wins there
-    # could still have kept the candidate) and reported as part of the one refusal
-    assert [v["gate"] for v in verdicts] == ["quality", "leakage", "smoke", "performance", "heldout"]
-    assert not verdicts[3]["passed"] and verdicts[3]["numbers"]["mode"] == "pooled"
-    assert not verdicts[4]["passed"] and "weighed in the pooled decision" in verdicts[4]["reason"]
+    # the default pooled decision weighs validation with the batch: it is scored while more wins
+    # there could still keep the candidate, and stops once none could (no held-out score then)
+    assert [v["gate"] for v in verdicts] == ["quality", "leakage", "smoke", "performance"]
+    perf = verdicts[3]
+    assert not perf["passed"] and perf["numbers"]["mode"] == "pooled"
+    stopped = perf["numbers"]["validation_stopped"]
+    assert 0 < stopped["scored"] < stopped["scored"] + stopped["unseen"]
+    assert f"validation stopped after {stopped['scored']} of" in perf["reason"]
 
 
 def test_run_saves_atif_trajectories(harness_dir: Path, cli, learner) -> None:
