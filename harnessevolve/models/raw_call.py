@@ -27,18 +27,6 @@ TAIL = re.compile(r"\}\s*\}\s*$")
 ESCAPES = set('"\\/bfnrtu')
 
 
-def _properties(tool: Mapping[str, Any]) -> Mapping[str, Any]:
-    function = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
-    params = function.get("parameters") if isinstance(function, Mapping) else None
-    props = params.get("properties") if isinstance(params, Mapping) else None
-    return props if isinstance(props, Mapping) else {}
-
-
-def _tool_name(tool: Mapping[str, Any]) -> str:
-    function = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
-    return str(function.get("name", "")) if isinstance(function, Mapping) else ""
-
-
 def _string(inner: str) -> str | None:
     """The text of a string literal's inside, its raw quotes kept as quotes."""
     out: list[str] = []
@@ -75,10 +63,12 @@ def read_raw_call(
     """``(start, end, tool name, arguments)`` of the one call ``text`` holds in the protocol's shape
     with raw quotes in its values, or None (another shape, an unknown tool or argument, a value
     that is neither a string nor JSON)."""
+    from harnessevolve.models.tool_text import tool_function  # it imports this module
+
     head = HEAD.search(text)
     if head is None:
         return None
-    tool = next((t for t in tools if _tool_name(t) == head["name"]), None)
+    tool = next((t for t in tools if tool_function(t).get("name") == head["name"]), None)
     if tool is None:
         return None
     stripped = text[head.end() :].rstrip()
@@ -91,7 +81,9 @@ def read_raw_call(
         end, body = head.end() + len(stripped), stripped + '"'
     else:
         return None
-    names = "|".join(re.escape(str(name)) for name in _properties(tool))
+    params = tool_function(tool).get("parameters")
+    properties = params.get("properties") if isinstance(params, Mapping) else None
+    names = "|".join(re.escape(str(name)) for name in properties or ())
     if not names:
         return None
     keys = list(re.finditer(rf'(?:^|,)\s*"(?P<key>{names})"\s*:\s*', body))
