@@ -20,8 +20,7 @@ and between the actions and their record, and hear why the rollout stopped. ``lo
 is where a harness's runtime components become those hooks (``run_with_hooks`` takes them
 directly). The conversation is one ``core.transcript.Transcript``: the messages the model is
 shown are its source of truth, the trajectory's steps are derived from them. Ending a user turn
-(``TurnEnded``) and ending the
-rollout (``Stopped``, carrying its ``StopReason``) are exceptions raised where they happen.
+(``TurnEnded``) and ending the rollout (``Stopped``, carrying its ``StopReason``) are exceptions.
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ from harnessevolve.core.atif import ObservationResult, Step, ToolCall, Trajector
 from harnessevolve.core.enums import StopReason
 from harnessevolve.core.tasks import Task
 from harnessevolve.core.transcript import NO_TOOL_NUDGE, PARSE_NUDGE
-from harnessevolve.execute import verify_finish
+from harnessevolve.execute import check_writes, verify_finish
 from harnessevolve.execute.call_repair import repair_call
 from harnessevolve.execute.rollout_tools import OfferedTool, dispatch, rollout_tools
 from harnessevolve.execute.tool_server import ToolServer, ToolServerError, agent_view, with_read_only
@@ -53,7 +52,6 @@ __all__ = [
     "TurnEnded", "repeats_last", "Settings", "loop_hooks", "run_agent", "run_with_hooks",
 ]
 # fmt: on
-
 
 from harnessevolve.execute.loop_state import (  # the loop's state and cut points, re-exported
     NO_HOOKS,
@@ -245,8 +243,10 @@ class AgentLoop:
                     timeout_s=self.loop.command_timeout_s,
                     limit=self.loop.tool_output_limit,
                     sandbox=self.sandbox,
+                    check_writes=self.loop.check_writes,
                 )
                 output = result.output
+                check_writes.record(self.rollout, arguments, result)
                 if result.error:
                     errors.append(f"tool_error: {result.error}")
                 submitted_answer = result.submitted

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessevolve.core.tasks import Task
+from harnessevolve.execute.check_writes import check_write, content_before, is_write
 from harnessevolve.execute.tool_server import ToolServer
 from harnessevolve.execute.tools import ToolResult, run_tool
 from harnessevolve.harness.model import Harness, ToolSpec
@@ -75,14 +76,21 @@ async def dispatch(
     timeout_s: float,
     limit: int,
     sandbox: Sandbox | None,
+    check_writes: bool = False,
 ) -> ToolResult:
-    """Run one call of ``tool``; failures are ``ToolResult``s with ``error`` set."""
+    """Run one call of ``tool``; failures are ``ToolResult``s with ``error`` set. With
+    ``check_writes``, a ``write_file`` call's result carries what ``execute/check_writes.py`` found."""
     if tool.local is not None:
         return tool.local(arguments)
     if not tool.served:
-        return await run_tool(
+        checked = check_writes and is_write(tool.spec)
+        before = content_before(workspace, arguments) if checked else None
+        result = await run_tool(
             tool.spec, arguments, workspace, timeout_s=timeout_s, limit=limit, sandbox=sandbox
         )
+        if not checked:
+            return result
+        return await check_write(arguments, workspace, result, before, timeout_s=timeout_s, sandbox=sandbox)
     missing = [n for n in tool.spec.parameters.get("required", []) if n not in arguments]
     if missing:
         return ToolResult(

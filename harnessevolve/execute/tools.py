@@ -35,6 +35,8 @@ class ToolResult:
     """Set when the tool failed (non-zero exit, refused path, timeout ...)."""
     submitted: str | None = None
     """The answer, when the tool was ``submit``."""
+    note: str = ""
+    """What ``loop.check_writes`` found in the file a ``write_file`` call wrote (also in ``output``)."""
 
 
 def truncate(text: str, limit: int) -> str:

