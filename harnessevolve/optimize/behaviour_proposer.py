@@ -26,8 +26,7 @@ Per pattern (agent code / loop / tools):
   itself;
 * malformed_call: a tool call written as JSON text is run / ``json_grammar`` (local model), then
   ``repair_calls`` (each call checked against its tool's schema before it runs; at once when the
-  only fault is a value wholly in a code fence, which a grammar would keep, or when the runs'
-  unread replies, replayed through its reader, are read at least half the time) / --;
+  only fault is a value wholly in a code fence, which a grammar would keep) / --;
 * untested_write: -- / ``check_writes`` (what each ``write_file`` call wrote is parsed by its suffix
   in the sandbox, and a note says when it does not parse or changed nothing) / --;
 * finishes_early (its detector is not among ``trajectory_patterns.DETECTORS`` yet: no default run
@@ -116,13 +115,7 @@ def _loop_edit(context: ProposalContext, pattern: Pattern, settings: dict[str, A
         why = f"the runs ended without calling {tools.submit}; every tool result now reminds the model to."
         return [edit], f"remind the agent after each result to call {tools.submit}", why
     fenced_only = pattern.detail.get("fenced") == len(pattern.tasks)  # a grammar keeps the fences
-    unread, readable = int(pattern.detail.get("unread", 0)), int(pattern.detail.get("readable", 0))
-    repair_reads = unread > 0 and 2 * readable >= unread  # replayed: repair_calls reads most of them
-    if (
-        pattern.kind == "malformed_call"
-        and not loop.get("json_grammar")
-        and not (fenced_only or repair_reads)
-    ):
+    if pattern.kind == "malformed_call" and not loop.get("json_grammar") and not fenced_only:
         model = str(settings.get("model", ""))
         if model.startswith("local/"):
             edit = {"op": "set_loop", "setting": "json_grammar", "value": True}
@@ -153,9 +146,6 @@ def _loop_edit(context: ProposalContext, pattern: Pattern, settings: dict[str, A
             if pattern.kind == "unknown_tool"
             else "wrote code fences into tool arguments"
             if fenced_only
-            else f"wrote calls that could not be read ({readable} of {unread} are read by the "
-            "schema-guided reader, replayed on the runs' own replies)"
-            if repair_reads and not loop.get("json_grammar")
             else "made calls without their required arguments or with malformed ones"
         )
         why = (

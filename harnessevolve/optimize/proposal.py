@@ -73,10 +73,6 @@ class ProposalContext:
     forecast_misses: dict[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)
     """task id -> the world model's forecasts that did not match in this batch's run of it
     (``extra.world_model.records`` with ``match`` false: tools, expected, observed, share)."""
-    unread_replies: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    """task id -> the raw text of a failed run's replies that were not read as a tool call
-    (``parse_error`` on the step; at most ``UNREAD_PER_RUN``, each cut to ``UNREAD_CHARS``): a
-    proposer may replay a reader on them to see what a lever would have read."""
     splits: dict[str, str] = field(default_factory=dict)
     """task id -> split (train / validation / test) of this batch's tasks: the memory proposer
     reads only train runs."""

@@ -10,9 +10,7 @@ runs' calls (``references``), the error clusters and the harness's own tool list
   (the output instead of what was asked for), a description of its work, a made-up value;
 * ``unknown_tool``: a failed run calls a tool the harness does not have;
 * ``malformed_call``: replies that are not tool calls, calls without their required arguments
-  (``format_error`` / ``missing_argument`` clusters), or with a value wholly in a code fence; the
-  unread replies of those runs are replayed through the reader ``repair_calls`` uses
-  (``detail["unread"]``, ``detail["readable"]``: how many it would have read);
+  (``format_error`` / ``missing_argument`` clusters), or with a value wholly in a code fence;
 * ``untested_write``: a failed run wrote a file with the harness's ``write_file`` tool and finished
   right after, with no other call between its last write and the submit (nothing run, nothing
   read back);
@@ -66,14 +64,12 @@ class HarnessTools:
     required: dict[str, tuple[str, ...]]
     writes: tuple[str, ...] = ()
     """Tools that write a file (``builtin: write_file``)."""
-    specs: tuple[dict[str, Any], ...] = ()
-    """Each tool as the model is offered it (name, description, parameters), the task's own too."""
 
 
 def harness_tools(context: ProposalContext) -> HarnessTools:
     import yaml
 
-    names, submit, answer, required, writes, specs = [], None, None, {}, [], []
+    names, submit, answer, required, writes = [], None, None, {}, []
     for path, text in sorted(context.files.items()):
         if not (path.startswith("tools/") and path.endswith(".yaml")):
             continue
@@ -86,9 +82,6 @@ def harness_tools(context: ProposalContext) -> HarnessTools:
         found = doc.get("parameters")
         params: dict[str, Any] = found if isinstance(found, dict) else {}
         names.append(doc["name"])
-        specs.append(
-            {"name": doc["name"], "description": str(doc.get("description", "")), "parameters": params}
-        )
         required[doc["name"]] = tuple(params.get("required") or ())
         if doc.get("builtin") == "write_file":
             writes.append(doc["name"])
@@ -96,10 +89,7 @@ def harness_tools(context: ProposalContext) -> HarnessTools:
             submit = doc["name"]
             props = list(params.get("properties") or {})
             answer = "answer" if "answer" in props else (props[0] if props else None)
-    for name, tool in context.task_tools.items():
-        if name not in names:
-            specs.append({"name": name, **tool})
-    return HarnessTools(tuple(names), submit, answer, required, tuple(writes), tuple(specs))
+    return HarnessTools(tuple(names), submit, answer, required, tuple(writes))
 
 
 def _key(action: ReferenceAction) -> str:
@@ -261,22 +251,7 @@ def malformed_call(context: ProposalContext, tools: HarnessTools) -> Pattern | N
         and any(isinstance(v, str) and unfenced(v) is not None for a in actions for v in a.arguments.values())
     ]
     runs = list(dict.fromkeys(runs + fenced))
-    if not runs:
-        return None
-    detail: dict[str, Any] = {"fenced": len(fenced)} if fenced else {}
-    unread = [text for task in runs for text in context.unread_replies.get(task, ())]
-    if unread:
-        detail.update(unread=len(unread), readable=sum(read_when_repaired(t, tools.specs) for t in unread))
-    return Pattern("malformed_call", tuple(runs), detail)
-
-
-def read_when_repaired(text: str, specs: tuple[dict[str, Any], ...]) -> bool:
-    """Whether a reply that was not read as a tool call would be read with ``loop.repair_calls`` on
-    (the embedded provider's reader keeping mistyped calls and reading raw quotes in a value by the
-    call's shape; the loop then repairs or answers the call)."""
-    from harnessevolve.models.tool_text import parse_tool_reply
-
-    return bool(specs) and bool(parse_tool_reply(text, specs, keep_mistyped=True).tool_calls)
+    return Pattern("malformed_call", tuple(runs), {"fenced": len(fenced)} if fenced else {}) if runs else None
 
 
 def untested_write(context: ProposalContext, tools: HarnessTools) -> Pattern | None:

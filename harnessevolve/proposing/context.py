@@ -38,21 +38,6 @@ def forecast_misses(trajectory: Trajectory) -> tuple[dict[str, Any], ...]:
     return tuple(r for r in records if isinstance(r, dict) and r.get("match") is False)
 
 
-UNREAD_PER_RUN = 4
-UNREAD_CHARS = 8000
-
-
-def unread_replies(trajectory: Trajectory) -> tuple[str, ...]:
-    """A run's replies that were not read as a tool call (``extra.error`` ``parse_error: ...``), as
-    the model wrote them (the first ``UNREAD_PER_RUN``, each cut to ``UNREAD_CHARS``)."""
-    found = [
-        s.message[:UNREAD_CHARS]
-        for s in trajectory.agent_steps
-        if str(s.extra.get("error", "")).startswith("parse_error") and isinstance(s.message, str)
-    ]
-    return tuple(found[:UNREAD_PER_RUN])
-
-
 def static_context(harness: Harness) -> dict[str, Any]:
     """What a ``ProposalContext`` knows of a harness before any run: its files, what may change and
     where its components are (``harness/components.py``)."""
@@ -104,9 +89,6 @@ def build_context(
         prompt_tokens=count_tokens(prompt, model),
         splits={tid: str(task.split) for tid, task in tasks.items()},
         forecast_misses={r.task_id: misses for r in results if (misses := forecast_misses(r.trajectory))},
-        unread_replies={
-            r.task_id: unread for r in results if not r.passed and (unread := unread_replies(r.trajectory))
-        },
         strikes=dict(strikes or {}),
         task_tools={
             tool.name: {"description": tool.description, "parameters": tool.parameters}

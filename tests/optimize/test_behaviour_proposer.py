@@ -233,69 +233,6 @@ def test_misnamed_or_malformed_calls_get_their_calls_checked_against_the_schemas
     assert first.edits == ({"op": "set_loop", "setting": "json_grammar", "value": True},)
 
 
-RAW_QUOTES = {
-    # a file of code whose docstring quotes are raw inside the JSON string (shell-agent's write_file)
-    "shell-onecall": '{"tool": "write_file", "arguments": {"path": "a.py", "content": '
-    '"def f():\\n    """Doc."""\\n"}}',
-    # a product name with raw quotes in it (tool-use-example's own addItem tool)
-    "tool-use-example": '{"tool": "addItem", "arguments": {"name": "the "large" bread", "quantity": 2}}',
-}
-CART_TOOLS = {
-    "addItem": {
-        "description": "Add a product to the cart.",
-        "parameters": {
-            "type": "object",
-            "properties": {"name": {"type": "string"}, "quantity": {"type": "integer"}},
-            "required": ["name"],
-        },
-    }
-}
-
-
-@pytest.mark.parametrize("bench", BENCHMARKS)
-@pytest.mark.parametrize("reply", ["raw-quotes", "prose"])
-def test_unread_replies_are_replayed_to_choose_between_a_grammar_and_repair(bench: str, reply: str) -> None:
-    """Malformed calls on a local model: the runs' unread replies go through the reader repair_calls
-    uses; when it reads at least half of them, repair_calls comes first, else json_grammar."""
-    tasks = tasks_of(bench)
-    editable = (*load_harness(SHELL_AGENT).editable, "harness.yaml")
-    no_calls: Callable[[Task], tuple[ReferenceAction, ...]] = lambda t: ()  # noqa: E731
-    ctx = context(SHELL_AGENT, tasks, no_calls, cause=Cause.FORMAT_ERROR, editable=editable)
-    text = RAW_QUOTES[bench] if reply == "raw-quotes" else "I will add the bread to the cart now."
-    others = ["Sure! Here is the plan."]  # one more unread reply that no reader takes
-    ctx = dataclasses.replace(
-        ctx,
-        unread_replies={t.id: (text, *others) if i == 0 else (text,) for i, t in enumerate(tasks)},
-        task_tools=CART_TOOLS if bench == "tool-use-example" else {},
-    )
-    [pattern] = [p for p in find_patterns(ctx) if p.kind == "malformed_call"]
-    read = len(tasks) if reply == "raw-quotes" else 0
-    assert pattern.detail == {"unread": len(tasks) + 1, "readable": read}
-    proposed = propose(ctx)
-    setting = "repair_calls" if reply == "raw-quotes" else "json_grammar"
-    assert proposed.edits == ({"op": "set_loop", "setting": setting, "value": True},)
-    if reply == "raw-quotes":
-        assert f"{read} of {len(tasks) + 1} are read" in proposed.rationale
-
-
-def test_unread_replies_are_taken_from_the_failed_runs_parse_errors() -> None:
-    from harnessevolve.core.atif import Step, Trajectory
-    from harnessevolve.proposing.context import UNREAD_CHARS, UNREAD_PER_RUN, unread_replies
-
-    def agent(i: int, message: str, error: str | None) -> Step:
-        return Step(i, "agent", message, extra={"error": error} if error else {})
-
-    steps = [Step(0, "user", "do it")]
-    steps += [
-        agent(i + 1, f"reply {i}" + "x" * (UNREAD_CHARS if i == 0 else 0), "parse_error: bad")
-        for i in range(6)
-    ]
-    steps += [agent(9, "no call", "no_tool_call"), agent(10, "", "tool_error: exit code 1")]
-    found = unread_replies(Trajectory("s", "a", "1", "m", tuple(steps)))
-    assert len(found) == UNREAD_PER_RUN and len(found[0]) == UNREAD_CHARS
-    assert found[1:] == ("reply 1", "reply 2", "reply 3")
-
-
 def fenced(task: Task) -> tuple[ReferenceAction, ...]:
     """The gold run with each string argument written as in chat: wholly inside a code fence."""
     return tuple(
