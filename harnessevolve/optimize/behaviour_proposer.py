@@ -24,9 +24,11 @@ Per pattern (agent code / loop / tools):
   submit's answer is that argument, not a result;
 * unknown_tool: an unknown name goes to the closest tool / ``repair_calls`` / the closest tool names
   itself;
-* malformed_call: a tool call written as JSON text is run / ``json_grammar`` (local model), then
-  ``repair_calls`` (each call checked against its tool's schema before it runs; at once when the
-  only fault is a value wholly in a code fence, which a grammar would keep) / --;
+* malformed_call: a tool call written as JSON text is run / ``json_grammar`` with ``repair_calls``
+  in one candidate (local model; the two together scored 33.3 on HumanEval 1.5B where the grammar
+  alone scored 11.1 and the check alone 16.7), else (refused, or not a local model) ``repair_calls``
+  (each call checked against its tool's schema before it runs; alone at once when the only fault
+  is a value wholly in a code fence, which a grammar would keep) / --;
 * untested_write: -- / ``check_writes`` (what each ``write_file`` call wrote is parsed by its suffix
   in the sandbox, and a note says when it does not parse or changed nothing) / --;
 * finishes_early (its detector is not among ``trajectory_patterns.DETECTORS`` yet: no default run
@@ -118,12 +120,24 @@ def _loop_edit(context: ProposalContext, pattern: Pattern, settings: dict[str, A
     if pattern.kind == "malformed_call" and not loop.get("json_grammar") and not fenced_only:
         model = str(settings.get("model", ""))
         if model.startswith("local/"):
-            edit = {"op": "set_loop", "setting": "json_grammar", "value": True}
-            return (
-                [edit],
-                "constrain replies to JSON tool calls",
-                "the runs' replies were not valid tool calls.",
+            edits = [{"op": "set_loop", "setting": "json_grammar", "value": True}]
+            if loop.get("repair_calls"):
+                return (
+                    edits,
+                    "constrain replies to JSON tool calls",
+                    "the runs' replies were not valid tool calls.",
+                )
+            # Both sides of one fault: the grammar keeps the model writing JSON (escaping the quotes
+            # in code it writes), the schema check reads what a grammar cannot fix (fences, types).
+            edits.append({"op": "set_loop", "setting": "repair_calls", "value": True})
+            why = (
+                "the runs' replies were not valid tool calls; replies are now constrained to JSON tool "
+                "calls, and each call is checked against its tool's schema before it runs (a value "
+                "wholly in a code fence unwrapped, a near-miss name or a wrong type repaired)."
             )
+            summary = "constrain replies to JSON tool calls and check them against their schemas"
+            if summary not in context.rejected:  # refused as a pair: the schema check alone, below
+                return edits, summary, why
     if pattern.kind == "finishes_early" and not loop.get("verify_finish"):
         edit = {"op": "set_loop", "setting": "verify_finish", "value": True}
         why = (

@@ -214,7 +214,7 @@ def test_malformed_calls_get_a_text_call_parser_or_a_json_grammar(bench: str) ->
     assert "def text_call(content: str):" in code and "run_tool(*written)" in code
     editable = (*load_harness(SHELL_AGENT).editable, "harness.yaml")
     ctx = context(SHELL_AGENT, tasks, no_calls, cause=Cause.FORMAT_ERROR, editable=editable)
-    assert propose(ctx).edits == ({"op": "set_loop", "setting": "json_grammar", "value": True},)
+    assert propose(ctx).edits == GRAMMAR_AND_REPAIR
 
 
 @pytest.mark.parametrize("bench", BENCHMARKS)
@@ -230,7 +230,19 @@ def test_misnamed_or_malformed_calls_get_their_calls_checked_against_the_schemas
     no_calls: Callable[[Task], tuple[ReferenceAction, ...]] = lambda t: ()  # noqa: E731
     ctx = context(SHELL_AGENT, tasks, no_calls, cause=Cause.FORMAT_ERROR, editable=editable)
     first = propose(ctx)
-    assert first.edits == ({"op": "set_loop", "setting": "json_grammar", "value": True},)
+    assert first.edits == GRAMMAR_AND_REPAIR
+    # refused as a pair: the schema check alone is next; with it on already, the grammar alone
+    second = propose(dataclasses.replace(ctx, rejected=(first.summary,)))
+    assert second.edits == ({"op": "set_loop", "setting": "repair_calls", "value": True},)
+    on = ctx.files["harness.yaml"].replace("loop:\n", "loop:\n  repair_calls: true\n")
+    alone = propose(dataclasses.replace(ctx, files={**ctx.files, "harness.yaml": on}))
+    assert alone.edits == ({"op": "set_loop", "setting": "json_grammar", "value": True},)
+
+
+GRAMMAR_AND_REPAIR = (
+    {"op": "set_loop", "setting": "json_grammar", "value": True},
+    {"op": "set_loop", "setting": "repair_calls", "value": True},
+)
 
 
 def fenced(task: Task) -> tuple[ReferenceAction, ...]:
