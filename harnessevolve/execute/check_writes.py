@@ -7,6 +7,8 @@ note under the tool's result when
 
 - it does not parse: Python (``ast.parse``: nothing of it runs), JSON, TOML, or a shell script
   (``bash -n``), with the parser's own message and line;
+- it is Python that parses but has a function with no code: a body of only a docstring, ``pass``
+  or ``...`` (a stub written back as it was given);
 - it already held exactly that content (nothing changed).
 
 A file of any other suffix is only checked for being unchanged. The parsers run in the rollout's
@@ -28,6 +30,7 @@ NOTE_CHARS = 600
 TIME_LIMIT_S = 10.0
 """Wall-clock limit of one check (shorter when the loop's command limit is)."""
 NOT_PARSED = "NOT PARSED"
+NO_BODY = "NO BODY"
 
 _PARSE = r"""
 import os, sys
@@ -37,7 +40,18 @@ try:
     data = open(path, "rb").read()
     if suffix == ".py":
         import ast
-        ast.parse(data, path)
+        stubs = [
+            f"{node.name} (line {node.lineno})"
+            for node in ast.walk(ast.parse(data, path))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and all(
+                isinstance(s, ast.Pass) or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+                for s in node.body
+            )
+        ]
+        if stubs:
+            print("NO BODY")
+            print(", ".join(stubs[:5]))
     elif suffix == ".json":
         import json
         json.loads(data)
@@ -103,8 +117,9 @@ async def check_write(
     language = LANGUAGES.get(Path(path).suffix.lower())
     if language is not None:
         found = await _parse(path, workspace, timeout_s=timeout_s, sandbox=sandbox)
-        if found:
-            notes.append(f"note: {path} does not parse as {language}:\n{found}")
+        if found is not None:
+            said, message = found
+            notes.append(f"note: {path} {said.format(language=language)}:\n{message}")
     if not notes:
         return result
     note = "\n".join(notes)
@@ -118,9 +133,10 @@ def record(rollout: Any, arguments: dict[str, Any], result: ToolResult) -> None:
         rollout.extra.setdefault("check_writes", []).append(entry)
 
 
-async def _parse(path: str, workspace: Path, *, timeout_s: float, sandbox: Any) -> str:
-    """The parser's message when the file does not parse; empty when it does, or when no checker
-    could tell (missing, timed out, killed)."""
+async def _parse(path: str, workspace: Path, *, timeout_s: float, sandbox: Any) -> tuple[str, str] | None:
+    """``(what, message)`` when the file does not parse (the parser's message) or, Python, parses
+    with functions that hold no code; None when it is fine, or when no checker could tell (missing,
+    timed out, killed)."""
     env = {"HE_CHECK_PATH": path, "HE_CHECK_PARSE": _PARSE}
     ran = await run_shell(
         _COMMAND,
@@ -130,7 +146,11 @@ async def _parse(path: str, workspace: Path, *, timeout_s: float, sandbox: Any) 
         env=env,
         sandbox=sandbox,
     )
-    if ran.error is not None or not ran.output.startswith(NOT_PARSED):
-        return ""
-    message = ran.output[len(NOT_PARSED) :].strip()
-    return truncate(message, NOTE_CHARS) if message else ""
+    for mark, said in (
+        (NOT_PARSED, "does not parse as {language}"),
+        (NO_BODY, "has a function with no code (only a docstring, pass or ...)"),
+    ):
+        if ran.error is None and ran.output.startswith(mark):
+            message = ran.output[len(mark) :].strip()
+            return (said, truncate(message, NOTE_CHARS)) if message else None
+    return None

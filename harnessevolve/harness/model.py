@@ -84,9 +84,9 @@ class LoopSettings:
     (``execute/verify_finish.py``); the next attempt finishes. Recorded as ``extra.verify_finish``."""
     check_writes: bool = False
     """After each ``write_file`` call, check what it wrote (``execute/check_writes.py``): a file that
-    does not parse as its suffix says (Python, JSON, TOML, shell), or that already held exactly that
-    content, gets a note under the tool's result. Run in the sandbox; recorded as
-    ``extra.check_writes``."""
+    does not parse as its suffix says (Python, JSON, TOML, shell), Python with a function that holds
+    no code, or a file that already held exactly that content, gets a note under the tool's result.
+    Run in the sandbox; recorded as ``extra.check_writes``."""
 
 
 FINAL_SUBMIT_ASK = "You have used all your steps. Call submit now with your final answer."

@@ -96,6 +96,26 @@ def test_a_file_cut_inside_its_docstring_is_written_whole_once_told(scripts, che
     assert entry["path"] == "solution.py" and "does not parse as Python" in entry["note"]
 
 
+def stub_writer(messages: list[dict], tools: list[dict]) -> dict:
+    """Writes the function back with ``pass`` for a body and submits; told it has no code, writes it."""
+    prompt, body = canonical(12)
+    writes = sum("write_file" in str(m.get("tool_calls", "")) for m in messages if m["role"] == "assistant")
+    if writes == 0:
+        return call("write_file", path="solution.py", content=prompt + "    pass\n")
+    if any("has a function with no code" in n for n in notes_seen(messages)) and writes == 1:
+        return call("write_file", path="solution.py", content=prompt + body)
+    return call("submit", answer="done")
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_a_function_left_without_code_is_written_once_told(scripts, check: bool) -> None:
+    trajectory, result = humaneval_rollout("humaneval-012", scripts("stub", stub_writer), check)
+    assert result.passed is check
+    if check:
+        first = trajectory.agent_steps[0].observations[0].content
+        assert "solution.py has a function with no code" in first and "longest (line 4)" in first
+
+
 # --- a file-edit task: shell-basics' replace-word -------------------------------------------------
 
 
@@ -149,6 +169,13 @@ def checked(workspace: Path, path: str, content: str) -> ToolResult:
         ("run.sh", "if true; then\n  echo hi\n", "does not parse as shell:\n"),
         ("run.bash", "echo $((1 +))\n", ""),  # bash -n does not evaluate arithmetic
         ("a.py", "def f():\n    return 1\n", ""),
+        (
+            "a.py",
+            'def f():\n    """Doc."""\n\n\nclass A:\n    def g(self):\n        pass\n',
+            "no code (only a docstring, pass or ...):\nf (line 1), g (line 6)",
+        ),
+        ("a.py", "async def f():\n    ...\n", "no code"),
+        ("a.py", 'def f():\n    """Doc."""\n    return 1\n', ""),
         ("conf.json", '{"a": [1, 2]}', ""),
         ("run.sh", "for f in *; do echo $f; done\n", ""),
         ("notes.txt", "def f(:", ""),  # no parser for the suffix
