@@ -50,12 +50,18 @@ def table_text(folder: Path) -> str:
     loads = [r.load_average.get("start", [None])[0] for r in results]
     shown = [f"{x:.1f}" for x in loads if isinstance(x, (int, float))]
     commands = sorted({r.command for r in results if r.command})
-    cells = ", ".join(sorted(r.cell_id for r in results))
+    cells = ", ".join(
+        f"{r.cell_id} ({str(r.harnessevolve.get('commit') or r.harnessevolve.get('version') or '?')[:7]})"
+        for r in sorted(results, key=lambda r: r.cell_id)
+    )
+    resumed = sorted(r.cell_id for r in results if r.attempts > 1)
+    last = f" (of {', '.join(resumed)}, resumed, only the last attempt)" if resumed else ""
     lines = [
         markdown(table),
         "",
-        f"Cells: {cells}. Load average (1 min) at each cell's start: {', '.join(shown) or 'not recorded'}; "
-        f"{sum(r.wall_s for r in results) / 3600:.1f} h of cells in all.",
+        f"Cells (the commit each ran at): {cells}. Load average (1 min) at each cell's start: "
+        f"{', '.join(shown) or 'not recorded'}; {sum(r.wall_s for r in results) / 3600:.1f} h of cells "
+        f"in all{last}.",
         "",
         "Made by: " + "; ".join(f"`{c}`" for c in commands) if commands else "Made by: (not recorded)",
     ]
