@@ -70,17 +70,29 @@ def canonical(number: int) -> tuple[str, str]:
     raise AssertionError(number)
 
 
+def writes_again_when_told(path: str, first: str, told: str, then: str):
+    """A scripted agent: writes ``first`` to ``path`` and submits, unless a tool result's note says
+    ``told``; then it writes ``then`` once before it submits."""
+
+    def policy(messages: list[dict], tools: list[dict]) -> dict:
+        made = [m for m in messages if m["role"] == "assistant" and "write_file" in str(m.get("tool_calls"))]
+        if not made:
+            return call("write_file", path=path, content=first)
+        if len(made) == 1 and any(told in n for n in notes_seen(messages)):
+            return call("write_file", path=path, content=then)
+        return call("submit", answer="done")
+
+    return policy
+
+
 def docstring_cutter(messages: list[dict], tools: list[dict]) -> dict:
     """Writes the file stopping where the docstring's closing quotes belong (as the 1.5B does), then
     submits; told the file does not parse, writes it whole."""
     prompt, body = canonical(12)
-    writes = sum("write_file" in str(m.get("tool_calls", "")) for m in messages if m["role"] == "assistant")
-    if writes == 0:
-        return call("write_file", path="solution.py", content=prompt.rsplit('"""', 1)[0])
-    told = any("does not parse as Python" in n for n in notes_seen(messages))
-    if told and writes == 1:
-        return call("write_file", path="solution.py", content=prompt + body)
-    return call("submit", answer="done")
+    cut = prompt.rsplit('"""', 1)[0]
+    return writes_again_when_told("solution.py", cut, "does not parse as Python", prompt + body)(
+        messages, tools
+    )
 
 
 @pytest.mark.parametrize("check", [False, True])
@@ -99,12 +111,8 @@ def test_a_file_cut_inside_its_docstring_is_written_whole_once_told(scripts, che
 def stub_writer(messages: list[dict], tools: list[dict]) -> dict:
     """Writes the function back with ``pass`` for a body and submits; told it has no code, writes it."""
     prompt, body = canonical(12)
-    writes = sum("write_file" in str(m.get("tool_calls", "")) for m in messages if m["role"] == "assistant")
-    if writes == 0:
-        return call("write_file", path="solution.py", content=prompt + "    pass\n")
-    if any("has a function with no code" in n for n in notes_seen(messages)) and writes == 1:
-        return call("write_file", path="solution.py", content=prompt + body)
-    return call("submit", answer="done")
+    told = "has a function with no code"
+    return writes_again_when_told("solution.py", prompt + "    pass\n", told, prompt + body)(messages, tools)
 
 
 @pytest.mark.parametrize("check", [False, True])
@@ -119,16 +127,12 @@ def test_a_function_left_without_code_is_written_once_told(scripts, check: bool)
 # --- a file-edit task: shell-basics' replace-word -------------------------------------------------
 
 
-def copier(messages: list[dict], tools: list[dict]) -> dict:
-    """Writes story.txt back as it was and submits; told nothing changed, writes the edit."""
-    story = "harbor maple harbor\nkayak bison maple violet bison hazel\n"
-    story += "violet kayak maple maple koala maple\nharbor violet zinnia koala zinnia kayak\n"
-    writes = sum("write_file" in str(m.get("tool_calls", "")) for m in messages if m["role"] == "assistant")
-    if writes == 0:
-        return call("write_file", path="story.txt", content=story)
-    if any(UNCHANGED in n for n in notes_seen(messages)) and writes == 1:
-        return call("write_file", path="story.txt", content=story.replace("violet", "jasmine"))
-    return call("submit", answer="done")
+STORY = (
+    "harbor maple harbor\nkayak bison maple violet bison hazel\n"
+    "violet kayak maple maple koala maple\nharbor violet zinnia koala zinnia kayak\n"
+)
+copier = writes_again_when_told("story.txt", STORY, UNCHANGED, STORY.replace("violet", "jasmine"))
+"""Writes story.txt back as it was and submits; told nothing changed, writes the edit."""
 
 
 @pytest.mark.parametrize("check", [False, True])
