@@ -130,10 +130,14 @@ def recorded(result: CellResult) -> dict[str, Any]:
     }
 
 
-def check_finished(plan: Plan, out: Path, expected: Expected) -> None:
+def check_finished(plan: Plan, out: Path, expected: Expected, running: set[str] | None = None) -> None:
     """Every finished cell in ``out`` measured what this plan measures (benchmark slice, model,
     scorer, seed harness) and, when it is one of the plan's cells, was made by the same arm
-    definition; else ``MergeRefused`` names its result file and the field, before any cell runs."""
+    definition; else ``MergeRefused`` names its result file and the field, before any cell runs.
+    The defaults an evolve cell ran under (``arm.resolved``) are held to today's only for the arms
+    in ``running`` (the arms of the cells selected; all when None): another seed of an arm is the
+    same experiment, while a fixed harness added to a table later does not depend on them (the
+    table names each cell's commit)."""
     cells = {c.id: c for c in plan_cells(plan)}
     for path in result_files(out):
         result = read_result(path)
@@ -141,6 +145,9 @@ def check_finished(plan: Plan, out: Path, expected: Expected) -> None:
         mine, theirs = recorded(result), expected.of_cell(cell) if cell is not None else expected.shared()
         if cell is None:
             mine.pop("arm")
+        elif running is not None and result.arm not in running:
+            mine["arm"].pop("resolved", None)
+            theirs["arm"].pop("resolved", None)
         field = first_difference(mine, theirs)
         if field == "arm.resolved" and result.resolved is None:
             raise MergeRefused(
@@ -206,7 +213,7 @@ def run_comparison(
         )
     selected = select_cells(plan_cells(plan), selectors)
     expected = Expected.of(plan)
-    check_finished(plan, out, expected)
+    check_finished(plan, out, expected, running={c.arm.name for c in selected})
     todo = [c for c in selected if not finished(c, out)]
     check_dependencies(plan, out, todo)
     out.mkdir(parents=True, exist_ok=True)

@@ -127,6 +127,10 @@ def test_merge_and_resume_refuse_an_evolve_cell_made_under_other_defaults(
     assert resumed.exit_code == 2, resumed.output
     assert "arm.resolved.gates: this cell was made by another plan" in resumed.output
     assert "Traceback" not in resumed.output
+    # a fixed-harness cell added to the same folder does not depend on the evolve arm's defaults
+    other = compare(plan, "--out", copy, "--resume", "--cells", "arm=seed,seed=1")
+    assert other.exit_code == 0, other.output
+    assert result_file(copy, "seed", 1).is_file()
 
 
 def test_resume_names_an_evolve_cell_made_before_defaults_were_recorded(
