@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessevolve.execute.tools import ToolResult, read_workspace_file, run_shell, truncate
+from harnessevolve.sandbox.base import Sandbox
 
 NOTE_CHARS = 600
 """Longest parser message kept in a note."""
@@ -104,7 +105,7 @@ async def check_write(
     before: bytes | None,
     *,
     timeout_s: float,
-    sandbox: Any,
+    sandbox: Sandbox | None,
 ) -> ToolResult:
     """``result`` of a ``write_file`` call with the check's note added (unchanged when the write
     failed or the file is fine)."""
@@ -133,7 +134,9 @@ def record(rollout: Any, arguments: dict[str, Any], result: ToolResult) -> None:
         rollout.extra.setdefault("check_writes", []).append(entry)
 
 
-async def _parse(path: str, workspace: Path, *, timeout_s: float, sandbox: Any) -> tuple[str, str] | None:
+async def _parse(
+    path: str, workspace: Path, *, timeout_s: float, sandbox: Sandbox | None
+) -> tuple[str, str] | None:
     """``(what, message)`` when the file does not parse (the parser's message) or, Python, parses
     with functions that hold no code; None when it is fine, or when no checker could tell (missing,
     timed out, killed)."""
