@@ -30,7 +30,8 @@ Per pattern (agent code / loop / tools):
   (each call checked against its tool's schema before it runs; alone at once when the only fault
   is a value wholly in a code fence, which a grammar would keep) / --;
 * untested_write: -- / ``check_writes`` (what each ``write_file`` call wrote is parsed by its suffix
-  in the sandbox, and a note says when it does not parse or changed nothing) / --;
+  in the sandbox, and a note says when it does not parse, holds a Python function with no code, or
+  changed nothing) / --;
 * finishes_early (its detector is not among ``trajectory_patterns.DETECTORS`` yet: no default run
   proposes it until it is measured): -- / ``verify_finish`` (the first attempt to finish is held back
   once, the request quoted, asking whether every part is done) / --.
@@ -150,7 +151,7 @@ def _loop_edit(context: ProposalContext, pattern: Pattern, settings: dict[str, A
         why = (
             f"the runs wrote a file with {pattern.detail['tool']} and finished at once, never running "
             "or reading it; each write is now parsed by its suffix in the sandbox, and its result says "
-            "when the file does not parse or the write changed nothing."
+            "when the file does not parse, a Python function holds no code, or the write changed nothing."
         )
         return [edit], "check what each file write wrote", why
     if pattern.kind in ("malformed_call", "unknown_tool") and not loop.get("repair_calls"):
