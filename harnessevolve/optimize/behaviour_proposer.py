@@ -29,7 +29,8 @@ Per pattern (agent code / loop / tools):
   alone scored 11.1 and the check alone 16.7), else (refused, or not a local model) ``repair_calls``
   (each call checked against its tool's schema before it runs; alone at once when the only fault
   is a value wholly in a code fence, which a grammar would keep) / --;
-* untested_write: -- / ``check_writes`` (what each ``write_file`` call wrote is parsed by its suffix
+* untested_write (its detector is not among ``trajectory_patterns.DETECTORS``: measured, no change):
+  -- / ``check_writes`` (what each ``write_file`` call wrote is parsed by its suffix
   in the sandbox, and a note says when it does not parse, holds a Python function with no code, or
   changed nothing) / --;
 * finishes_early (its detector is not among ``trajectory_patterns.DETECTORS`` yet: no default run

@@ -26,10 +26,11 @@ from harnessevolve.core.signals import Cause, Cluster, ErrorSignal
 from harnessevolve.core.tasks import Task, load_benchmark
 from harnessevolve.harness.load import load_harness, read_files
 from harnessevolve.models.scripted import register_script, unregister_script
+from harnessevolve.optimize import trajectory_patterns
 from harnessevolve.optimize.behaviour_proposer import BehaviourProposer
 from harnessevolve.optimize.proposal import ProposalContext, ReferenceAction
 from harnessevolve.optimize.registry import DEFAULT_PROPOSERS, make_proposer
-from harnessevolve.optimize.trajectory_patterns import find_patterns
+from harnessevolve.optimize.trajectory_patterns import DETECTORS, find_patterns, harness_tools, untested_write
 from harnessevolve.optimize.unified_diff import parse_diff
 
 ROOT = Path(__file__).parents[2]
@@ -300,10 +301,14 @@ def humaneval_tasks() -> list[Task]:
 
 
 @pytest.mark.parametrize("source", ["shell-basics", "humaneval"])
-def test_a_write_then_submit_gets_its_writes_checked(source: str) -> None:
+def test_a_write_then_submit_gets_its_writes_checked(source: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """untested_write is not a default detector (measured: no outcome changed); with it on, the
+    pattern is read and check_writes proposed."""
     tasks = humaneval_tasks() if source == "humaneval" else tasks_of(source)
     editable = (*load_harness(SHELL_AGENT).editable, "harness.yaml")
     ctx = context(SHELL_AGENT, tasks, write_then_submit, cause=Cause.WRONG_ARGUMENT, editable=editable)
+    assert find_patterns(ctx) == []
+    monkeypatch.setattr(trajectory_patterns, "DETECTORS", (*DETECTORS, untested_write))
     [pattern] = find_patterns(ctx)
     assert pattern.kind == "untested_write" and pattern.detail == {"tool": "write_file"}
     assert set(pattern.tasks) == {t.id for t in tasks}
@@ -312,7 +317,7 @@ def test_a_write_then_submit_gets_its_writes_checked(source: str) -> None:
     assert "never running or reading it" in proposed.rationale
     # a run that ran its file before the submit shows no such pattern
     ran = context(SHELL_AGENT, tasks, write_run_submit, cause=Cause.WRONG_ARGUMENT, editable=editable)
-    assert not [p for p in find_patterns(ran) if p.kind == "untested_write"]
+    assert untested_write(ran, harness_tools(ran)) is None
     # nor does a harness whose loop already checks its writes propose it again
     checked = dataclasses.replace(
         ctx,
@@ -329,7 +334,7 @@ def test_a_write_then_submit_gets_its_writes_checked(source: str) -> None:
 def test_a_harness_without_a_write_tool_shows_no_untested_write() -> None:
     tasks = tasks_of("tool-use-example")
     ctx = context(ROOT / "harnesses" / "tool-agent", tasks, write_then_submit, cause=Cause.WRONG_ARGUMENT)
-    assert not [p for p in find_patterns(ctx) if p.kind == "untested_write"]
+    assert untested_write(ctx, harness_tools(ctx)) is None
 
 
 # --- the wrong thing submitted ----------------------------------------------------------------------
