@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessevolve.execute.tools import ToolResult, read_workspace_file, run_shell, truncate
+from harnessevolve.harness.model import ToolSpec
 from harnessevolve.sandbox.base import Sandbox
 
 NOTE_CHARS = 600
@@ -82,9 +83,9 @@ LANGUAGES = {".py": "Python", ".json": "JSON", ".toml": "TOML", ".sh": "shell", 
 """Suffixes whose files are parsed, and the name the note gives their language."""
 
 
-def is_write(spec: Any) -> bool:
+def is_write(spec: ToolSpec) -> bool:
     """Whether a tool is the built-in ``write_file`` (the one tool whose writes are checked)."""
-    return getattr(spec, "builtin", None) == "write_file"
+    return spec.builtin == "write_file"
 
 
 def content_before(workspace: Path, arguments: dict[str, Any]) -> bytes | None:
