@@ -105,8 +105,19 @@ def test_run_on_nl2bash_tasks(cli, harness_dir: Path, private_home: Path) -> Non
     finally:
         unregister_script("nl2bash-learner")
     assert result.exit_code == 0, result.output
-    # every task is one family: one demonstration of an NL2Bash task teaches the scripted agent all
-    assert "1 accepted, 0 reverted" in result.output and "0.000->1.000" in result.output
+    # every task is one family: one demonstration of an NL2Bash task teaches the scripted agent all.
+    # Read from the ledger, not the table: a rollout the sandbox could not start on a loaded machine
+    # (an infrastructure failure, retried or left out) may change a batch's figure, not the decision.
+    (run_dir,) = (harness_dir / ".harnessevolve" / "runs").iterdir()
+    lines = read_lines(run_dir / "ledger.jsonl")
+    (gen,) = [e for e in lines if e["event"] == "generation_finished"]
+    decided = [e["event"] for e in lines if e["event"].startswith("candidate_")]
+    assert decided.count("candidate_accepted") == 1 and "candidate_reverted" not in decided, (
+        result.output,
+        lines,
+    )
+    assert gen["train_current"] == 0.0 and gen["train_candidate"] > 0.5, (result.output, gen)
+    assert "validation 0.000 -> 1.000" in result.output, result.output
     kinds = events_of(harness_dir)
     assert kinds[0] == "run_started" and "baseline" in kinds and kinds.count("generation_finished") == 1
     assert kinds[-1] == "run_finished"
