@@ -94,6 +94,13 @@ class SandboxError(HarnessEvolveError):
     default_hint = "install bubblewrap (apt-get install bubblewrap) or pass --unsafe-no-sandbox"
 
 
+class JudgeUnavailableError(HarnessEvolveError):
+    """A judge check's model call failed (endpoint down, key refused, timed out): the check could
+    not run, so the rollout failed on the machine, not on its agent (``core/infra.py``: ``judge``)."""
+
+    default_hint = "check the judge model's endpoint and key; a run retries such a rollout once"
+
+
 class OutputPathError(HarnessEvolveError):
     """An output path cannot be written (a directory, under a file, read-only); checked up front."""
 

@@ -9,6 +9,7 @@ A rollout is ``infra`` when its trajectory says the failure came from outside th
 - ``endpoint``: the model endpoint failed with a server-side error after its retries
   (``model_error`` naming a 5xx status, a connection error or a timeout; a 4xx such as a bad
   request or an exceeded context window is the harness's or the user's, not the machine's);
+- ``judge``: a judge check's model call failed, so the checks could not run (set by the scorer);
 - ``executor``: the executor lost the rollout (a Ray worker died: ``executor_error``);
 - ``killed``: the agent process was killed by a signal no limit of the rollout sent
   (``extra.infra`` set by the runner).

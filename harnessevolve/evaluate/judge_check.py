@@ -27,6 +27,7 @@ from typing import Any
 
 from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.conversation import transcript_text
+from harnessevolve.core.errors import JudgeUnavailableError
 from harnessevolve.core.tasks import Check
 
 JUDGE_SYSTEM = (
@@ -95,6 +96,11 @@ def _ask(model: str, messages: list[dict[str, str]]) -> str:
             return pool.submit(contextvars.copy_context().run, asyncio.run, call()).result()
 
 
+def first_line(text: str) -> str:
+    """The first non-blank line of an error's text (litellm appends a traceback to some)."""
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
 def check_judge(check: Check, trajectory: Trajectory | None) -> tuple[bool, str]:
     """Run one judge check; ``(ok, message)``."""
     if trajectory is None:
@@ -108,8 +114,10 @@ def check_judge(check: Check, trajectory: Trajectory | None) -> tuple[bool, str]
         if cached is None:
             try:
                 content = _ask(check.model, messages)
-            except Exception as exc:  # noqa: BLE001 - a failed judge fails the check, with why
-                return False, f"judge {check.model} failed: {type(exc).__name__}: {str(exc)[:200]}"
+            except Exception as exc:  # noqa: BLE001 - the check could not run: the machine failed
+                raise JudgeUnavailableError(
+                    f"judge {check.model} failed: {type(exc).__name__}: {first_line(str(exc))[:200]}"
+                ) from exc
             verdict = parse_verdict(content)
             if verdict is None:
                 return False, f"judge {check.model} gave no verdict: {content[:120]!r}"

@@ -17,7 +17,7 @@ from typing import Any
 
 from harnessevolve.core import atif, interrupts
 from harnessevolve.core.atif import Trajectory
-from harnessevolve.core.errors import SandboxError
+from harnessevolve.core.errors import JudgeUnavailableError, SandboxError
 from harnessevolve.core.files import atomic_write_json
 from harnessevolve.core.infra import infra_detail, infra_reason
 from harnessevolve.core.redact import redact_obj
@@ -237,9 +237,9 @@ class Scorer:
                 self.references.get(task.id),
                 runner=self.check_runner,
             )
-        except SandboxError as exc:  # the checks' sandbox could not start: the machine, not the agent
+        except (SandboxError, JudgeUnavailableError) as exc:  # the checks could not run: the machine
             evaluation = Evaluation(task.id, 0.0, False, (f"checks not run: {exc.one_line()}",))
-            infra = infra or "sandbox_start"
+            infra = infra or ("judge" if isinstance(exc, JudgeUnavailableError) else "sandbox_start")
             trajectory = trajectory.with_extra(infra=infra, infra_detail=exc.one_line()[:300])
         finally:
             if rollout.workspace is not None:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from harnessevolve.core.atif import ObservationResult, Step, ToolCall, Trajectory
+from harnessevolve.core.errors import JudgeUnavailableError
 from harnessevolve.core.tasks import Check, Task
 from harnessevolve.evaluate.checkers import run_checks
 from harnessevolve.evaluate.judge_check import check_judge, parse_verdict
@@ -72,6 +73,19 @@ def test_judge_without_a_verdict_or_a_trajectory_fails(scripts, tmp_path: Path, 
     ok, message = check_judge(check, conversation_run("Hello!"))
     assert not ok and "gave no verdict" in message
     assert check_judge(check, None) == (False, "judge check needs the run's trajectory (none was given)")
+
+
+def test_a_judge_whose_model_call_fails_raises_so_the_check_is_not_counted_as_failed(
+    scripts, tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+    def down(messages, tools):
+        raise TimeoutError("no reply in 600 s (fake)")
+
+    check = Check(type="judge", assertion="The agent greeted the user.", model=scripts("judge-down", down))
+    with pytest.raises(JudgeUnavailableError, match="judge-down failed: .*no reply in 600 s"):
+        check_judge(check, conversation_run("Hello!"))
 
 
 def test_judge_is_a_check_kind_of_run_checks(judge, tmp_path: Path) -> None:

@@ -158,6 +158,43 @@ def test_a_rollout_whose_checks_cannot_start_their_sandbox_is_infra_and_retried(
     assert (scorer.infra.rollouts, scorer.infra.failures, scorer.infra.retried) == (2, 1, 1)
 
 
+def test_a_rollout_whose_judge_model_fails_is_infra_and_retried_not_an_agent_failure(
+    harness_dir: Path, scripts, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A judge check whose model call fails could not run: the machine failed, not the agent (no
+    error signal for it: without a reference it was once labelled a wrong argument)."""
+    from dataclasses import replace
+
+    from harnessevolve.core.tasks import Check, load_benchmark
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "judge-cache"))
+
+    def down(messages, tools):
+        raise ConnectionError("judge endpoint unreachable (fake)")
+
+    judge = scripts("judge-down", down)
+    task = load_benchmark("shell-onecall").split("train")[0]
+    task = replace(task, checks=(Check(type="judge", assertion="The agent answered.", model=judge),))
+    submits = scripts(
+        "submits", lambda m, t: {"tool_calls": [{"name": "submit", "arguments": {"answer": "x"}}]}
+    )
+    failures: list[InfraFailure] = []
+    scorer = Scorer(
+        LocalExecutor(1, UnsafeNoSandbox()),
+        model=submits,
+        seed=0,
+        references={},
+        infra=InfraTally(1.0, on_failure=failures.append),
+    )
+    (result,) = asyncio.run(scorer.score(load_harness(harness_dir), [task], "batch"))
+    assert result.infra == "judge" and result.score == 0 and result.signal is None
+    assert [(f.task_id, f.retry) for f in failures] == [(task.id, True), (task.id, False)]
+    detail = failures[-1].detail
+    assert detail.startswith("judge scripted/judge-down failed: ") and "unreachable (fake)" in detail
+    assert "\n" not in detail  # one line, never a traceback
+    assert scorer.infra.to_dict()["reasons"] == {"judge": 1}
+
+
 def test_run_summary_counts_a_sandbox_that_fails_to_start_as_infra_not_as_an_agent_failure(
     harness_dir: Path, cli, commander: str, shell_basics: Benchmark, failing_sandbox
 ) -> None:
