@@ -204,19 +204,29 @@ def generate(
     folder = reference_output_dir(bench, out)
     agent_model = model or agent.model
 
-    async def build() -> list[Generated]:
-        return [
-            await generate_reference(agent, t, model=agent_model, attempts=attempts, probes=probes, seed=seed)
-            for t in tasks
-        ]
+    async def build(advance: Callable[[], None]) -> list[Generated]:
+        results: list[Generated] = []
+        for t in tasks:  # each kept reference is written at once: a stop keeps the finished ones
+            r = await generate_reference(
+                agent, t, model=agent_model, attempts=attempts, probes=probes, seed=seed
+            )
+            if r.reference is not None:
+                save_reference(r.reference, folder, r.task_id)
+            results.append(r)
+            advance()
+        return results
 
-    results = asyncio.run(build())
+    with progress_hooks(stage="refs generate") as hooks:
+        started = (
+            hooks.on_progress("refs generate: hinted and unhinted runs", len(tasks))
+            if hooks.on_progress
+            else None
+        )
+        results = asyncio.run(build(started or (lambda: None)))
     table = Table(
         "task", "kept", "pass w/o hint", "pass with hint", "regret", "why", title=f"refs for {bench.name}"
     )
     for r in results:
-        if r.reference is not None:
-            save_reference(r.reference, folder, r.task_id)
         table.add_row(
             r.task_id,
             "yes" if r.reference else "no",

@@ -115,3 +115,35 @@ def test_regret_sampling_prefers_high_regret_tasks(shell_basics) -> None:
     uniform = [t.tags[0] for g in range(20) for t in sample_batch(train, 8, 0, g)]
     assert drawn.count("count-lines") > 2 * uniform.count("count-lines")
     assert len(set(drawn)) > 1  # every task keeps a chance
+
+
+def test_a_stop_on_a_later_task_keeps_the_references_already_made(
+    tmp_path: Path, cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each kept reference is written when its task is done: an error on the second task (here a
+    judge that could not be reached) ends the command with one line and keeps the first."""
+    from harnessevolve.cli import refs_cmd
+    from harnessevolve.core.errors import JudgeUnavailableError
+
+    real = refs_cmd.generate_reference
+    seen: list[str] = []
+
+    async def second_fails(agent, task, **kw):
+        seen.append(task.id)
+        if len(seen) == 2:
+            raise JudgeUnavailableError("judge scripted/down failed: ConnectionError: refused (fake)")
+        return await real(agent, task, **kw)
+
+    monkeypatch.setattr(refs_cmd, "generate_reference", second_fails)
+    register_script("honest", honest)
+    try:
+        args = ["refs", "generate", "-b", "shell-basics", "--task", TASK, "--task", "read-word-02"]
+        result = cli.invoke(
+            app, [*args, "-m", "scripted/honest", "--attempts", "1", "--probes", "0", "--out", str(tmp_path)]
+        )
+    finally:
+        unregister_script("honest")
+    assert result.exit_code == 2, result.output
+    assert "judge scripted/down failed" in result.output and "Traceback" not in result.output
+    assert seen == [TASK, "read-word-02"]
+    assert load(tmp_path / f"{TASK}.json").task_id == TASK
