@@ -13,8 +13,11 @@ Repaired (the call runs as repaired; each repair is a note in the rollout's ``ex
 - a value of the wrong JSON type where one conversion fits the schema: a numeric string for an
   integer or number, ``"true"``/``"false"`` for a boolean, a number or boolean for a string, a
   JSON text for an array or object, a single value for an array of that value's type; an enum
-  value up to case; a string wholly wrapped in one markdown code fence (```python ... ```): its
-  inside (a file's content written as in chat);
+  value (an array's items too) that stands for one option: up to case and separators, the one
+  option whose words it holds or that holds its words, or the one close spelling -- the enum is the
+  schema's, or a closed list the parameter's description states (``execute/stated_options.py``:
+  ``[Enum]: [...]``, ``Options are: a, b, c``, ``(Buy/Sell)``); a string wholly wrapped in one
+  markdown code fence (```python ... ```): its inside (a file's content written as in chat);
 - with the embedded model, a call written with raw quotes inside a string value (code with its
   docstrings), which JSON cannot read: read by its shape (``models/raw_call.py``).
 
@@ -35,6 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harnessevolve.execute.stated_options import with_stated_options
 from harnessevolve.models.raw_call import unfenced
 
 CLOSE_NAME = 0.85
@@ -75,7 +79,7 @@ def repair_call(
     if found != name:
         repair.notes.append(f"tool {name!r} -> {found!r}")
         repair.name = found
-    schema = schemas[found] or {}
+    schema = with_stated_options(schemas[found] or {})
     properties: dict[str, Any] = schema.get("properties") or {}
     required = [r for r in schema.get("required") or [] if r in properties]
     if arguments is None:
@@ -155,9 +159,18 @@ def coerce(value: Any, schema: dict[str, Any]) -> tuple[Any, str | None]:
     kind = schema.get("type")
     enum = schema.get("enum")
     if isinstance(enum, list) and value not in enum and isinstance(value, str):
-        same = [e for e in enum if isinstance(e, str) and e.lower() == value.lower()]
-        if len(same) == 1:
-            return same[0], f"{value!r} -> {same[0]!r} (enum)"
+        option = match_option(value, enum)
+        if option is not None:
+            return option, f"{value!r} -> {option!r} ({_options_word(schema)})"
+    items = schema.get("items")
+    if kind == "array" and isinstance(value, list) and isinstance(items, Mapping):
+        item_enum = items.get("enum")
+        if isinstance(item_enum, list) and any(v not in item_enum for v in value):
+            mapped = [
+                match_option(v, item_enum) if isinstance(v, str) and v not in item_enum else v for v in value
+            ]
+            if all(m is not None for m in mapped):
+                return mapped, f"{value!r} -> {mapped!r} ({_options_word(schema)})"
     if kind == "string" and isinstance(value, str) and (inner := unfenced(value)) is not None:
         return inner, "code fence around the value removed"
     if not isinstance(kind, str) or _fits(value, kind):
@@ -191,6 +204,38 @@ def coerce(value: Any, schema: dict[str, Any]) -> tuple[Any, str | None]:
         if item_kind is None or _fits(value, item_kind):
             return [value], "one value -> array"
     return value, None
+
+
+def match_option(value: str, options: list[Any]) -> str | None:
+    """The one option ``value`` stands for: the same up to case and separators (``BUY`` -> ``Buy``,
+    ``rear-left`` -> ``rear_left``), else the one option inside the value or the value inside it
+    (``First Class`` -> ``first``), else the one close spelling (``engaged`` -> ``engage``)."""
+    strings = [o for o in options if isinstance(o, str)]
+    if value in strings:
+        return value
+    key, words = _key(value), _words(value)
+    for rule in (
+        lambda o: _key(o) == key,
+        lambda o: bool(words) and bool(_words(o)) and (_words(o) <= words or words <= _words(o)),
+    ):
+        found = [o for o in strings if rule(o)]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            return None  # two readings: the model chooses, told the options
+    close = difflib.get_close_matches(value.lower(), [o.lower() for o in strings], n=2, cutoff=CLOSE_NAME)
+    if len(close) == 1:
+        return next(o for o in strings if o.lower() == close[0])
+    return None
+
+
+def _words(text: str) -> set[str]:
+    """The words of ``text``, lower case (``rear_left`` and ``First Class`` are two words each)."""
+    return set(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def _options_word(schema: Mapping[str, Any]) -> str:
+    return "an option its description states" if schema.get("x-stated-options") else "enum"
 
 
 def _fits(value: Any, kind: str) -> bool:
