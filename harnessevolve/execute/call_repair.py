@@ -15,7 +15,7 @@ Repaired (the call runs as repaired; each repair is a note in the rollout's ``ex
   JSON text for an array or object, a single value for an array of that value's type; an enum
   value (an array's items too) that stands for one option: up to case and separators, the one
   option whose words it holds or that holds its words, or the one close spelling -- the enum is the
-  schema's, or a closed list the parameter's description states (``execute/stated_options.py``:
+  schema's, or a closed list the parameter's description states (``core/stated_options.py``:
   ``[Enum]: [...]``, ``Options are: a, b, c``, ``(Buy/Sell)``); a string wholly wrapped in one
   markdown code fence (```python ... ```): its inside (a file's content written as in chat);
 - with the embedded model, a call written with raw quotes inside a string value (code with its
@@ -38,7 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harnessevolve.execute.stated_options import with_stated_options
+from harnessevolve.core.stated_options import with_stated_options
 from harnessevolve.models.raw_call import unfenced
 
 CLOSE_NAME = 0.85

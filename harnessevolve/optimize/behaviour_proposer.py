@@ -24,6 +24,8 @@ Per pattern (agent code / loop / tools):
   submit's answer is that argument, not a result;
 * unknown_tool: an unknown name goes to the closest tool / ``repair_calls`` / the closest tool names
   itself;
+* off_list_value: -- / ``repair_calls`` (a value matched to the one option its parameter allows,
+  from its enum or the list its description states, or answered with the options) / --;
 * malformed_call: a tool call written as JSON text is run / ``json_grammar`` with ``repair_calls``
   in one candidate (local model; the two together scored 33.3 on HumanEval 1.5B where the grammar
   alone scored 11.1 and the check alone 16.7), else (refused, or not a local model) ``repair_calls``
@@ -70,6 +72,7 @@ CAUSE_OF = {
     "wrong_submission": Cause.WRONG_ARGUMENT,
     "unknown_tool": Cause.UNKNOWN_TOOL,
     "malformed_call": Cause.FORMAT_ERROR,
+    "off_list_value": Cause.WRONG_ARGUMENT,
     "finishes_early": Cause.PREMATURE_FINISH,
     "untested_write": Cause.PREMATURE_FINISH,
 }
@@ -155,8 +158,19 @@ def _loop_edit(context: ProposalContext, pattern: Pattern, settings: dict[str, A
             "when the file does not parse, a Python function holds no code, or the write changed nothing."
         )
         return [edit], "check what each file write wrote", why
-    if pattern.kind in ("malformed_call", "unknown_tool") and not loop.get("repair_calls"):
+    if pattern.kind in ("malformed_call", "unknown_tool", "off_list_value") and not loop.get("repair_calls"):
         edit = {"op": "set_loop", "setting": "repair_calls", "value": True}
+        if pattern.kind == "off_list_value":
+            allowed = _shown(pattern.detail["options"])
+            why = (
+                f"the runs passed {pattern.detail['tool']} {pattern.detail['argument']}="
+                f"{pattern.detail['value']!r}, outside the values it allows ({allowed}), "
+                "and such a tool may take it without an error; each call is now checked against its "
+                "tool's schema and the value lists its descriptions state before it runs: a value that "
+                "stands for one listed option becomes that option, and one that fits none is answered "
+                "with the list instead of run."
+            )
+            return [edit], "check tool call values against the options their tools allow", why
         what = (
             "called tools the harness does not have"
             if pattern.kind == "unknown_tool"
@@ -281,6 +295,11 @@ def _tool_edit(context: ProposalContext, pattern: Pattern, settings: dict[str, A
         why = f"the runs called {detail['called']!r}, which is not a tool of this harness."
         return [edit], f"name tool {detail['closest']} exactly, not {detail['called']}", why
     return None
+
+
+def _shown(options: list[Any]) -> str:
+    text = ", ".join(str(o) for o in options[:8])
+    return text + (f", ... ({len(options) - 8} more)" if len(options) > 8 else "")
 
 
 LEVERS: tuple[Lever, ...] = (

@@ -11,6 +11,8 @@ runs' calls (``references``), the error clusters and the harness's own tool list
 * ``unknown_tool``: a failed run calls a tool the harness does not have;
 * ``malformed_call``: replies that are not tool calls, calls without their required arguments
   (``format_error`` / ``missing_argument`` clusters), or with a value wholly in a code fence;
+* ``off_list_value``: a failed run passed a task's tool a value outside the closed list the
+  parameter allows (its ``enum``, or a list its description states);
 * ``untested_write`` (not in ``DETECTORS``: measured on HumanEval with the 1.5B, the lever it
   proposes changed no task's outcome): a failed run wrote a file with the harness's ``write_file``
   tool and finished right after, with no other call between its last write and the submit
@@ -33,6 +35,7 @@ from typing import Any
 
 from harnessevolve.core.documents import bounded_yaml
 from harnessevolve.core.signals import Cause
+from harnessevolve.core.stated_options import with_stated_options
 from harnessevolve.models.raw_call import unfenced
 from harnessevolve.optimize.proposal import ProposalContext, ReferenceAction
 
@@ -203,7 +206,7 @@ def unknown_tool(context: ProposalContext, tools: HarnessTools) -> Pattern | Non
     passed run has (a task may bring tools of its own: those show up in its reference)."""
     if not tools.names:
         return None
-    known = set(tools.names)
+    known = set(tools.names) | set(context.task_tools)  # a task's own tools are no unknown names
     for runs in (context.references, context.passed_runs):
         known.update(a.tool for actions in runs.values() for a in actions)
     flagged = {
@@ -224,12 +227,55 @@ def unknown_tool(context: ProposalContext, tools: HarnessTools) -> Pattern | Non
     if not unknown_runs:
         return None
     name = names.most_common(1)[0][0]
-    close = difflib.get_close_matches(name, tools.names, n=1, cutoff=0.0)
+    offered = [*tools.names, *(t for t in context.task_tools if t not in tools.names)]
+    close = difflib.get_close_matches(name, offered, n=1, cutoff=0.0)
     return Pattern(
         "unknown_tool",
         tuple(unknown_runs),
         {"called": name, "closest": close[0] if close else tools.names[0]},
     )
+
+
+def off_list_value(context: ProposalContext, tools: HarnessTools) -> Pattern | None:
+    """Failed runs that passed a tool a value outside the closed list its parameter allows: the
+    schema's ``enum``, or a list its description states (``core/stated_options.py``). Many tools
+    take such a value without an error and do the wrong thing, so the run never learns of it."""
+    runs: list[str] = []
+    seen = Counter[tuple[str, str]]()
+    example: dict[tuple[str, str], tuple[Any, list[Any]]] = {}
+    for task, actions in context.failed_runs.items():
+        hit = False
+        for action in actions:
+            spec = context.task_tools.get(action.tool) or {}
+            parameters = spec.get("parameters")
+            if not isinstance(parameters, dict):
+                continue
+            properties = with_stated_options(parameters).get("properties") or {}
+            for key, value in (action.arguments or {}).items():
+                options = _allowed(properties.get(key))
+                values = value if isinstance(value, list) else [value]
+                off = [v for v in values if isinstance(v, str) and options and v not in options]
+                if off:
+                    hit = True
+                    seen[(action.tool, key)] += 1
+                    example.setdefault((action.tool, key), (off[0], options))
+        if hit:
+            runs.append(task)
+    if not runs:
+        return None
+    (tool, key), _ = seen.most_common(1)[0]
+    value, options = example[(tool, key)]
+    return Pattern(
+        "off_list_value", tuple(runs), {"tool": tool, "argument": key, "value": value, "options": options}
+    )
+
+
+def _allowed(prop: Any) -> list[Any]:
+    if not isinstance(prop, dict):
+        return []
+    items = prop.get("items")
+    enum = prop.get("enum") if "enum" in prop else items.get("enum") if isinstance(items, dict) else None
+    return list(enum) if isinstance(enum, list) else []
 
 
 def malformed_call(context: ProposalContext, tools: HarnessTools) -> Pattern | None:
@@ -288,7 +334,7 @@ def finishes_early(context: ProposalContext, tools: HarnessTools) -> Pattern | N
     return Pattern("finishes_early", tuple(runs), {}) if runs else None
 
 
-DETECTORS = (never_submits, wrong_submission, repeated_call, unknown_tool, malformed_call)
+DETECTORS = (never_submits, wrong_submission, repeated_call, unknown_tool, malformed_call, off_list_value)
 """In the order they are tried: a run that never finishes, or finishes with the wrong thing, scores
 nothing whatever else it did right."""
 

@@ -16,8 +16,8 @@ import yaml
 from test_tool_use import call, rollout
 
 from harnessevolve.core import paths
+from harnessevolve.core.stated_options import stated_options, with_stated_options
 from harnessevolve.execute.call_repair import match_option, repair_call
-from harnessevolve.execute.stated_options import stated_options, with_stated_options
 
 
 @pytest.mark.parametrize(

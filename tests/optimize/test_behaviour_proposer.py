@@ -204,6 +204,113 @@ def test_a_tasks_own_tools_are_not_unknown() -> None:
     assert [p.kind for p in find_patterns(ctx)] == []
 
 
+def test_a_tasks_own_tool_no_reference_called_is_not_unknown() -> None:
+    """A failed run that calls one of its task's tools that no reference or passed run used (read
+    from a BFCL 1.5B run: ``get_order_history`` flagged, and "closest" taken from the harness's
+    tools alone, ``submit``): the task offered it, so it is no unknown name."""
+    tasks = tasks_of("tool-use-example")
+    offered = {t.name: {"description": t.description, "parameters": t.parameters} for t in tasks[0].tools}
+    unused = ReferenceAction("listCart", {}, "{}")
+    ctx = dataclasses.replace(
+        context(SHELL_AGENT, tasks, lambda t: (unused, ReferenceAction("submit", {"answer": "1"}, ""))),
+        references={t.id: tuple(a for a in gold(t) if a.tool != "listCart") for t in tasks},
+        task_tools=offered,
+    )
+    assert "unknown_tool" not in [p.kind for p in find_patterns(ctx)]
+    misnamed_ctx = dataclasses.replace(
+        ctx, failed_runs={tasks[0].id: (ReferenceAction("listcart_items", {}, "error: unknown tool"),)}
+    )
+    (pattern,) = [p for p in find_patterns(misnamed_ctx) if p.kind == "unknown_tool"]
+    assert pattern.detail == {"called": "listcart_items", "closest": "listCart"}  # a task's tool too
+
+
+# --- values off a tool's list -----------------------------------------------------------------------
+
+
+def off_list_context(task_tools: dict, failed: dict[str, tuple[ReferenceAction, ...]]) -> ProposalContext:
+    tasks = tasks_of("tool-use-example")
+    editable = (*load_harness(SHELL_AGENT).editable, "harness.yaml")
+    ctx = context(SHELL_AGENT, tasks, lambda t: (), cause=Cause.WRONG_ARGUMENT, editable=editable)
+    return dataclasses.replace(ctx, task_tools=task_tools, failed_runs=failed)
+
+
+def test_a_value_off_a_stated_list_turns_on_repair_calls_on_a_cart() -> None:
+    """tool-use-example's addItem with its product stated as a list in the parameter's description:
+    runs that added "Milk" (which the cart takes, then prices at nothing) show the pattern."""
+    add = next(t for t in tasks_of("tool-use-example")[0].tools if t.name == "addItem")
+    parameters = dict(add.parameters)
+    parameters["properties"] = {
+        **parameters["properties"],
+        "name": {"type": "string", "description": "The product. Options are: apple, pear, milk, bread."},
+    }
+    failed = {
+        "a": (ReferenceAction("addItem", {"name": "Milk", "quantity": 1}, "added"),),
+        "b": (ReferenceAction("addItem", {"name": "milk", "quantity": 1}, "added"),),  # on the list
+    }
+    ctx = off_list_context({"addItem": {"description": add.description, "parameters": parameters}}, failed)
+    (pattern,) = [p for p in find_patterns(ctx) if p.kind == "off_list_value"]
+    assert pattern.tasks == ("a",)
+    assert pattern.detail == {
+        "tool": "addItem",
+        "argument": "name",
+        "value": "Milk",
+        "options": ["apple", "pear", "milk", "bread"],
+    }
+    candidate = propose(dataclasses.replace(ctx, failed_runs={"a": failed["a"]}))
+    assert list(candidate.edits) == [{"op": "set_loop", "setting": "repair_calls", "value": True}]
+    assert candidate.summary == "check tool call values against the options their tools allow"
+    assert (
+        "addItem name='Milk', outside the values it allows (apple, pear, milk, bread)" in candidate.rationale
+    )
+
+
+def test_a_value_off_an_enum_or_a_bfcl_tools_stated_list_is_found() -> None:
+    """BFCL's tools state their lists in words (``[Enum]: [...]``, ``(Buy/Sell)``); a schema's own
+    enum counts the same; a run whose values are all on the lists shows nothing."""
+    bfcl = {
+        "place_order": {
+            "description": "Place an order.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "order_type": {"type": "string", "description": "Type of the order (Buy/Sell)."},
+                    "amount": {"type": "integer", "description": "Number of shares."},
+                },
+            },
+        },
+        "lockDoors": {
+            "description": "Lock doors.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "door": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "description": '[Enum]: ["driver", "rear_left"]',
+                    },
+                    "unit": {"type": "string", "enum": ["a", "b"]},
+                },
+            },
+        },
+    }
+    failed = {
+        "t1": (ReferenceAction("place_order", {"order_type": "BUY", "amount": 100}, "{}"),),
+        "t2": (ReferenceAction("lockDoors", {"door": ["driver", "back"], "unit": "a"}, "{}"),),
+        "t3": (ReferenceAction("lockDoors", {"door": ["Rear-Left"], "unit": "c"}, "{}"),),
+        "t4": (ReferenceAction("place_order", {"order_type": "Sell", "amount": 1}, "{}"),),
+    }
+    (pattern,) = [p for p in find_patterns(off_list_context(bfcl, failed)) if p.kind == "off_list_value"]
+    assert pattern.tasks == ("t1", "t2", "t3")
+    assert pattern.detail == {
+        "tool": "lockDoors",
+        "argument": "door",
+        "value": "back",
+        "options": ["driver", "rear_left"],
+    }
+    on_the_lists = off_list_context(bfcl, {"t4": failed["t4"]})
+    assert "off_list_value" not in [p.kind for p in find_patterns(on_the_lists)]
+
+
 # --- malformed calls --------------------------------------------------------------------------------
 
 
