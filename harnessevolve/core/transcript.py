@@ -41,6 +41,17 @@ NO_TOOL_NUDGE = "You did not call a tool. Call one of the tools; call submit wit
 """The builtin loop's answer to a reply without a tool call (one-turn tasks)."""
 PARSE_NUDGE = "Your reply could not be read as a tool call ({error}). Reply with exactly one tool call."
 """The builtin loop's answer to a reply that could not be read as a tool call."""
+MISFIT_NUDGE = (
+    "Your tool call was not run: {error}. Call the tool again with arguments that fit its parameters."
+)
+"""...and to a call that was read but does not fit its tool's schema (a missing, unexpected or
+mistyped argument, a value off its enum): "could not be read" would send the model after its JSON."""
+_MISFIT = ("missing required argument", "unexpected argument", "argument '")
+
+
+def parse_nudge(error: str) -> str:
+    """The loop's answer to a reply the provider could not turn into a call that fits (``error``)."""
+    return (MISFIT_NUDGE if error.startswith(_MISFIT) else PARSE_NUDGE).format(error=error)
 
 
 def legacy_nudge(step: Step) -> str | None:

@@ -35,7 +35,7 @@ from typing import Any
 from harnessevolve.core.atif import ObservationResult, Step, ToolCall, Trajectory
 from harnessevolve.core.enums import StopReason
 from harnessevolve.core.tasks import Task
-from harnessevolve.core.transcript import NO_TOOL_NUDGE, PARSE_NUDGE
+from harnessevolve.core.transcript import NO_TOOL_NUDGE, PARSE_NUDGE, parse_nudge
 from harnessevolve.execute import check_writes, verify_finish
 from harnessevolve.execute.call_repair import repair_call
 from harnessevolve.execute.rollout_tools import OfferedTool, dispatch, rollout_tools
@@ -319,7 +319,7 @@ class AgentLoop:
         if reply.parse_error or not reply.tool_calls:
             error = f"parse_error: {reply.parse_error}" if reply.parse_error else "no_tool_call"
             transcript.add_reply(reply.content, extra={"error": error, **token_ids}, **meta)
-            nudge = PARSE_NUDGE.format(error=reply.parse_error) if reply.parse_error else NO_TOOL_NUDGE
+            nudge = parse_nudge(reply.parse_error) if reply.parse_error else NO_TOOL_NUDGE
             transcript.add_text("user", nudge, nudge=True)
             self.end_if_repeating(reply)  # the same unreadable reply, again and again
             return

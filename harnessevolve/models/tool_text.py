@@ -18,6 +18,7 @@ content with :attr:`ParsedReply.parse_error` saying why.
 from __future__ import annotations
 
 import ast
+import difflib
 import json
 import re
 from collections import deque
@@ -61,12 +62,9 @@ class ParsedToolCall:
 
 @dataclass(frozen=True)
 class ParsedReply:
-    """A model reply read under the tool protocol.
-
-    Exactly one of two shapes: ``tool_calls`` non-empty (``content`` is any prose around
-    the JSON, or None), or ``tool_calls`` empty and ``content`` the raw reply. When tools
-    were offered and the reply is not a valid call, ``parse_error`` says why.
-    """
+    """A model reply read under the tool protocol: ``tool_calls`` non-empty (``content`` is any
+    prose around the JSON, or None), or empty and ``content`` the raw reply. When tools were
+    offered and the reply is not a valid call, ``parse_error`` says why."""
 
     content: str | None
     tool_calls: tuple[ParsedToolCall, ...] = ()
@@ -400,6 +398,11 @@ def _match_tool(name: str, tools: Sequence[Mapping[str, Any]]) -> Mapping[str, A
     return next((t for n, t in by_name.items() if n.lower().replace("-", "_") == folded), None)
 
 
+def _closest(name: str, names: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, list(names), n=2, cutoff=0.6)  # the one close spelling
+    return f" (closest: '{close[0]}')" if len(close) == 1 else ""
+
+
 def _failure(text: str, error: str) -> ParsedReply:
     return ParsedReply(content=text, tool_calls=(), parse_error=error)
 
@@ -407,16 +410,13 @@ def _failure(text: str, error: str) -> ParsedReply:
 def parse_tool_reply(
     text: str, tools: Sequence[Mapping[str, Any]], *, keep_mistyped: bool = False
 ) -> ParsedReply:
-    """Read a model reply under the tool protocol; never raises.
-
-    Without ``tools`` the reply is plain content. With tools, the first JSON object that
-    names a tool is the call (later objects are ignored: the protocol asks for one);
-    prose around it becomes ``content``. Anything else is returned as plain content with
-    ``parse_error`` set: empty reply, no JSON, invalid JSON, no tool name, an unknown
-    tool, arguments that are not an object, missing required or mistyped arguments.
-    ``keep_mistyped``: an unknown tool or arguments that miss the schema come back as a call with
-    ``argument_error`` saying why, and a call with raw quotes in a value is read (``raw_call``),
-    for a caller that repairs calls (``loop.repair_calls``)."""
+    """Read a model reply under the tool protocol; never raises. Without ``tools`` the reply is
+    plain content. With tools, the first JSON object that names a tool is the call (later ones are
+    ignored), prose around it ``content``. Anything else is plain content with ``parse_error`` set:
+    empty reply, no or invalid JSON, no tool name, an unknown tool (the one close name said),
+    arguments not an object, missing or mistyped arguments. ``keep_mistyped``: an unknown tool or
+    arguments that miss the schema come back as a call with ``argument_error`` saying why, and raw
+    quotes in a value are read (``raw_call``), for a caller that repairs calls (``repair_calls``)."""
     text = text if isinstance(text, str) else str(text or "")
     if not tools:
         return ParsedReply(content=text)
@@ -435,7 +435,7 @@ def parse_tool_reply(
             continue
         name, raw_arguments = found
         tool = _match_tool(name, tools)
-        unknown = f"unknown tool '{name}'; available: {', '.join(names)}"
+        unknown = f"unknown tool '{name}'{_closest(name, names)}; available: {', '.join(names)}"
         if tool is None and not (keep_mistyped and isinstance(raw_arguments, (dict, type(None)))):
             return _failure(text, unknown)
         arguments = _as_arguments(raw_arguments)

@@ -13,6 +13,7 @@ from harnessevolve.core.transcript import (
     Entry,
     Transcript,
     legacy_nudge,
+    parse_nudge,
     steps_of,
 )
 
@@ -70,6 +71,25 @@ def test_trajectories_written_before_nudges_were_recorded_replay_the_loops_nudge
     assert legacy_nudge(Step(3, "agent", "done")) is None
     replay = Transcript.from_steps([Step(1, "user", "hi"), old], nudges=True).messages()
     assert replay[-1] == {"role": "user", "content": PARSE_NUDGE.format(error="bad json")}
+
+
+@pytest.mark.parametrize(
+    ("error", "start"),
+    [
+        (
+            "invalid JSON: Expecting ',' delimiter",
+            "Your reply could not be read as a tool call (invalid JSON",
+        ),
+        ("unknown tool 'cat' (closest: 'cut'); available: cut, ls", "Your reply could not be read"),
+        ("argument 'amount' should be integer, got str", "Your tool call was not run: argument 'amount'"),
+        ("missing required argument(s) path for tool 'read_file'", "Your tool call was not run: missing"),
+        ("argument 'mode' must be one of ['a', 'b'], got 'c'", "Your tool call was not run: argument 'mode'"),
+    ],
+)
+def test_a_call_that_was_read_but_misses_its_schema_is_not_called_unreadable(error: str, start: str) -> None:
+    """Read from BFCL 1.5B runs: a call with a mistyped argument was answered "could not be read
+    as a tool call", and the model rewrote the same call three times."""
+    assert parse_nudge(error).startswith(start)
 
 
 def test_unreadable_arguments_are_kept_raw_and_sent_back_as_they_were() -> None:

@@ -134,6 +134,9 @@ def fake_pool_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         sys.modules, "llama_cpp", types.SimpleNamespace(Llama=FakeLlama, StoppingCriteriaList=list)
     )
     monkeypatch.setattr(local, "_POOLS", {})
+    # the stand-in has no CPU backend to choose; the real one is chosen once per process, so a
+    # worker that met no real model before must not try it on the stand-in (or cache its absence)
+    monkeypatch.setattr(local, "ensure_cpu_backend", lambda: None)
     monkeypatch.setattr(local_pool.os, "cpu_count", lambda: 2)
     monkeypatch.setenv(local_pool.POOL_ENV, "2")
     return model
@@ -171,6 +174,7 @@ def test_two_instances_are_never_loaded_at_once(tmp_path: Path, monkeypatch: pyt
     model = tmp_path / "tiny.gguf"
     model.write_bytes(b"GGUF")
     monkeypatch.setitem(sys.modules, "llama_cpp", types.SimpleNamespace(Llama=OverlapLlama))
+    monkeypatch.setattr(local, "ensure_cpu_backend", lambda: None)  # as in fake_pool_model
     config = local.LocalModelConfig()
     loads = [threading.Thread(target=local._load_llama, args=(model, config, 1)) for _ in range(2)]
     for thread in loads:

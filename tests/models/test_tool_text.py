@@ -156,6 +156,18 @@ def test_leading_object_without_tool_name_is_skipped() -> None:
     assert reply.tool_calls[0].name == "read_file"
 
 
+def test_an_unknown_tool_error_names_the_one_close_name() -> None:
+    tools = [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}} for n in
+             ("check_tire_pressure", "startEngine", "lockDoors")]  # fmt: skip
+    close = parse_tool_reply('{"tool": "get_tire_pressure", "arguments": {}}', tools).parse_error
+    assert close == (
+        "unknown tool 'get_tire_pressure' (closest: 'check_tire_pressure'); available: "
+        "check_tire_pressure, startEngine, lockDoors"
+    )
+    far = parse_tool_reply('{"tool": "post_tweet", "arguments": {}}', tools).parse_error
+    assert far is not None and far.startswith("unknown tool 'post_tweet'; available:")
+
+
 @pytest.mark.parametrize(
     ("text", "error_part"),
     [
