@@ -93,6 +93,8 @@ class Expected:
         from harnessevolve.harness.load import load_harness
 
         resolved = {a.name: resolved_defaults(plan, a) for a in plan.arms}
+        package_identity()  # the commit read as the comparison starts (cached): a checkout moved
+        # while a cell runs must not name code the process never loaded
         return cls(
             benchmark_identity(plan.suite, plan.benchmark_given),
             model_identity(plan.model),

@@ -6,6 +6,8 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from harnessevolve.compare.identity import benchmark_identity
 from harnessevolve.core.tasks import Benchmark, Task
 
@@ -55,3 +57,27 @@ def test_the_test_split_alone_makes_the_identity(tmp_path: Path) -> None:
     reworded = replace(suite, tasks=(replace(suite.tasks[0], instruction="other"), suite.tasks[1]))
     assert _sha(suite) != _sha(reworded)
     assert benchmark_identity(suite, "x")["test_tasks"] == 1
+
+
+def test_the_commit_a_cell_names_is_read_when_the_comparison_starts(
+    bench: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cell may run for hours; a checkout moved meanwhile (another commit checked out in the
+    worktree) must not be the commit its result file names: the code that ran was loaded before."""
+    from compare_plans import LEARNER, write_plan
+
+    from harnessevolve.compare import identity
+    from harnessevolve.compare.plan import load_plan
+    from harnessevolve.compare.runner import Expected
+
+    head = {"commit": "aaaa111"}
+    monkeypatch.setattr(identity, "_commit", lambda folder: head["commit"])
+    identity.package_identity.cache_clear()
+    try:
+        plan = write_plan(tmp_path, model=LEARNER, benchmark=str(bench), harness={"template": "shell-agent"},
+                          seeds=[0], arms=[{"kind": "seed"}])  # fmt: skip
+        Expected.of(load_plan(plan))
+        head["commit"] = "bbbb222"  # the worktree moves while the cell runs
+        assert identity.package_identity()["commit"] == "aaaa111"  # not read again when a cell ends
+    finally:
+        identity.package_identity.cache_clear()
