@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -26,6 +27,7 @@ from typing import Any
 
 import harnessevolve
 from harnessevolve.core.tasks import Benchmark, Task
+from harnessevolve.execute.call_repair import describe
 from harnessevolve.execute.tools import ToolResult, truncate
 from harnessevolve.execute.workspace import tool_env
 from harnessevolve.sandbox.base import Sandbox, resolve_sandbox, tools_view, with_paths
@@ -42,6 +44,12 @@ START_TIMEOUT_S = 60.0
 MAX_RESULT_BYTES = 1_000_000
 """A tool result larger than this, JSON-encoded, is a tool error (the model sees a cut view anyway)."""
 STDERR_KEEP = 4000
+
+SIGNATURE_ERROR = re.compile(
+    r"unexpected keyword argument|missing \d+ required (?:positional |keyword-only )?argument|"
+    r"takes (?:\d+|from \d+ to \d+) positional arguments? but \d+"
+)
+"""A Python tool's call-signature ``TypeError`` (its message names no parameter it does take)."""
 
 
 class ToolServerError(Exception):
@@ -76,6 +84,8 @@ class ToolServer:
         self.timeout_s = timeout_s
         self.limit = limit
         self.offered: list[dict[str, Any]] = []
+        self.parameters: dict[str, dict[str, Any]] = {}
+        """The task's Python tools' JSON-schema parameters, named in a call-signature error."""
         self.dead: str | None = None
         self._stderr = bytearray()
         self._drain = asyncio.ensure_future(self._read_stderr())
@@ -132,6 +142,7 @@ class ToolServer:
         if not reply.get("ok"):
             raise ToolServerError(str(reply.get("error")))
         self.offered = list(reply.get("tools", []))
+        self.parameters = {t.name: dict(t.parameters or {}) for t in task.tools if t.python}
 
     async def _request(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         if self.dead:
@@ -162,7 +173,14 @@ class ToolServer:
         if reply.get("ok"):
             return ToolResult(truncate(result_text(reply.get("result")), self.limit))
         error = str(reply.get("error"))
-        return ToolResult(f"error: {error}", error=error.splitlines()[0][:300])
+        text = f"error: {error}"
+        if name in self.parameters and SIGNATURE_ERROR.search(error):  # a Python TypeError names
+            # the argument it refused, never the ones it takes: say them, as repair_calls does
+            schema = self.parameters[name]
+            found = schema.get("properties")
+            properties: dict[str, Any] = found if isinstance(found, dict) else {}
+            text += f"\nIts parameters: {describe(properties, list(schema.get('required') or []))}."
+        return ToolResult(text, error=error.splitlines()[0][:300])
 
     async def state(self) -> dict[str, Any] | None:
         """The server's state (``objects`` and ``calls``), or None when it is gone."""
