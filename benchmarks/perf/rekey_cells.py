@@ -41,20 +41,50 @@ def legacy_sha(suite: Benchmark, made_in: Path) -> str:
     return digest.hexdigest()[:16]
 
 
+def smoke() -> int:
+    """Two cells of BFCL's default set in a temporary folder: one keyed from a checkout elsewhere
+    (re-keyed), one keyed otherwise (left); exit 0 when exactly that happened."""
+    import tempfile
+
+    spec = "bfcl"
+    suite = load_benchmark_spec(spec)
+    with tempfile.TemporaryDirectory() as tmp:
+        made_in, out = Path(tmp) / "old-checkout", Path(tmp) / "results"
+        for arm, sha in (("seed", legacy_sha(suite, made_in)), ("other", "0123456789abcdef")):
+            folder = out / "cells" / arm / "seed-0"
+            folder.mkdir(parents=True)
+            doc = {"arm": {"name": arm}, "benchmark": {"spec": spec, "test_sha": sha}}
+            (folder / "result.json").write_text(json.dumps(doc))
+        status = rekey(out, made_in)
+        new = benchmark_identity(suite, spec)["test_sha"]
+        read = json.loads((out / "cells" / "seed" / "seed-0" / "result.json").read_text())
+    return 0 if status == 1 and read["benchmark"]["test_sha"] == new else 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("folder", type=Path)
-    parser.add_argument("--made-in", type=Path, required=True, help="the checkout the cells ran from")
+    parser.add_argument("folder", type=Path, nargs="?")
+    parser.add_argument("--made-in", type=Path, help="the checkout the cells ran from")
+    parser.add_argument("--smoke", action="store_true", help="re-key two made-up cells in a temporary folder")
     args = parser.parse_args()
+    if args.smoke:
+        return smoke()
+    if args.folder is None or args.made_in is None:
+        parser.error("FOLDER and --made-in are required")
+    return rekey(args.folder, args.made_in)
+
+
+def rekey(folder: Path, made_in: Path) -> int:
+    """Re-key the cells under ``folder`` made from ``made_in``; 1 when one matched neither hash."""
     suites: dict[str, tuple[str, str]] = {}
     status = 0
-    for path in sorted(args.folder.glob("cells/*/seed-*/result.json")):
+    for path in sorted(folder.glob("cells/*/seed-*/result.json")):
         doc = json.loads(path.read_text())
         bench = doc["benchmark"]
         spec = bench["spec"]
         if spec not in suites:
             suite = load_benchmark_spec(spec)
-            suites[spec] = (legacy_sha(suite, args.made_in), benchmark_identity(suite, spec)["test_sha"])
+            suites[spec] = (legacy_sha(suite, made_in), benchmark_identity(suite, spec)["test_sha"])
         old, new = suites[spec]
         if bench["test_sha"] == new:
             print(f"{path}: already {new}")
@@ -63,7 +93,7 @@ def main() -> int:
             path.write_text(json.dumps(doc, indent=2) + "\n")
             print(f"{path}: {old} -> {new}")
         else:
-            print(f"{path}: {bench['test_sha']} is neither {old} (made in {args.made_in}) nor {new}; left")
+            print(f"{path}: {bench['test_sha']} is neither {old} (made in {made_in}) nor {new}; left")
             status = 1
     return status
 

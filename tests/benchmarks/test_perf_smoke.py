@@ -45,6 +45,10 @@ SMOKE: dict[str, tuple[list[str], str]] = {
     "pooled_gate_simulation": (["--smoke"], r"\| no better \| no \| \d+\.\d% \| \d+\.\d% \| \d+\.\d% \|"),
     "gate_replay": (["--smoke"], r"\d+ decisions; agree with the run: default \(pooled \+ unopposed\) \d+"),
     "compare_overhead": (["--smoke"], r"compare \d+\.\d+ s \| by hand \d+\.\d+ s \| ratio \d+\.\d{3}"),
+    "rekey_cells": (
+        ["--smoke"],
+        r"(?s)(?=.*seed/seed-0/result\.json: [0-9a-f]{16} -> [0-9a-f]{16})(?=.*is neither)",
+    ),
     "compare_tables": (["--smoke", "README.md"], r"[1-9]\d* compare table\(s\) fresh in 1 file"),
 }
 SLOW_SMOKE: dict[str, tuple[list[str], str]] = {
