@@ -10,14 +10,14 @@ import functools
 import hashlib
 import json
 import subprocess
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from harnessevolve import __version__
 from harnessevolve.core.tasks import Benchmark
 from harnessevolve.runs.run_config import ExecutionConfig
-from harnessevolve.scoring.rollout_cache import task_fingerprint
+from harnessevolve.scoring.rollout_cache import code_digest, task_fingerprint
 
 SCORER = "harnessevolve.scoring.scorer.Scorer"
 """Every arm's final harness is scored by the pipeline's scorer (execute, then the task's checks)."""
@@ -25,12 +25,26 @@ SCORER = "harnessevolve.scoring.scorer.Scorer"
 
 def benchmark_identity(suite: Benchmark, spec: str) -> dict[str, Any]:
     """``name``, ``spec`` (as given; not compared: a folder's path differs between machines),
-    ``test_tasks`` and ``test_sha``: a hash of the test split's task ids and contents."""
+    ``test_tasks`` and ``test_sha``: a hash of the test split's task ids and contents. A task's
+    code folders (``python_path``) count by what they are, never by where this checkout sits: one
+    inside harnessevolve by its path in the package (its code is the commit the cell records),
+    any other by the hash of its Python files. Two checkouts of one commit, or a benchmark folder
+    copied to another machine, give one ``test_sha``."""
     tests = sorted(suite.split("test"), key=lambda t: t.id)
     digest = hashlib.sha256()
     for task in tests:
-        digest.update(f"{task.id}\0{task_fingerprint(task)}\n".encode())
+        placed = replace(task, python_path=tuple(_code_folder(p) for p in task.python_path))
+        digest.update(f"{task.id}\0{task_fingerprint(placed)}\n".encode())
     return {"name": suite.name, "spec": spec, "test_tasks": len(tests), "test_sha": digest.hexdigest()[:16]}
+
+
+def _code_folder(folder: str) -> str:
+    """``folder`` as the test split's identity holds it (``benchmark_identity``)."""
+    package = Path(__file__).resolve().parents[1]
+    try:
+        return f"harnessevolve/{Path(folder).resolve().relative_to(package).as_posix()}"
+    except ValueError:
+        return f"code {code_digest(Path(folder))}"
 
 
 def model_identity(model: str) -> dict[str, Any]:
