@@ -243,14 +243,17 @@ def off_list_value(context: ProposalContext, tools: HarnessTools) -> Pattern | N
     runs: list[str] = []
     seen = Counter[tuple[str, str]]()
     example: dict[tuple[str, str], tuple[Any, list[Any]]] = {}
+    schemas = {  # each tool's parameters with their stated lists, read once
+        name: with_stated_options(spec["parameters"]).get("properties") or {}
+        for name, spec in context.task_tools.items()
+        if isinstance(spec.get("parameters"), dict)
+    }
     for task, actions in context.failed_runs.items():
         hit = False
         for action in actions:
-            spec = context.task_tools.get(action.tool) or {}
-            parameters = spec.get("parameters")
-            if not isinstance(parameters, dict):
+            properties = schemas.get(action.tool)
+            if properties is None:
                 continue
-            properties = with_stated_options(parameters).get("properties") or {}
             for key, value in (action.arguments or {}).items():
                 options = _allowed(properties.get(key))
                 values = value if isinstance(value, list) else [value]
