@@ -29,6 +29,7 @@ from harnessevolve.core.atif import Trajectory
 from harnessevolve.core.conversation import transcript_text
 from harnessevolve.core.errors import JudgeUnavailableError
 from harnessevolve.core.tasks import Check
+from harnessevolve.evaluate.observations import first_line
 
 JUDGE_SYSTEM = (
     "You check one assertion about a conversation between a user and an AI agent (with the agent's "
@@ -96,11 +97,6 @@ def _ask(model: str, messages: list[dict[str, str]]) -> str:
             return pool.submit(contextvars.copy_context().run, asyncio.run, call()).result()
 
 
-def first_line(text: str) -> str:
-    """The first non-blank line of an error's text (litellm appends a traceback to some)."""
-    return next((line.strip() for line in text.splitlines() if line.strip()), "")
-
-
 def check_judge(check: Check, trajectory: Trajectory | None) -> tuple[bool, str]:
     """Run one judge check; ``(ok, message)``."""
     if trajectory is None:
@@ -115,8 +111,9 @@ def check_judge(check: Check, trajectory: Trajectory | None) -> tuple[bool, str]
             try:
                 content = _ask(check.model, messages)
             except Exception as exc:  # noqa: BLE001 - the check could not run: the machine failed
+                said = first_line(str(exc))[:200]  # litellm appends a traceback to some errors
                 raise JudgeUnavailableError(
-                    f"judge {check.model} failed: {type(exc).__name__}: {first_line(str(exc))[:200]}"
+                    f"judge {check.model} failed: {type(exc).__name__}: {said}"
                 ) from exc
             verdict = parse_verdict(content)
             if verdict is None:

@@ -34,9 +34,9 @@ _ERROR_LINE = re.compile(
 _SHORT = 160
 
 
-def _first_line(text: str) -> str:
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-    return line[:_SHORT]
+def first_line(text: str) -> str:
+    """The first non-blank line of ``text``, stripped ('' when there is none)."""
+    return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
 
 
 def _json_error(doc: object) -> str | None:
@@ -74,5 +74,5 @@ def tool_error(content: str | None) -> str | None:
         return f"traceback: {last[:_SHORT]}"
     line = _ERROR_LINE.search(text)
     if line:
-        return _first_line(text[line.start() :])
+        return first_line(text[line.start() :])[:_SHORT]
     return None

@@ -109,3 +109,34 @@ def test_strict_reading_names_the_message_and_lenient_reading_skips_it() -> None
         steps_of(orphan, strict=True)
     assert caught.value.field == "messages[0].tool_call_id"
     assert steps_of(orphan) == []
+
+
+def test_the_parse_nudge_tells_misfits_from_unreadable_replies_as_the_provider_words_them() -> None:
+    """``parse_nudge`` keys on the words of ``models.tool_text.validate_arguments``: a change there
+    must not silently send a mistyped call back as "could not be read"."""
+    from harnessevolve.models.tool_text import parse_tool_reply
+
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "wait",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"seconds": {"type": "integer"}, "mode": {"enum": ["a", "b"]}},
+                    "required": ["seconds"],
+                    "additionalProperties": False,
+                },
+            },
+        }
+    ]
+    for misfit in (
+        '{"seconds": "5"}',
+        '{"mode": "a"}',
+        '{"seconds": 1, "mode": "c"}',
+        '{"seconds": 1, "x": 2}',
+    ):
+        error = parse_tool_reply(f'{{"tool": "wait", "arguments": {misfit}}}', tools).parse_error
+        assert error is not None and parse_nudge(error).startswith("Your tool call was not run: "), error
+    unreadable = parse_tool_reply("I will wait a second.", tools).parse_error
+    assert unreadable is not None and parse_nudge(unreadable).startswith("Your reply could not be read")
