@@ -149,6 +149,25 @@ async def _settled(main: Coroutine[Any, Any, T]) -> T:
     return result
 
 
+UNWIND_GRACE_S = 30.0
+"""How long tasks still unwinding when the main task ended get to finish their clean-up (a
+rollout closing its tool server: kill, reap) before the loop cancels what is left and closes."""
+
+
+def _let_the_rest_unwind(loop: asyncio.AbstractEventLoop) -> None:
+    """Wait (at most ``UNWIND_GRACE_S``) for the tasks that were cancelled and are still unwinding
+    when the main task ended.
+
+    ``asyncio.gather`` ends as soon as one child is cancelled while the others still run their
+    ``finally`` blocks; ``asyncio.Runner`` would then cancel every task left, the helper tasks
+    of that clean-up included (``wait_for``'s inner wait), cutting short the kill and reap of a
+    rollout's processes: an unreaped subprocess is reported after the loop closed ("Event loop
+    is closed" tracebacks on Ctrl-C). Tasks nobody cancelled are left to the runner."""
+    unwinding = [t for t in asyncio.all_tasks(loop) if not t.done() and t.cancelling()]
+    if unwinding:
+        loop.run_until_complete(asyncio.wait(unwinding, timeout=UNWIND_GRACE_S))
+
+
 def run_async(main: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run(main)`` that stops gracefully on SIGINT or SIGTERM: the first cancels the main
     task (its ``finally`` blocks run) and ``KeyboardInterrupt`` is raised once it has unwound; a
@@ -182,6 +201,7 @@ def run_async(main: Coroutine[Any, Any, T]) -> T:
                 raise KeyboardInterrupt(seen[0]) from None
             raise
         finally:
+            _let_the_rest_unwind(loop)
             for sig, handler in before.items():
                 # Once stopping, a later signal is only counted until the command's own handlers
                 # come back (``stop_signals``): raising it between here and ``saving()`` would cut

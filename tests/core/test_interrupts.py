@@ -74,3 +74,47 @@ def test_model_calls_in_successive_run_async_loops_leave_no_litellm_warning(
     gc.collect()
     err = capfd.readouterr().err
     assert "LoggingWorker" not in err and "Task was destroyed" not in err, err
+
+
+def test_a_stop_lets_every_cancelled_task_finish_its_clean_up_before_the_loop_closes() -> None:
+    """``gather`` ends with its first cancelled child while the others still clean up (a rollout
+    killing and reaping its tool server, through ``wait_for``): the loop must not cancel that
+    clean-up's helper tasks (once it did, unreaped processes were reported as "Event loop is
+    closed" tracebacks after Ctrl-C)."""
+    cleaned: list[str] = []
+
+    async def quick() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            cleaned.append("quick")
+
+    async def slow(released: asyncio.Event) -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            # a clean-up that needs more than one loop turn, through a helper task, as a reap is
+            await asyncio.wait_for(released.wait(), 30)
+            cleaned.append("slow")
+
+    kept: list[asyncio.Task[None]] = []
+
+    async def main() -> None:
+        released = asyncio.Event()
+
+        async def release_later() -> None:
+            for _ in range(20):  # some loop turns after the gather has ended
+                await asyncio.sleep(0)
+            released.set()
+
+        children = asyncio.gather(quick(), slow(released))
+        await asyncio.sleep(0)
+        os.kill(os.getpid(), signal.SIGINT)
+        try:
+            await children
+        finally:
+            kept.append(asyncio.ensure_future(release_later()))  # nobody cancels it
+
+    with interrupts.stop_signals(), pytest.raises(KeyboardInterrupt):
+        interrupts.run_async(main())
+    assert sorted(cleaned) == ["quick", "slow"]
