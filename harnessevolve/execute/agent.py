@@ -37,7 +37,7 @@ from harnessevolve.core.enums import StopReason
 from harnessevolve.core.tasks import Task
 from harnessevolve.core.transcript import NO_TOOL_NUDGE, PARSE_NUDGE, parse_nudge
 from harnessevolve.execute import check_writes, verify_finish
-from harnessevolve.execute.call_repair import repair_call
+from harnessevolve.execute.call_checks import checked_call, error_kind
 from harnessevolve.execute.rollout_tools import OfferedTool, dispatch, rollout_tools
 from harnessevolve.execute.tool_server import ToolServer, ToolServerError, agent_view, with_read_only
 from harnessevolve.execute.user_turn import simulated_turn
@@ -230,7 +230,7 @@ class AgentLoop:
                 errors.append(f"unknown_tool: {name}")
             elif missing is not None:
                 output = missing
-                errors.append(f"missing_arguments: {name}")
+                errors.append(f"{error_kind(missing, self.rollout)}: {name}")
             elif given is None:
                 output = f"error: arguments of {call.name} are not a JSON object: {call.raw_arguments[:200]}"
                 errors.append(f"bad_arguments: {call.name}")
@@ -267,19 +267,8 @@ class AgentLoop:
         return Actions(tuple(calls), tuple(observations), tuple(errors), submitted)
 
     def repaired(self, call: ModelToolCall) -> tuple[str, dict[str, Any] | None, str | None]:
-        """``(tool name, arguments, error)`` of a call as it will run: as the model made it, or, with
-        ``loop.repair_calls``, checked against its tool's schema (``execute/call_repair.py``); the
-        error is set when the call must not run (a required argument missing, a value that fits no
-        reading of the schema)."""
-        if not self.loop.repair_calls:
-            return call.name, call.arguments, None
-        schemas = {name: tool.spec.parameters for name, tool in self.tools.items()}
-        repair = repair_call(call.name, call.arguments, call.raw_arguments or "", schemas)
-        if repair.notes:
-            self.rollout.extra.setdefault("call_repairs", []).append(
-                {"call": call.id, "tool": call.name, "notes": repair.notes}
-            )
-        return repair.name, repair.arguments, repair.error
+        """``(tool name, arguments, error)`` of a call as it will run (``execute/call_checks.py``)."""
+        return checked_call(call, self.loop, self.tools, self.rollout)
 
     def check_answer(self, answer: str, calls: list[ToolCall], submit: str) -> tuple[str, str | None] | None:
         """``loop.answer_check``: for a submitted ``answer`` that is none of the ARGUMENT values this

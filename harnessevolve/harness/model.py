@@ -78,6 +78,11 @@ class LoopSettings:
     a near-miss tool or argument name, or a value of the wrong type, is repaired where one reading
     fits; a call missing a required argument is answered with what it needs instead of run.
     Recorded as ``extra.call_repairs``."""
+    refuse_placeholders: bool = False
+    """Answer a call of a task's tool once instead of running it when a value looks made up and
+    appears nowhere in what the agent was told (``'your_password'``, ``'12345'``, a parameter's name
+    for its value; ``execute/placeholder_check.py``); the same call made again runs. Recorded as
+    ``extra.placeholders``."""
     verify_finish: bool = False
     """Hold back the agent's first attempt to finish (a submit, or a reply ending a multi-turn
     task's turn) once per turn, quoting the request and asking whether every part of it is done

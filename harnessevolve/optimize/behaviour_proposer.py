@@ -26,6 +26,8 @@ Per pattern (agent code / loop / tools):
   itself;
 * off_list_value: -- / ``repair_calls`` (a value matched to the one option its parameter allows,
   from its enum or the list its description states, or answered with the options) / --;
+* placeholder_value: -- / ``refuse_placeholders`` (a call whose value looks made up and was never
+  told is answered once, asking for the real value: look it up, or ask) / --;
 * malformed_call: a tool call written as JSON text is run / ``json_grammar`` with ``repair_calls``
   in one candidate (local model; the two together scored 33.3 on HumanEval 1.5B where the grammar
   alone scored 11.1 and the check alone 16.7), else (refused, or not a local model) ``repair_calls``
@@ -73,6 +75,7 @@ CAUSE_OF = {
     "unknown_tool": Cause.UNKNOWN_TOOL,
     "malformed_call": Cause.FORMAT_ERROR,
     "off_list_value": Cause.WRONG_ARGUMENT,
+    "placeholder_value": Cause.WRONG_ARGUMENT,
     "finishes_early": Cause.PREMATURE_FINISH,
     "untested_write": Cause.PREMATURE_FINISH,
 }
@@ -158,6 +161,15 @@ def _loop_edit(context: ProposalContext, pattern: Pattern, settings: dict[str, A
             "when the file does not parse, a Python function holds no code, or the write changed nothing."
         )
         return [edit], "check what each file write wrote", why
+    if pattern.kind == "placeholder_value" and not loop.get("refuse_placeholders"):
+        edit = {"op": "set_loop", "setting": "refuse_placeholders", "value": True}
+        detail = pattern.detail
+        why = (
+            f"the runs passed {detail['tool']} {detail['argument']}={detail['value']!r} ({detail['why']}), "
+            "a value they were never told; a call whose value looks made up is now answered once "
+            "instead of run, asking for the real value (look it up with a tool, or ask the user)."
+        )
+        return [edit], "answer calls with made-up values instead of running them", why
     if pattern.kind in ("malformed_call", "unknown_tool", "off_list_value") and not loop.get("repair_calls"):
         edit = {"op": "set_loop", "setting": "repair_calls", "value": True}
         if pattern.kind == "off_list_value":

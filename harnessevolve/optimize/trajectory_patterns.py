@@ -13,6 +13,9 @@ runs' calls (``references``), the error clusters and the harness's own tool list
   (``format_error`` / ``missing_argument`` clusters), or with a value wholly in a code fence;
 * ``off_list_value``: a failed run passed a task's tool a value outside the closed list the
   parameter allows (its ``enum``, or a list its description states);
+* ``placeholder_value``: a failed run passed a task's tool a value that looks made up (a fill-in
+  marker, the digit run ``12345``, a parameter's name for its value) and that appears nowhere in
+  its instruction or the results before it (``core/placeholder_values.py``);
 * ``untested_write`` (not in ``DETECTORS``: measured on HumanEval with the 1.5B, the lever it
   proposes changed no task's outcome): a failed run wrote a file with the harness's ``write_file``
   tool and finished right after, with no other call between its last write and the submit
@@ -34,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harnessevolve.core.documents import bounded_yaml
+from harnessevolve.core.placeholder_values import placeholders
 from harnessevolve.core.signals import Cause
 from harnessevolve.core.stated_options import with_stated_options
 from harnessevolve.models.raw_call import unfenced
@@ -273,6 +277,33 @@ def off_list_value(context: ProposalContext, tools: HarnessTools) -> Pattern | N
     )
 
 
+def placeholder_value(context: ProposalContext, tools: HarnessTools) -> Pattern | None:
+    """Failed runs that passed a task's tool a value that looks made up and that the run was never
+    told: not in its instruction, nor in a result before the call (a later user turn of a
+    multi-turn task is not known here, so a value given there may be counted: the gate decides)."""
+    runs: list[str] = []
+    seen = Counter[tuple[str, str]]()
+    example: dict[tuple[str, str], tuple[Any, str]] = {}
+    for task, actions in context.failed_runs.items():
+        told = context.instructions.get(task, "")
+        hit = False
+        for action in actions:
+            if action.tool in context.task_tools and action.tool not in tools.names:
+                for key, value, why in placeholders(action.arguments or {}, told):
+                    hit = True
+                    seen[(action.tool, key)] += 1
+                    example.setdefault((action.tool, key), (value, why))
+            told += "\n" + action.observation
+        if hit:
+            runs.append(task)
+    if not runs:
+        return None
+    (tool, key), _ = seen.most_common(1)[0]
+    value, why = example[(tool, key)]
+    detail = {"tool": tool, "argument": key, "value": value, "why": why}
+    return Pattern("placeholder_value", tuple(runs), detail)
+
+
 def _allowed(prop: Any) -> list[Any]:
     if not isinstance(prop, dict):
         return []
@@ -337,7 +368,15 @@ def finishes_early(context: ProposalContext, tools: HarnessTools) -> Pattern | N
     return Pattern("finishes_early", tuple(runs), {}) if runs else None
 
 
-DETECTORS = (never_submits, wrong_submission, repeated_call, unknown_tool, malformed_call, off_list_value)
+DETECTORS = (
+    never_submits,
+    wrong_submission,
+    repeated_call,
+    unknown_tool,
+    malformed_call,
+    off_list_value,
+    placeholder_value,
+)
 """In the order they are tried: a run that never finishes, or finishes with the wrong thing, scores
 nothing whatever else it did right."""
 
