@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import sys
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -152,6 +153,8 @@ async def _settled(main: Coroutine[Any, Any, T]) -> T:
 UNWIND_GRACE_S = 30.0
 """How long tasks still unwinding when the main task ended get to finish their clean-up (a
 rollout closing its tool server: kill, reap) before the loop cancels what is left and closes."""
+SAY_AFTER_S = 1.0
+"""A clean-up still under way after this long is announced on stderr (how long, how to force)."""
 
 
 def _let_the_rest_unwind(loop: asyncio.AbstractEventLoop) -> None:
@@ -164,8 +167,15 @@ def _let_the_rest_unwind(loop: asyncio.AbstractEventLoop) -> None:
     rollout's processes: an unreaped subprocess is reported after the loop closed ("Event loop
     is closed" tracebacks on Ctrl-C). Tasks nobody cancelled are left to the runner."""
     unwinding = [t for t in asyncio.all_tasks(loop) if not t.done() and t.cancelling()]
-    if unwinding:
-        loop.run_until_complete(asyncio.wait(unwinding, timeout=UNWIND_GRACE_S))
+    if not unwinding:
+        return
+    _, left = loop.run_until_complete(asyncio.wait(unwinding, timeout=SAY_AFTER_S))
+    if left:
+        sys.stderr.write(
+            f"Waiting up to {UNWIND_GRACE_S:g} s for {len(left)} task(s) to clean up "
+            f"(Ctrl-C {FORCE_AFTER - 1} more times stops at once).\n"
+        )
+        loop.run_until_complete(asyncio.wait(left, timeout=UNWIND_GRACE_S - SAY_AFTER_S))
 
 
 def run_async(main: Coroutine[Any, Any, T]) -> T:
@@ -201,10 +211,13 @@ def run_async(main: Coroutine[Any, Any, T]) -> T:
                 raise KeyboardInterrupt(seen[0]) from None
             raise
         finally:
-            _let_the_rest_unwind(loop)
-            for sig, handler in before.items():
-                # Once stopping, a later signal is only counted until the command's own handlers
-                # come back (``stop_signals``): raising it between here and ``saving()`` would cut
-                # short the clean-up that writes where the run stopped.
-                restored = _count if seen else handler if handler is not None else signal.SIG_DFL
-                signal.signal(sig, restored)
+            try:
+                if len(seen) < FORCE_AFTER:  # a forced stop does not wait
+                    _let_the_rest_unwind(loop)
+            finally:
+                for sig, handler in before.items():
+                    # Once stopping, a later signal is only counted until the command's own
+                    # handlers come back (``stop_signals``): raising it between here and
+                    # ``saving()`` would cut short the clean-up that writes where the run stopped.
+                    restored = _count if seen else handler if handler is not None else signal.SIG_DFL
+                    signal.signal(sig, restored)

@@ -1,21 +1,27 @@
 """Tool call values that look made up: a placeholder where a real value had to be found first.
 
 Small agents fill a parameter they do not know with a stand-in rather than looking the value up or
-asking: ``password='your_password'``, ``order_id='order_id'``, ``receiver_id="Michael's user_id"``,
-``booking_id='12345'``, ``passport_number='P12345678'``. The tool then fails, or worse, acts on
+asking: ``password='your_password'``, ``client_id='<client_id>'``, ``order_id='order_id'``,
+``receiver_id="Michael's user_id"``, ``booking_id='12345'``. The tool then fails, or worse, acts on
 nothing, and the run goes on as if it had worked. A value counts as a placeholder only when it
-appears nowhere in what the agent was told (the user's messages, earlier tool results) and it
+appears nowhere in what the agent was told (its system message, the user's messages, the tools'
+schemas, earlier tool results) and it is one of a few narrow shapes:
 
-- is a fill-in marker: ``your_...``, ``<name>``, ``{name}``, ``[name]``, ``xxx``, the word
-  ``placeholder``;
-- holds the digit run ``12345`` (``12345``, ``P12345678``, ``booking_12345``);
-- names a parameter instead of giving its value, with no digit in it: its words hold all the words
-  of one of the tool's parameter names (``order_id='order_id'``), or a snake_case / camelCase name
-  ending in an identifier word (``user_id`` in ``"Michael's user_id"``, ``accountNumber``).
+- a fill-in marker: ``your_...`` with no space in it, a name of two or more words joined by ``_``
+  or spaces in angle brackets, braces or square brackets (``<access_token>``, ``{file_name}``,
+  ``[USER_ID]``; not ``<div>`` or ``[ERROR]``), or ``xxx``;
+- the digit run ``12345`` not inside a longer count (``12345``, ``P12345678``, ``booking_12345``;
+  not ``0123456789``);
+- a parameter's name instead of its value, as one bare token or a short possessive phrase: one
+  of the call's argument names (``order_id='order_id'``), or, for a parameter whose own name ends
+  in an identifier word (``..._id``, ``...name``, ``...number``...), a snake_case or camelCase name
+  ending in the same word (``user_id`` in ``"Michael's user_id"`` for ``receiver_id``).
 
-Nothing here names a benchmark, a tool or a task: it reads the call, its parameter names and the
-conversation. ``execute/placeholder_check.py`` answers such calls once instead of running them
-(``loop.refuse_placeholders``); the optimizer's ``placeholder_value`` detector finds them in failed runs.
+The rule is narrow on purpose: a made-up value of another shape (``john_doe``,
+``user@example.com``) passes, and free text, paths, queries and code never match. Nothing here
+names a benchmark, a tool or a task. ``execute/placeholder_check.py`` answers such calls once
+instead of running them (``loop.refuse_placeholders``); the optimizer's ``placeholder_value``
+detector finds them in failed runs.
 """
 
 from __future__ import annotations
@@ -28,17 +34,19 @@ MAX_CHARS = 80
 """Longer values are text the agent composed (a message, a command), not a looked-up value."""
 
 _WORD = re.compile(r"[a-z0-9]+")
+_NAME_INSIDE = r"(?:[A-Za-z][A-Za-z0-9]*(?:[_ ][A-Za-z0-9]+)+)"
 _MARKER = re.compile(
-    r"^(?:your[_ -]\w.*|<[^<>]{1,40}>|\{\{?\s*[\w .-]{1,40}\s*\}?\}|\[[A-Za-z_ -]{1,40}\])$",
-    re.IGNORECASE,
+    rf"^(?:[Yy]our_[A-Za-z0-9_]+|<\s*{_NAME_INSIDE}\s*>|\{{\{{?\s*{_NAME_INSIDE}\s*\}}?\}}|\[\s*{_NAME_INSIDE}\s*\])$"
 )
-_MARKER_WORD = re.compile(r"(?:^|[^a-z])(?:placeholder|x{3,})(?:$|[^a-z])", re.IGNORECASE)
-_DIGITS = re.compile(r"12345")
+_XXX = re.compile(r"(?:^|[^a-z])x{3,}(?:$|[^a-z])", re.IGNORECASE)
+_DIGITS = re.compile(r"(?<![0-9])12345")
 _PARAMETER_LIKE = re.compile(r"\b[a-z]+(?:_[a-z]+)+\b|\b[a-z]+(?:[A-Z][a-z]+)+\b")
+_SHORT_PHRASE = re.compile(r"^[A-Za-z_][\w']*(?: [\w']+){0,3}$")
+"""At most four words of letters, digits, ``_`` and ``'``: no path, list, query or sentence."""
 ID_WORDS = frozenset(
     {"id", "ids", "name", "number", "code", "token", "key", "password", "username", "email", "secret"}
 )
-"""A name-like value ending in one of these words stands for a value to look up (``user_id``)."""
+"""A parameter whose name ends in one of these words takes a value to look up (``user_id``)."""
 
 
 def _words(text: str) -> list[str]:
@@ -46,39 +54,43 @@ def _words(text: str) -> list[str]:
     return _WORD.findall(spaced.lower())
 
 
-def _names_a_parameter(value: str, names: list[str]) -> str | None:
-    """The parameter-like name the value holds (all of that name's words, in order), or None."""
-    if any(ch.isdigit() for ch in value):
+def _names_a_parameter(value: str, name: str, names: list[str]) -> str | None:
+    """The parameter name ``value`` gives instead of a value, or None: one of the call's argument
+    names as the whole value, or, for an identifier-like parameter, a name-like token ending in
+    the parameter's identifier word inside a short phrase."""
+    if any(ch.isdigit() for ch in value) or not _SHORT_PHRASE.match(value):
         return None
-    words = _words(value)
-    found: list[str] = [n for n in _PARAMETER_LIKE.findall(value) if _words(n)[-1] in ID_WORDS]
-    for name in [*names, *found]:
-        wanted = _words(name)
-        if len(wanted) < 2 and value.strip().lower() != name.lower():
-            continue  # one plain word ("name", "city") is too common to mean a stand-in
-        for start in range(len(words) - len(wanted) + 1):
-            if words[start : start + len(wanted)] == wanted:
-                return name
+    bare = _words(value)
+    for other in {name, *names}:
+        if other and bare == _words(other):
+            return other
+    last = _words(name)[-1:] if name else []
+    if not last or last[0] not in ID_WORDS:
+        return None
+    for token in _PARAMETER_LIKE.findall(value):
+        if _words(token)[-1] == last[0]:
+            return str(token)
     return None
 
 
 def why_placeholder(name: str, value: Any, seen: str, names: list[str] | None = None) -> str | None:
     """Why ``value`` (given for parameter ``name``) looks like a placeholder, in a few words; None
-    when it does not, or when it appears in ``seen`` (what the agent was told, lowercased or not).
-    ``names``: the call's other argument names (a value may name one of those)."""
+    when it does not, or when it appears in ``seen`` (what the agent was told; pass it lowercased:
+    the value is looked up lowercased). ``names``: the call's argument names."""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         return None
     text = str(value).strip()
-    if not text or len(text) > MAX_CHARS or text.lower() in seen.lower():
+    if not text or len(text) > MAX_CHARS:
         return None
-    if _MARKER.match(text) or _MARKER_WORD.search(text):
-        return "a fill-in marker"
-    if _DIGITS.search(text):
-        return "a made-up number"
-    named = _names_a_parameter(text, [name, *(names or [])])
-    if named is not None:
-        return f"the name {named!r}, not a value"
-    return None
+    if _MARKER.match(text) or _XXX.search(text):
+        why = "a fill-in marker"
+    elif _DIGITS.search(text):
+        why = "a made-up number"
+    elif (named := _names_a_parameter(text, name, names or [])) is not None:
+        why = f"the name {named!r}, not a value"
+    else:
+        return None
+    return None if text.lower() in seen else why
 
 
 def leaf_values(arguments: Any, key: str = "") -> Iterator[tuple[str, Any]]:
@@ -94,9 +106,11 @@ def leaf_values(arguments: Any, key: str = "") -> Iterator[tuple[str, Any]]:
         yield key, arguments
 
 
-def placeholders(arguments: Any, seen: str) -> list[tuple[str, Any, str]]:
-    """``(parameter, value, why)`` for each value of a call's ``arguments`` that looks made up."""
-    names = list(arguments) if isinstance(arguments, dict) else []
+def placeholders(arguments: Any, told: str) -> list[tuple[str, Any, str]]:
+    """``(parameter, value, why)`` for each value of a call's ``arguments`` that looks made up and
+    is not in ``told`` (what the agent was told, any case)."""
+    names = [str(k) for k in arguments] if isinstance(arguments, dict) else []
+    seen = told.lower()
     found = []
     for key, value in leaf_values(arguments):
         why = why_placeholder(key, value, seen, names)

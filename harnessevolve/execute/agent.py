@@ -37,13 +37,12 @@ from harnessevolve.core.enums import StopReason
 from harnessevolve.core.tasks import Task
 from harnessevolve.core.transcript import NO_TOOL_NUDGE, PARSE_NUDGE, parse_nudge
 from harnessevolve.execute import check_writes, verify_finish
-from harnessevolve.execute.call_checks import checked_call, error_kind
+from harnessevolve.execute.call_checks import checked_call
 from harnessevolve.execute.rollout_tools import OfferedTool, dispatch, rollout_tools
 from harnessevolve.execute.tool_server import ToolServer, ToolServerError, agent_view, with_read_only
 from harnessevolve.execute.user_turn import simulated_turn
 from harnessevolve.harness.model import ANSWER_CHECK_REPLY, FINAL_SUBMIT_ASK, Harness
 from harnessevolve.models import ModelReply, acomplete
-from harnessevolve.models.call import ModelToolCall
 from harnessevolve.sandbox.base import Sandbox, resolve_sandbox
 
 # fmt: off
@@ -221,7 +220,7 @@ class AgentLoop:
         calls, observations, errors = [], [], []
         submitted = False
         for call in reply.tool_calls:
-            name, given, missing = self.repaired(call)
+            name, given, missing, kind = checked_call(call, self.loop, self.tools, self.rollout)
             tool = self.tools.get(name)
             arguments = given if given is not None else {}
             calls.append(ToolCall(call.id, name, arguments))
@@ -230,7 +229,7 @@ class AgentLoop:
                 errors.append(f"unknown_tool: {name}")
             elif missing is not None:
                 output = missing
-                errors.append(f"{error_kind(missing, self.rollout)}: {name}")
+                errors.append(f"{kind}: {name}")
             elif given is None:
                 output = f"error: arguments of {call.name} are not a JSON object: {call.raw_arguments[:200]}"
                 errors.append(f"bad_arguments: {call.name}")
@@ -265,10 +264,6 @@ class AgentLoop:
                     submitted = True
             observations.append(ObservationResult(call.id, output))
         return Actions(tuple(calls), tuple(observations), tuple(errors), submitted)
-
-    def repaired(self, call: ModelToolCall) -> tuple[str, dict[str, Any] | None, str | None]:
-        """``(tool name, arguments, error)`` of a call as it will run (``execute/call_checks.py``)."""
-        return checked_call(call, self.loop, self.tools, self.rollout)
 
     def check_answer(self, answer: str, calls: list[ToolCall], submit: str) -> tuple[str, str | None] | None:
         """``loop.answer_check``: for a submitted ``answer`` that is none of the ARGUMENT values this

@@ -8,34 +8,43 @@ read against what the agent was told so far -- the user's messages and every too
 ``core/placeholder_values.py`` says whether it looks like a placeholder (a fill-in marker, the digit
 run ``12345``, a parameter's name instead of its value). Such a call is answered with
 :data:`REFUSED_REPLY`; the same call made again runs (the agent may know better, and the check never
-blocks a run). The finishing tool is never checked: an answer is free text.
+blocks a run).
 
-Recorded in the rollout's ``extra.placeholders``: one entry per refusal (``step``, ``tool``,
-``argument``, ``value``, ``why``). Nothing here names a benchmark or a task.
+Only a task's Python and MCP tools are checked (the harness's own tools, a runtime component's
+notes and command tools are not). What the agent was told: its system message (the task's
+context), the user's messages, the offered tools' schemas (a value an enum or a description
+gives) and every tool result (this check's own refusals left out, so quoting a value does not
+make it told). Recorded in the rollout's ``extra.placeholders``: one entry per refused call
+(``step``, ``tool``, ``call``: the call's key, ``values``: each ``argument``, ``value`` and ``why``).
+Nothing here names a benchmark or a task.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from harnessevolve.core.placeholder_values import placeholders
 from harnessevolve.execute.loop_state import Rollout
 
 REFUSED_REPLY = (
-    "error: {tool} was not run: {argument}={value!r} looks like a placeholder ({why}); it appears nowhere in "
+    "error: {tool} was not run: {values} {looks} like a placeholder ({why}) and appears nowhere in "
     "this conversation. Use the real value: one the user gave or an earlier tool result returned. "
     "If you do not have it yet, find it with a tool first, or ask the user."
 )
+REFUSAL_MARK = "like a placeholder ("
+"""In every refusal: a result holding it is the loop's own words, not something the agent was told."""
 
 
 def told(rollout: Rollout) -> str:
-    """What the agent was told so far: the user's messages (the loop's own nudges left out) and
-    every tool result."""
-    parts = [
-        str(e.message.get("content") or "")
-        for e in rollout.transcript.entries
-        if (e.message["role"] == "user" and not e.nudge) or e.message["role"] == "tool"
-    ]
+    """What the agent was told so far: its system message, the user's messages (the loop's own
+    nudges left out), the offered tools' schemas and every tool result but this check's refusals."""
+    parts = [json.dumps(rollout.offered, ensure_ascii=False)]
+    for entry in rollout.transcript.entries:
+        role, content = entry.message["role"], str(entry.message.get("content") or "")
+        given = role == "system" or (role == "user" and not entry.nudge)
+        if given or (role == "tool" and REFUSAL_MARK not in content):
+            parts.append(content)
     return "\n".join(parts)
 
 
@@ -44,23 +53,30 @@ def _refused(rollout: Rollout) -> list[dict[str, Any]]:
     return found if isinstance(found, list) else []
 
 
+def _call_key(tool: str, arguments: dict[str, Any]) -> str:
+    return tool + json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
+
+
 def hold_placeholder(rollout: Rollout, tool: str, arguments: dict[str, Any]) -> str | None:
     """The reply to a call of ``tool`` with ``arguments`` that must not run yet (a value looks
     made up, and this very call was not refused before), else None."""
     found = placeholders(arguments, told(rollout))
     if not found:
         return None
-    argument, value, why = found[0]
-    before = {(r.get("tool"), r.get("argument"), r.get("value")) for r in _refused(rollout)}
-    if (tool, argument, str(value)) in before:
-        return None  # asked once: the agent keeps the value, so it runs
+    key = _call_key(tool, arguments)
+    if any(r.get("call") == key for r in _refused(rollout)):
+        return None  # asked once: the agent keeps the values, so the call runs
     rollout.extra.setdefault("placeholders", []).append(
         {
             "step": len(rollout.steps()) + 1,
             "tool": tool,
-            "argument": argument,
-            "value": str(value),
-            "why": why,
+            "call": key,
+            "values": [{"argument": a, "value": str(v), "why": w} for a, v, w in found],
         }
     )
-    return REFUSED_REPLY.format(tool=tool, argument=argument, value=value, why=why)
+    shown = found[:3]
+    values = ", ".join(f"{a}={v!r}" for a, v, _ in shown)
+    whys = "; ".join(dict.fromkeys(w for _, _, w in shown))
+    return REFUSED_REPLY.format(
+        tool=tool, values=values, looks="looks" if len(shown) == 1 else "look", why=whys
+    )

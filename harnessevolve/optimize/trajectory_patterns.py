@@ -279,13 +279,14 @@ def off_list_value(context: ProposalContext, tools: HarnessTools) -> Pattern | N
 
 def placeholder_value(context: ProposalContext, tools: HarnessTools) -> Pattern | None:
     """Failed runs that passed a task's tool a value that looks made up and that the run was never
-    told: not in its instruction, nor in a result before the call (a later user turn of a
+    told: not in the tools' schemas, its instruction, nor a result before the call (a later user turn of a
     multi-turn task is not known here, so a value given there may be counted: the gate decides)."""
     runs: list[str] = []
     seen = Counter[tuple[str, str]]()
     example: dict[tuple[str, str], tuple[Any, str]] = {}
+    schemas = json.dumps(context.task_tools, ensure_ascii=False)  # a value an enum gives is told
     for task, actions in context.failed_runs.items():
-        told = context.instructions.get(task, "")
+        told = schemas + "\n" + context.instructions.get(task, "")
         hit = False
         for action in actions:
             if action.tool in context.task_tools and action.tool not in tools.names:

@@ -118,3 +118,35 @@ def test_a_stop_lets_every_cancelled_task_finish_its_clean_up_before_the_loop_cl
     with interrupts.stop_signals(), pytest.raises(KeyboardInterrupt):
         interrupts.run_async(main())
     assert sorted(cleaned) == ["quick", "slow"]
+
+
+def test_a_forced_stop_does_not_wait_for_clean_up_and_the_handlers_come_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The third signal stops at once: no grace for tasks still cleaning up (a clean-up that hangs
+    would otherwise hold the exit), and the command's own handlers are back either way."""
+    waited: list[bool] = []
+    monkeypatch.setattr(interrupts, "_let_the_rest_unwind", lambda _loop: waited.append(True))
+
+    async def main() -> None:
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            await asyncio.Event().wait()
+        finally:  # a clean-up the user will not wait for: Ctrl-C twice more
+            for _ in range(interrupts.FORCE_AFTER - 1):
+                os.kill(os.getpid(), signal.SIGINT)
+            await asyncio.Event().wait()
+
+    with interrupts.stop_signals():
+        with pytest.raises(KeyboardInterrupt):
+            interrupts.run_async(main())
+        assert waited == []
+        assert signal.getsignal(signal.SIGINT) is interrupts._count  # counted until stop_signals ends
+
+    async def one_stop() -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        await asyncio.Event().wait()
+
+    with interrupts.stop_signals(), pytest.raises(KeyboardInterrupt):
+        interrupts.run_async(one_stop())
+    assert waited == [True]  # a graceful stop lets the rest unwind

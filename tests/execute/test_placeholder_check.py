@@ -32,7 +32,8 @@ REPO = Path(__file__).resolve().parents[2]
         ("order_id", 12345, "a made-up number"),
         ("order_id", "order_id", "the name 'order_id', not a value"),
         ("receiver_id", "Michael's user_id", "the name 'user_id', not a value"),
-        ("to", "accountNumber", "the name 'accountNumber', not a value"),
+        ("account_number", "accountNumber", "the name 'account_number', not a value"),
+        ("user", "[USER_ID]", "a fill-in marker"),
     ],
 )
 def test_a_made_up_value_is_named_with_why(name: str, value: object, why: str) -> None:
@@ -53,6 +54,22 @@ def test_a_made_up_value_is_named_with_why(name: str, value: object, why: str) -
         ("token", "abc123"),
         ("flag", True),
         ("message", "Hi Sam, " + "my travel plans have changed " * 4),  # composed text, too long
+        # legitimate values of other kinds of tools (SQL, files, web, email, search, patterns):
+        ("query", "SELECT first_name, last_name FROM users"),
+        ("sort_by", "first_name"),
+        ("path", "config/api_key.txt"),
+        ("fields", "user_id,email"),
+        ("selector", "getElementById"),
+        ("subject", "Your refund"),
+        ("message", "Your order has been cancelled."),
+        ("pattern", "[a-z]"),
+        ("pattern", "[ERROR]"),
+        ("html", "<div>"),
+        ("attribute", "placeholder"),
+        ("search_query", "how to write a good search query"),
+        ("alphabet", "abcxyz0123456789"),
+        ("amount", 112345),
+        ("grant_type", "refresh_token"),
     ],
 )
 def test_a_real_looking_value_is_not(name: str, value: object) -> None:
@@ -64,7 +81,7 @@ def test_a_value_the_agent_was_told_is_never_a_placeholder() -> None:
     assert (
         placeholders({"username": "your_username", "password": "12345", "order_id": "order_id"}, told) == []
     )
-    assert placeholders({"user": {"ids": ["U1", "user_id"]}}, "")[0][:2] == ("ids", "user_id")  # nested
+    assert placeholders({"order": {"items": ["A1", "<item_id>"]}}, "")[0][:2] == ("items", "<item_id>")
 
 
 def test_no_value_of_any_reference_run_in_the_repository_looks_made_up() -> None:
@@ -117,7 +134,9 @@ def test_a_cart_item_given_as_a_placeholder_is_answered_not_added(scripts) -> No
         "error: addItem was not run: name='<product_name>' looks like a placeholder (a fill-in marker)"
     )
     assert first.extra["error"] == "placeholder_value: addItem"
-    assert trajectory.extra["placeholders"][0]["value"] == "<product_name>"
+    assert trajectory.extra["placeholders"][0]["values"] == [
+        {"argument": "name", "value": "<product_name>", "why": "a fill-in marker"}
+    ]
     assert result.passed
     plain, result = rollout(
         bench, "cart-total", scripts("cart-placeholder-plain", cart_policy), harness_dir=TOOL_AGENT
@@ -200,6 +219,54 @@ def test_a_bfcl_booking_id_made_up_is_answered_and_the_real_one_passes(scripts) 
     assert plain < 1.0 and refused == []
     checked, refused = score(True)
     assert checked == 1.0
-    assert [(r["tool"], r["argument"], r["value"]) for r in refused] == [
-        ("retrieve_invoice", "booking_id", "booking_12345")
+    assert [(r["tool"], r["values"]) for r in refused] == [
+        (
+            "retrieve_invoice",
+            [{"argument": "booking_id", "value": "booking_12345", "why": "a made-up number"}],
+        )
     ]
+
+
+def test_a_call_is_refused_once_for_all_its_values_and_only_a_tasks_own_tool_is_checked() -> None:
+    from harnessevolve.core.transcript import Transcript
+    from harnessevolve.execute.call_checks import checked_call
+    from harnessevolve.execute.loop_state import Rollout
+    from harnessevolve.execute.rollout_tools import OfferedTool
+    from harnessevolve.harness.model import LoopSettings, ToolSpec
+    from harnessevolve.models.call import ModelToolCall
+
+    schema = {"type": "object", "properties": {"user": {"type": "string"}, "password": {"type": "string"}}}
+    served = OfferedTool(ToolSpec("login", "Log in.", schema), served=True)
+    notes = OfferedTool(ToolSpec("notes", "Your notes.", {"type": "object"}))  # a component's tool
+    tools = {"login": served, "notes": notes}
+    rollout = Rollout(Transcript())
+    rollout.transcript.add_text("system", "You help users.")
+    rollout.transcript.add_text("user", "Log me in.")
+    loop = LoopSettings(refuse_placeholders=True)
+    made_up = ModelToolCall("c1", "login", {"user": "your_username", "password": "your_password"})
+    first = checked_call(made_up, loop, tools, rollout)
+    assert first.kind == "placeholder_value"
+    assert (
+        first.error is not None and "user='your_username', password='your_password' look like" in first.error
+    )
+    rollout.transcript.add_text("tool", first.error)  # quoted in the refusal: still not told
+    again = checked_call(made_up, loop, tools, rollout)
+    assert again.error is None and len(rollout.extra["placeholders"]) == 1  # asked once per call
+    other = ModelToolCall("c2", "login", {"user": "your_username", "password": "hunter2"})
+    assert checked_call(other, loop, tools, rollout).kind == "placeholder_value"  # another call
+    note = ModelToolCall("c3", "notes", {"text": "find the order_id"})
+    assert checked_call(note, loop, tools, rollout).error is None
+    assert checked_call(made_up, LoopSettings(), tools, Rollout(Transcript())).error is None  # off
+
+
+def test_a_value_the_tools_schema_or_system_message_gives_is_told() -> None:
+    from harnessevolve.core.transcript import Transcript
+    from harnessevolve.execute.loop_state import Rollout
+    from harnessevolve.execute.placeholder_check import hold_placeholder
+
+    rollout = Rollout(Transcript())
+    rollout.transcript.add_text("system", "Policy: the guest account is your_guest.")
+    rollout.offered = ({"function": {"name": "sort", "parameters": {"enum": ["customer_name"]}}},)
+    assert hold_placeholder(rollout, "login", {"user": "your_guest"}) is None
+    assert hold_placeholder(rollout, "sort", {"name": "customer_name"}) is None
+    assert hold_placeholder(rollout, "sort", {"name": "account_name"}) is not None

@@ -22,7 +22,7 @@ def cart_tools() -> dict:
 def test_a_made_up_value_turns_on_refuse_placeholders() -> None:
     assert placeholder_value in DETECTORS
     failed = {
-        "a": (ReferenceAction("addItem", {"name": "<product>", "quantity": 1}, "added"),),
+        "a": (ReferenceAction("addItem", {"name": "<product_name>", "quantity": 1}, "added"),),
         "b": (ReferenceAction("addItem", {"name": "milk", "quantity": 1}, "added"),),
     }
     ctx = off_list_context(cart_tools(), failed)
@@ -31,13 +31,14 @@ def test_a_made_up_value_turns_on_refuse_placeholders() -> None:
     assert pattern.detail == {
         "tool": "addItem",
         "argument": "name",
-        "value": "<product>",
+        "value": "<product_name>",
         "why": "a fill-in marker",
     }
     candidate = propose(ctx)
     assert list(candidate.edits) == [{"op": "set_loop", "setting": "refuse_placeholders", "value": True}]
     assert candidate.summary == "answer calls with made-up values instead of running them"
-    assert "addItem name='<product>' (a fill-in marker), a value they were never told" in candidate.rationale
+    told = "addItem name='<product_name>' (a fill-in marker), a value they were never told"
+    assert told in candidate.rationale
 
 
 def test_bfcl_calls_with_made_up_ids_show_it_and_a_value_told_before_does_not() -> None:
