@@ -4,12 +4,12 @@ and no value of any reference run in the repository looks made up."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from scored_run import scored_run
 from test_tool_use import call, rollout
 
 from harnessevolve.core import paths
@@ -167,13 +167,9 @@ def test_a_bfcl_booking_id_made_up_is_answered_and_the_real_one_passes(scripts) 
     tool fails and the task scores less; refused once, the agent (here a script) uses the real id."""
     pytest.importorskip("bfcl_eval")
     from harnessevolve.adapters import load_benchmark_spec
-    from harnessevolve.evaluate.checkers import run_checks
-    from harnessevolve.execute.agent import run_agent
     from harnessevolve.execute.tool_server import benchmark_sandbox
-    from harnessevolve.execute.workspace import create_workspace, remove_workspace
     from harnessevolve.harness.load import load_harness
     from harnessevolve.scoring.references import gold_replies
-    from harnessevolve.scoring.sandboxed_checks import sandboxed_runner
 
     bench = load_benchmark_spec("bfcl:base:184")
     task = bench.tasks[0]
@@ -203,17 +199,8 @@ def test_a_bfcl_booking_id_made_up_is_answered_and_the_real_one_passes(scripts) 
         harness = load_harness(TOOL_AGENT)
         harness = replace(harness, loop=replace(harness.loop, refuse_placeholders=check, max_steps=50))
         model = scripts(f"bfcl-placeholder-{check}", policy_for())
-
-        async def go():
-            workspace = await create_workspace(task, sandbox=sandbox)
-            try:
-                run = await run_agent(harness, task, workspace, model=model, seed=0, sandbox=sandbox)
-                checked = run_checks(task, workspace, None, runner=sandboxed_runner(sandbox), trajectory=run)
-                return checked.score, run.extra.get("placeholders", [])
-            finally:
-                remove_workspace(workspace)
-
-        return asyncio.run(go())
+        score, run = scored_run(harness, task, model, sandbox)
+        return score, run.extra.get("placeholders", [])
 
     plain, refused = score(False)
     assert plain < 1.0 and refused == []

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from scored_run import scored_run
 from test_tool_use import call, rollout
 
 from harnessevolve.core import paths
@@ -114,13 +115,9 @@ def test_a_bfcl_call_with_a_value_off_its_stated_list_runs_with_the_listed_one(s
     as the one option its description states, and the task's gold calls pass."""
     pytest.importorskip("bfcl_eval")
     from harnessevolve.adapters import load_benchmark_spec
-    from harnessevolve.evaluate.checkers import run_checks
-    from harnessevolve.execute.agent import run_agent
     from harnessevolve.execute.tool_server import benchmark_sandbox
-    from harnessevolve.execute.workspace import create_workspace, remove_workspace
     from harnessevolve.harness.load import load_harness
     from harnessevolve.scoring.references import gold_replies
-    from harnessevolve.scoring.sandboxed_checks import sandboxed_runner
 
     bench = load_benchmark_spec("bfcl:base:102")
     task = bench.tasks[0]
@@ -135,17 +132,8 @@ def test_a_bfcl_call_with_a_value_off_its_stated_list_runs_with_the_listed_one(s
         harness = load_harness(paths.builtin_dir("harnesses") / "tool-agent")
         harness = replace(harness, loop=replace(harness.loop, repair_calls=repair, max_steps=50))
         model = scripts(f"bfcl-upper-{repair}", list(replies))
-
-        async def go():
-            workspace = await create_workspace(task, sandbox=sandbox)
-            try:
-                run = await run_agent(harness, task, workspace, model=model, seed=0, sandbox=sandbox)
-                checked = run_checks(task, workspace, None, runner=sandboxed_runner(sandbox), trajectory=run)
-                return checked.score, [n for r in run.extra.get("call_repairs", []) for n in r["notes"]]
-            finally:
-                remove_workspace(workspace)
-
-        return asyncio.run(go())
+        score, run = scored_run(harness, task, model, sandbox)
+        return score, [n for r in run.extra.get("call_repairs", []) for n in r["notes"]]
 
     plain, notes = score(False)
     assert plain < 1.0 and notes == []
