@@ -41,7 +41,8 @@ def told(rollout: Rollout) -> str:
     nudges left out), the offered tools' schemas and every tool result but this check's refusals."""
     parts = [json.dumps(rollout.offered, ensure_ascii=False)]
     for entry in rollout.transcript.entries:
-        role, content = entry.message["role"], str(entry.message.get("content") or "")
+        msg = entry.message
+        role, content = msg["role"], str(msg.get("content") or "")
         given = role == "system" or (role == "user" and not entry.nudge)
         if given or (role == "tool" and REFUSAL_MARK not in content):
             parts.append(content)
