@@ -41,20 +41,26 @@ def legacy_sha(suite: Benchmark, made_in: Path) -> str:
     return digest.hexdigest()[:16]
 
 
+def plant_cells(out: Path, made_in: Path, suite: Benchmark, spec: str) -> None:
+    """Two made-up cells under ``out``: ``seed`` keyed by the old hash of a checkout at ``made_in``
+    (to be re-keyed), ``other`` keyed otherwise (to be left)."""
+    for arm, sha in (("seed", legacy_sha(suite, made_in)), ("other", "0123456789abcdef")):
+        folder = out / "cells" / arm / "seed-0"
+        folder.mkdir(parents=True)
+        doc = {"arm": {"name": arm}, "benchmark": {"name": suite.name, "spec": spec, "test_sha": sha}}
+        (folder / "result.json").write_text(json.dumps(doc, indent=2) + "\n")
+
+
 def smoke() -> int:
-    """Two cells of BFCL's default set in a temporary folder: one keyed from a checkout elsewhere
-    (re-keyed), one keyed otherwise (left); exit 0 when exactly that happened."""
+    """The two cells of ``plant_cells`` on BFCL's default set in a temporary folder; exit 0 when
+    the first was re-keyed and the second left."""
     import tempfile
 
     spec = "bfcl"
     suite = load_benchmark_spec(spec)
     with tempfile.TemporaryDirectory() as tmp:
         made_in, out = Path(tmp) / "old-checkout", Path(tmp) / "results"
-        for arm, sha in (("seed", legacy_sha(suite, made_in)), ("other", "0123456789abcdef")):
-            folder = out / "cells" / arm / "seed-0"
-            folder.mkdir(parents=True)
-            doc = {"arm": {"name": arm}, "benchmark": {"spec": spec, "test_sha": sha}}
-            (folder / "result.json").write_text(json.dumps(doc))
+        plant_cells(out, made_in, suite, spec)
         status = rekey(out, made_in)
         new = benchmark_identity(suite, spec)["test_sha"]
         read = json.loads((out / "cells" / "seed" / "seed-0" / "result.json").read_text())

@@ -73,24 +73,20 @@ def _names_a_parameter(value: str, name: str, names: list[str]) -> str | None:
     return None
 
 
-def why_placeholder(name: str, value: Any, seen: str, names: list[str] | None = None) -> str | None:
-    """Why ``value`` (given for parameter ``name``) looks like a placeholder, in a few words; None
-    when it does not, or when it appears in ``seen`` (what the agent was told; pass it lowercased:
-    the value is looked up lowercased). ``names``: the call's argument names."""
+def why_placeholder(name: str, value: Any, names: list[str] | None = None) -> str | None:
+    """Why ``value`` (given for parameter ``name``) looks like a placeholder, in a few words, by its
+    shape alone; None when it does not. ``names``: the call's argument names."""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         return None
     text = str(value).strip()
     if not text or len(text) > MAX_CHARS:
         return None
     if _MARKER.match(text) or _XXX.search(text):
-        why = "a fill-in marker"
-    elif _DIGITS.search(text):
-        why = "a made-up number"
-    elif (named := _names_a_parameter(text, name, names or [])) is not None:
-        why = f"the name {named!r}, not a value"
-    else:
-        return None
-    return None if text.lower() in seen else why
+        return "a fill-in marker"
+    if _DIGITS.search(text):
+        return "a made-up number"
+    named = _names_a_parameter(text, name, names or [])
+    return None if named is None else f"the name {named!r}, not a value"
 
 
 def leaf_values(arguments: Any, key: str = "") -> Iterator[tuple[str, Any]]:
@@ -106,14 +102,19 @@ def leaf_values(arguments: Any, key: str = "") -> Iterator[tuple[str, Any]]:
         yield key, arguments
 
 
-def placeholders(arguments: Any, told: str) -> list[tuple[str, Any, str]]:
-    """``(parameter, value, why)`` for each value of a call's ``arguments`` that looks made up and
-    is not in ``told`` (what the agent was told, any case)."""
+def suspects(arguments: Any) -> list[tuple[str, Any, str]]:
+    """``(parameter, value, why)`` for each value of a call's ``arguments`` shaped like a
+    placeholder, whatever the agent was told (cheap: most calls have none)."""
     names = [str(k) for k in arguments] if isinstance(arguments, dict) else []
-    seen = told.lower()
     found = []
     for key, value in leaf_values(arguments):
-        why = why_placeholder(key, value, seen, names)
+        why = why_placeholder(key, value, names)
         if why is not None:
             found.append((key, value, why))
     return found
+
+
+def untold(found: list[tuple[str, Any, str]], told: str) -> list[tuple[str, Any, str]]:
+    """The ``suspects`` whose value appears nowhere in ``told`` (what the agent was told, any case)."""
+    seen = told.lower()
+    return [(key, value, why) for key, value, why in found if str(value).strip().lower() not in seen]

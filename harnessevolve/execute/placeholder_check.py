@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harnessevolve.core.placeholder_values import placeholders
+from harnessevolve.core.placeholder_values import suspects, untold
 from harnessevolve.execute.loop_state import Rollout
 
 REFUSED_REPLY = (
@@ -61,7 +61,9 @@ def _call_key(tool: str, arguments: dict[str, Any]) -> str:
 def hold_placeholder(rollout: Rollout, tool: str, arguments: dict[str, Any]) -> str | None:
     """The reply to a call of ``tool`` with ``arguments`` that must not run yet (a value looks
     made up, and this very call was not refused before), else None."""
-    found = placeholders(arguments, told(rollout))
+    found = suspects(arguments)
+    if found:  # what the agent was told is read only for a call with a suspect value
+        found = untold(found, told(rollout))
     if not found:
         return None
     key = _call_key(tool, arguments)

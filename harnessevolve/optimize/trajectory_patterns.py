@@ -33,11 +33,12 @@ from __future__ import annotations
 import difflib
 import json
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from harnessevolve.core.documents import bounded_yaml
-from harnessevolve.core.placeholder_values import placeholders
+from harnessevolve.core.placeholder_values import suspects, untold
 from harnessevolve.core.signals import Cause
 from harnessevolve.core.stated_options import with_stated_options
 from harnessevolve.models.raw_call import unfenced
@@ -240,69 +241,67 @@ def unknown_tool(context: ProposalContext, tools: HarnessTools) -> Pattern | Non
     )
 
 
+def _recurring_argument(kind: str, hits: Iterable[tuple[str, str, str, dict[str, Any]]]) -> Pattern | None:
+    """The pattern of ``hits`` (``(task, tool, argument, facts)`` per bad value): the failed runs
+    that show any, and the tool argument hit most often with the facts of its first hit."""
+    runs: dict[str, None] = {}
+    seen = Counter[tuple[str, str]]()
+    example: dict[tuple[str, str], dict[str, Any]] = {}
+    for task, tool, key, facts in hits:
+        runs[task] = None
+        seen[(tool, key)] += 1
+        example.setdefault((tool, key), facts)
+    if not runs:
+        return None
+    (tool, key), _ = seen.most_common(1)[0]
+    return Pattern(kind, tuple(runs), {"tool": tool, "argument": key, **example[(tool, key)]})
+
+
 def off_list_value(context: ProposalContext, tools: HarnessTools) -> Pattern | None:
     """Failed runs that passed a tool a value outside the closed list its parameter allows: the
     schema's ``enum``, or a list its description states (``core/stated_options.py``). Many tools
     take such a value without an error and do the wrong thing, so the run never learns of it."""
-    runs: list[str] = []
-    seen = Counter[tuple[str, str]]()
-    example: dict[tuple[str, str], tuple[Any, list[Any]]] = {}
     schemas = {  # each tool's parameters with their stated lists, read once
         name: with_stated_options(spec["parameters"]).get("properties") or {}
         for name, spec in context.task_tools.items()
         if isinstance(spec.get("parameters"), dict)
     }
-    for task, actions in context.failed_runs.items():
-        hit = False
-        for action in actions:
-            properties = schemas.get(action.tool)
-            if properties is None:
-                continue
-            for key, value in (action.arguments or {}).items():
-                options = _allowed(properties.get(key))
-                values = value if isinstance(value, list) else [value]
-                off = [v for v in values if isinstance(v, str) and options and v not in options]
-                if off:
-                    hit = True
-                    seen[(action.tool, key)] += 1
-                    example.setdefault((action.tool, key), (off[0], options))
-        if hit:
-            runs.append(task)
-    if not runs:
-        return None
-    (tool, key), _ = seen.most_common(1)[0]
-    value, options = example[(tool, key)]
-    return Pattern(
-        "off_list_value", tuple(runs), {"tool": tool, "argument": key, "value": value, "options": options}
-    )
+
+    def hits() -> Iterator[tuple[str, str, str, dict[str, Any]]]:
+        for task, actions in context.failed_runs.items():
+            for action in actions:
+                properties = schemas.get(action.tool)
+                if not properties:
+                    continue
+                for key, value in (action.arguments or {}).items():
+                    options = _allowed(properties.get(key))
+                    values = value if isinstance(value, list) else [value]
+                    off = [v for v in values if isinstance(v, str) and options and v not in options]
+                    if off:
+                        yield task, action.tool, key, {"value": off[0], "options": options}
+
+    return _recurring_argument("off_list_value", hits())
 
 
 def placeholder_value(context: ProposalContext, tools: HarnessTools) -> Pattern | None:
     """Failed runs that passed a task's tool a value that looks made up and that the run was never
-    told: not in the tools' schemas, its instruction, nor a result before the call (a later user turn of a
-    multi-turn task is not known here, so a value given there may be counted: the gate decides)."""
-    runs: list[str] = []
-    seen = Counter[tuple[str, str]]()
-    example: dict[tuple[str, str], tuple[Any, str]] = {}
+    told: not in the tools' schemas, its instruction, nor a result before the call (a later user
+    turn of a multi-turn task is not known here, so a value given there may be counted: the gate
+    decides)."""
     schemas = json.dumps(context.task_tools, ensure_ascii=False)  # a value an enum gives is told
-    for task, actions in context.failed_runs.items():
-        told = schemas + "\n" + context.instructions.get(task, "")
-        hit = False
-        for action in actions:
-            if action.tool in context.task_tools and action.tool not in tools.names:
-                for key, value, why in placeholders(action.arguments or {}, told):
-                    hit = True
-                    seen[(action.tool, key)] += 1
-                    example.setdefault((action.tool, key), (value, why))
-            told += "\n" + action.observation
-        if hit:
-            runs.append(task)
-    if not runs:
-        return None
-    (tool, key), _ = seen.most_common(1)[0]
-    value, why = example[(tool, key)]
-    detail = {"tool": tool, "argument": key, "value": value, "why": why}
-    return Pattern("placeholder_value", tuple(runs), detail)
+
+    def hits() -> Iterator[tuple[str, str, str, dict[str, Any]]]:
+        for task, actions in context.failed_runs.items():
+            told = [schemas, context.instructions.get(task, "")]
+            for action in actions:
+                task_tool = action.tool in context.task_tools and action.tool not in tools.names
+                found = suspects(action.arguments or {}) if task_tool else []
+                if found:  # the run's text is joined only for a call with a suspect value
+                    for key, value, why in untold(found, "\n".join(told)):
+                        yield task, action.tool, key, {"value": value, "why": why}
+                told.append(action.observation)
+
+    return _recurring_argument("placeholder_value", hits())
 
 
 def _allowed(prop: Any) -> list[Any]:

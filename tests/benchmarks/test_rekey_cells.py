@@ -24,18 +24,14 @@ def test_rekey_cells_re_keys_only_cells_whose_old_hash_it_can_recompute(tmp_path
 
     sys.path.insert(0, str(PERF))
     try:
-        from rekey_cells import legacy_sha
+        from rekey_cells import plant_cells
     finally:
         sys.path.pop(0)
     spec = "bfcl"  # 30 tasks, some of them test
     suite = load_benchmark_spec(spec)
     made_in = tmp_path / "old-checkout"
     cells = tmp_path / "results"
-    for arm, sha in (("seed", legacy_sha(suite, made_in)), ("other", "0123456789abcdef")):
-        folder = cells / "cells" / arm / "seed-0"
-        folder.mkdir(parents=True)
-        doc = {"arm": {"name": arm}, "benchmark": {"name": "bfcl-base", "spec": spec, "test_sha": sha}}
-        (folder / "result.json").write_text(json.dumps(doc, indent=2) + "\n")
+    plant_cells(cells, made_in, suite, spec)
     script = PERF / "rekey_cells.py"
     done = subprocess.run(
         [sys.executable, str(script), str(cells), "--made-in", str(made_in)],

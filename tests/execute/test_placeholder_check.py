@@ -13,7 +13,7 @@ from scored_run import scored_run
 from test_tool_use import call, rollout
 
 from harnessevolve.core import paths
-from harnessevolve.core.placeholder_values import placeholders, why_placeholder
+from harnessevolve.core.placeholder_values import suspects, untold, why_placeholder
 
 TOOL_AGENT = paths.builtin_dir("harnesses") / "tool-agent"
 REPO = Path(__file__).resolve().parents[2]
@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parents[2]
     ],
 )
 def test_a_made_up_value_is_named_with_why(name: str, value: object, why: str) -> None:
-    assert why_placeholder(name, value, "Book a flight for Michael, order 7741.") == why
+    assert why_placeholder(name, value) == why
 
 
 @pytest.mark.parametrize(
@@ -73,15 +73,14 @@ def test_a_made_up_value_is_named_with_why(name: str, value: object, why: str) -
     ],
 )
 def test_a_real_looking_value_is_not(name: str, value: object) -> None:
-    assert why_placeholder(name, value, "") is None
+    assert why_placeholder(name, value) is None
 
 
 def test_a_value_the_agent_was_told_is_never_a_placeholder() -> None:
     told = 'Log in as your_username with password 12345. {"order_id": "order_id"}'
-    assert (
-        placeholders({"username": "your_username", "password": "12345", "order_id": "order_id"}, told) == []
-    )
-    assert placeholders({"order": {"items": ["A1", "<item_id>"]}}, "")[0][:2] == ("items", "<item_id>")
+    made_up = suspects({"username": "your_username", "password": "12345", "order_id": "order_id"})
+    assert len(made_up) == 3 and untold(made_up, told) == []
+    assert untold(suspects({"order": {"items": ["A1", "<item_id>"]}}), "")[0][:2] == ("items", "<item_id>")
 
 
 def test_no_value_of_any_reference_run_in_the_repository_looks_made_up() -> None:
@@ -98,7 +97,7 @@ def test_no_value_of_any_reference_run_in_the_repository_looks_made_up() -> None
             for made in step.get("tool_calls") or []:
                 if made["function_name"] != "submit":
                     calls += 1
-                    found = placeholders(made.get("arguments") or {}, told)
+                    found = untold(suspects(made.get("arguments") or {}), told)
                     flagged += [(path.name, made["function_name"], f) for f in found]
             for result in (step.get("observation") or {}).get("results", []):
                 told += "\n" + str(result.get("content"))
